@@ -1,0 +1,18 @@
+"""Session-wide TFF execution context on a managed worker.
+
+Every test runs its computations on one `worker_binary` that this session starts
+and stops (`tff_fedwin.runtime.local_execution_context`), so no worker outlives
+the test run and none writes to pytest's captured streams.
+"""
+
+import pytest
+
+from tff_fedwin import runtime
+
+
+@pytest.fixture(scope='session', autouse=True)
+def tff_execution_context(tmp_path_factory):
+  with runtime.local_execution_context(
+      log_dir=str(tmp_path_factory.mktemp('tff_workers'))
+  ) as context:
+    yield context

@@ -1,0 +1,145 @@
+"""Tests for tff_fedwin.runtime.workers: workers never outlive their owner."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow_federated as tff
+
+from tff_fedwin import runtime
+
+
+@tff.tensorflow.computation(np.float32)
+def _add_one(x):
+  return x + 1.0
+
+
+def _pid_alive(pid: int) -> bool:
+  """True if `pid` exists and is not a zombie."""
+  try:
+    with open(f'/proc/{pid}/stat') as f:
+      return f.read().split(')')[-1].split()[0] != 'Z'
+  except FileNotFoundError:
+    return False
+
+
+def _wait_until_dead(pid: int, timeout_seconds: float = 20.0) -> bool:
+  deadline = time.monotonic() + timeout_seconds
+  while time.monotonic() < deadline:
+    if not _pid_alive(pid):
+      return True
+    time.sleep(0.1)
+  return False
+
+
+# A script that runs one computation on a managed worker, prints the worker's
+# pid, then (optionally) blocks until it is killed.
+_CHILD_SCRIPT = """
+import sys, time
+import numpy as np
+import tensorflow_federated as tff
+from tff_fedwin import runtime
+
+@tff.tensorflow.computation(np.float32)
+def add_one(x):
+  return x + 1.0
+
+with runtime.local_execution_context():
+  assert add_one(1.0) == 2.0
+  (worker,) = runtime.running_workers()
+  print('WORKER_PID', worker.pid, flush=True)
+  if sys.argv[1] == 'block':
+    time.sleep(600)
+"""
+
+
+def test_context_runs_computations_and_stops_its_worker(tmp_path):
+  with runtime.local_execution_context(log_dir=str(tmp_path)):
+    assert _add_one(1.0) == 2.0
+    (worker,) = [
+        w for w in runtime.running_workers() if w.log_path.startswith(
+            str(tmp_path))
+    ]
+    assert _pid_alive(worker.pid)
+  assert not worker.is_running()
+  assert worker not in runtime.running_workers()
+
+
+def test_worker_output_goes_to_log_file_not_parent_streams(tmp_path):
+  worker = runtime.start_local_worker(log_dir=str(tmp_path))
+  try:
+    for fd in (1, 2):
+      target = os.readlink(f'/proc/{worker.pid}/fd/{fd}')
+      assert target == worker.log_path
+    assert os.readlink(f'/proc/{worker.pid}/fd/0') == '/dev/null'
+  finally:
+    worker.stop()
+  assert not _pid_alive(worker.pid)
+
+
+def test_worker_stopped_when_block_raises(tmp_path):
+  with pytest.raises(ZeroDivisionError):
+    with runtime.local_execution_context(log_dir=str(tmp_path)):
+      (worker,) = [
+          w for w in runtime.running_workers()
+          if w.log_path.startswith(str(tmp_path))
+      ]
+      _ = 1 / 0
+  assert _wait_until_dead(worker.pid, timeout_seconds=5)
+
+
+def test_start_fails_with_port_and_log_when_port_is_taken(tmp_path):
+  import socket  # pylint: disable=g-import-not-at-top
+
+  with socket.socket(socket.AF_INET6) as sock:
+    sock.bind(('::', 0))
+    sock.listen()
+    port = sock.getsockname()[1]
+    with pytest.raises(RuntimeError, match=f'(?s)port {port}.*Address already in use'):
+      runtime.start_local_worker(
+          port=port, log_dir=str(tmp_path), ready_timeout_seconds=30
+      )
+
+
+def test_worker_dies_when_parent_is_sigkilled():
+  child = subprocess.Popen(
+      [sys.executable, '-c', _CHILD_SCRIPT, 'block'],
+      stdout=subprocess.PIPE,
+      stderr=subprocess.DEVNULL,
+      text=True,
+  )
+  try:
+    worker_pid = None
+    for line in child.stdout:
+      if line.startswith('WORKER_PID'):
+        worker_pid = int(line.split()[1])
+        break
+    assert worker_pid is not None, 'child never reported its worker'
+    assert _pid_alive(worker_pid)
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=30)
+    assert _wait_until_dead(worker_pid), f'worker {worker_pid} outlived parent'
+  finally:
+    child.kill()
+    child.wait()
+
+
+def test_piped_script_returns_and_leaves_no_worker():
+  # Under TFF's default context the leaked worker holds the pipe open and
+  # `| cat` never returns; `timeout` turns such a hang into exit code 124.
+  result = subprocess.run(
+      [
+          'timeout', '120', 'bash', '-c',
+          f'"{sys.executable}" -c "$0" run 2>/dev/null | cat', _CHILD_SCRIPT,
+      ],
+      capture_output=True,
+      text=True,
+      check=False,
+  )
+  assert result.returncode == 0, result
+  worker_pid = int(result.stdout.split('WORKER_PID')[1].split()[0])
+  assert _wait_until_dead(worker_pid, timeout_seconds=5)

@@ -1,0 +1,8 @@
+"""TFF worker lifecycle and execution contexts."""
+
+from tff_fedwin.runtime.workers import create_remote_execution_context
+from tff_fedwin.runtime.workers import local_execution_context
+from tff_fedwin.runtime.workers import LocalWorker
+from tff_fedwin.runtime.workers import running_workers
+from tff_fedwin.runtime.workers import start_local_worker
+from tff_fedwin.runtime.workers import worker_binary_path

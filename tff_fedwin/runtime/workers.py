@@ -1,0 +1,280 @@
+"""Deterministic lifecycle for TFF C++ workers, and execution contexts over them.
+
+TFF 0.87 runs every computation in a `worker_binary` subprocess. The stock local
+context starts that process lazily, hands it the parent's stdout/stderr, and never
+stops it when Python exits: the orphan keeps the inherited pipe open, so
+`python x.py | cat`, pytest runs and CI pipelines hang (DESIGN.md sec. 4).
+
+This module starts the worker itself:
+
+* the worker gets `PR_SET_PDEATHSIG = SIGKILL`, so it dies with the thread that
+  started it, even when the parent is killed with SIGKILL;
+* its stdin is /dev/null and its stdout/stderr go to a log file, never to the
+  parent's streams;
+* `local_execution_context()` yields a ready `tff.framework.SyncExecutionContext`
+  connected over gRPC, installed on TFF's context stack, and stops the worker on
+  normal exit, on an exception and on Ctrl-C.
+
+Start workers from the main thread: Linux delivers the parent-death signal when
+the *thread* that forked the worker exits.
+"""
+
+import atexit
+import collections
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from typing import Optional
+
+import grpc
+import portpicker
+import tensorflow_federated as tff
+
+_PR_SET_PDEATHSIG = 1
+_GRPC_MAX_MESSAGE_BYTES = 2 * 1000 * 1000 * 1000
+_GRPC_CHANNEL_OPTIONS = (
+    ('grpc.max_message_length', _GRPC_MAX_MESSAGE_BYTES),
+    ('grpc.max_receive_message_length', _GRPC_MAX_MESSAGE_BYTES),
+    ('grpc.max_send_message_length', _GRPC_MAX_MESSAGE_BYTES),
+)
+_LOG_TAIL_LINES = 20
+
+# Workers started by this process and not yet stopped; stopped at exit too.
+_RUNNING_WORKERS: dict[int, 'LocalWorker'] = {}
+
+
+def worker_binary_path() -> str:
+  """Returns the path of the `worker_binary` shipped in the TFF wheel."""
+  path = os.path.join(os.path.dirname(tff.__file__), 'data', 'worker_binary')
+  if not os.path.isfile(path):
+    raise RuntimeError(
+        f'The TFF worker binary was not found at {path}. Reinstall the pinned '
+        'environment with `bash scripts/setup_env.sh`.'
+    )
+  return path
+
+
+def _default_log_dir() -> str:
+  return os.path.join(tempfile.gettempdir(), 'tff_fedwin_workers')
+
+
+def _tail(path: str, lines: int = _LOG_TAIL_LINES) -> str:
+  try:
+    with open(path, errors='replace') as f:
+      return ''.join(collections.deque(f, maxlen=lines))
+  except OSError:
+    return '<no log>'
+
+
+def _make_preexec_fn(parent_pid: int):
+  """Returns a `preexec_fn` tying the child's life to the parent's thread."""
+
+  def preexec():
+    libc = ctypes.CDLL('libc.so.6', use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
+      os._exit(127)  # pylint: disable=protected-access
+    # The parent may have died between fork() and prctl(): then no signal
+    # will ever come, so exit now.
+    if os.getppid() != parent_pid:
+      os._exit(1)  # pylint: disable=protected-access
+
+  return preexec
+
+
+class LocalWorker:
+  """A TFF `worker_binary` process started (and owned) by this process.
+
+  Attributes:
+    port: The TCP port the worker serves on.
+    log_path: The file receiving the worker's stdout and stderr.
+    pid: The worker's process id.
+  """
+
+  def __init__(self, process: subprocess.Popen, port: int, log_path: str):
+    self._process = process
+    self.port = port
+    self.log_path = log_path
+    self.pid = process.pid
+
+  @property
+  def address(self) -> str:
+    """`host:port` to reach the worker from this machine."""
+    return f'localhost:{self.port}'
+
+  def is_running(self) -> bool:
+    return self._process.poll() is None
+
+  def stop(self, timeout_seconds: float = 10.0) -> None:
+    """Stops the worker: SIGINT, then SIGKILL after `timeout_seconds`."""
+    _RUNNING_WORKERS.pop(self.pid, None)
+    if self._process.poll() is not None:
+      return
+    self._process.send_signal(signal.SIGINT)
+    try:
+      self._process.wait(timeout=timeout_seconds)
+    except subprocess.TimeoutExpired:
+      self._process.kill()
+      self._process.wait()
+
+  def __repr__(self) -> str:
+    state = 'running' if self.is_running() else 'stopped'
+    return f'LocalWorker(pid={self.pid}, port={self.port}, {state})'
+
+
+def start_local_worker(
+    *,
+    port: Optional[int] = None,
+    log_dir: Optional[str] = None,
+    max_concurrent_computation_calls: int = -1,
+    ready_timeout_seconds: float = 60.0,
+) -> LocalWorker:
+  """Starts a TFF worker that dies with this process, and waits until it serves.
+
+  Args:
+    port: The port to serve on; a free one is picked when `None`.
+    log_dir: Directory for the worker's log file (created if needed); defaults
+      to `$TMPDIR/tff_fedwin_workers`.
+    max_concurrent_computation_calls: Passed to the worker; non-positive means
+      no limit.
+    ready_timeout_seconds: How long to wait for the worker's gRPC service.
+
+  Returns:
+    A running `LocalWorker`. The caller must `stop()` it (or use
+    `local_execution_context`); it is also killed when this process dies.
+
+  Raises:
+    RuntimeError: If the worker exits or does not serve within the timeout;
+      the message names the port and quotes the worker's log.
+  """
+  if port is None:
+    port = portpicker.pick_unused_port()
+  log_dir = log_dir or _default_log_dir()
+  os.makedirs(log_dir, exist_ok=True)
+  log_path = os.path.join(log_dir, f'worker-{os.getpid()}-{port}.log')
+  args = [
+      worker_binary_path(),
+      f'--port={port}',
+      f'--max_concurrent_computation_calls={max_concurrent_computation_calls}',
+  ]
+  with open(log_path, 'ab') as log_file:
+    process = subprocess.Popen(  # pylint: disable=subprocess-popen-preexec-fn
+        args,
+        stdin=subprocess.DEVNULL,
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
+        close_fds=True,
+        preexec_fn=_make_preexec_fn(os.getpid()),
+    )
+  worker = LocalWorker(process, port, log_path)
+  _RUNNING_WORKERS[worker.pid] = worker
+  try:
+    _wait_until_serving(worker, ready_timeout_seconds)
+  except BaseException:
+    worker.stop()
+    raise
+  return worker
+
+
+def running_workers() -> tuple[LocalWorker, ...]:
+  """The workers this process started that have not been stopped."""
+  return tuple(_RUNNING_WORKERS.values())
+
+
+@atexit.register
+def _stop_all_workers() -> None:
+  for worker in running_workers():
+    worker.stop()
+
+
+def _wait_until_serving(worker: LocalWorker, timeout_seconds: float) -> None:
+  deadline = time.monotonic() + timeout_seconds
+  with grpc.insecure_channel(worker.address, _GRPC_CHANNEL_OPTIONS) as channel:
+    ready = grpc.channel_ready_future(channel)
+    while True:
+      try:
+        ready.result(timeout=0.2)
+        return
+      except grpc.FutureTimeoutError:
+        pass
+      if not worker.is_running():
+        raise RuntimeError(
+            f'The TFF worker on port {worker.port} exited with code '
+            f'{worker._process.returncode} before serving. '  # pylint: disable=protected-access
+            f'Last lines of {worker.log_path}:\n{_tail(worker.log_path)}'
+        )
+      if time.monotonic() > deadline:
+        raise RuntimeError(
+            f'The TFF worker on port {worker.port} did not serve within '
+            f'{timeout_seconds} s. Last lines of {worker.log_path}:\n'
+            f'{_tail(worker.log_path)}'
+        )
+
+
+def create_remote_execution_context(
+    address: str, *, default_num_clients: int = 0
+) -> tff.framework.SyncExecutionContext:
+  """Returns a synchronous TFF execution context backed by one remote worker.
+
+  Built from public `tff.framework` parts exactly as TFF's own local C++
+  context, minus the process management.
+
+  Args:
+    address: `host:port` of a running TFF worker.
+    default_num_clients: Number of clients when a computation's arguments do
+      not determine it.
+  """
+  channel = grpc.insecure_channel(address, _GRPC_CHANNEL_OPTIONS)
+  stub = tff.framework.RemoteExecutorGrpcStub(channel)
+
+  def executor_stack_fn(cardinalities):
+    if cardinalities.get(tff.CLIENTS) is None:
+      cardinalities[tff.CLIENTS] = default_num_clients
+    executor = tff.framework.RemoteExecutor(stub)
+    executor.set_cardinalities(cardinalities)
+    return executor
+
+  return tff.framework.SyncExecutionContext(
+      executor_fn=tff.framework.ResourceManagingExecutorFactory(
+          executor_stack_fn=executor_stack_fn
+      ),
+      compiler_fn=tff.backends.native.desugar_and_transform_to_native,
+      transform_args=tff.tensorflow.transform_args,
+      transform_result=tff.tensorflow.transform_result,
+  )
+
+
+@contextlib.contextmanager
+def local_execution_context(
+    *, log_dir: Optional[str] = None, default_num_clients: int = 0
+) -> Iterator[tff.framework.SyncExecutionContext]:
+  """Starts a local TFF worker and installs a context for it; stops it on exit.
+
+  Usage:
+
+    with local_execution_context() as context:
+      process.next(state, data)  # runs on the managed worker
+
+  The worker is stopped when the block exits, also on an exception or
+  KeyboardInterrupt, and is killed by the kernel if this process dies.
+
+  Args:
+    log_dir: Directory for the worker log (see `start_local_worker`).
+    default_num_clients: See `create_remote_execution_context`.
+
+  Yields:
+    The installed `tff.framework.SyncExecutionContext`.
+  """
+  worker = start_local_worker(log_dir=log_dir)
+  try:
+    context = create_remote_execution_context(
+        worker.address, default_num_clients=default_num_clients
+    )
+    with tff.framework.get_context_stack().install(context):
+      yield context
+  finally:
+    worker.stop()
