@@ -1,0 +1,8 @@
+"""Federated partitions of centralized data, and offline data sources."""
+
+from tff_fedwin.data.partition import client_data_from_partition
+from tff_fedwin.data.partition import default_client_ids
+from tff_fedwin.data.partition import dirichlet_label_partition
+from tff_fedwin.data.sources import load_mnist
+from tff_fedwin.data.sources import load_npz
+from tff_fedwin.data.sources import mnist_path
