@@ -1,0 +1,3 @@
+"""Training-loop support: persistent per-client states."""
+
+from tff_fedwin.training.client_states import ClientStateStore

@@ -1,0 +1,300 @@
+"""Persistent per-client states (e.g. SCAFFOLD control variates) keyed by id.
+
+Stateful algorithms such as SCAFFOLD (Karimireddy et al. 2020) keep a state
+per client that lives across rounds: the process's `next` takes the sampled
+clients' states and returns their new ones, and the training loop keeps all of
+them here between rounds (DESIGN.md sec. 2.3).
+
+Memory: every client that has participated holds one full state in RAM, so the
+store takes N x (state size) bytes for N participating clients; for SCAFFOLD
+the state is one copy of the model's trainable weights (e.g. 1,000 clients of a
+1.2M-parameter float32 model: 4.8 GB). `save` writes the same amount to disk
+without making extra copies.
+"""
+
+import collections
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+_FORMAT_VERSION = 1
+_IDS_KEY = 'client_ids'
+_METADATA_KEY = 'metadata'
+
+
+def _leaf_key(client_index: int, leaf_index: int) -> str:
+  return f'state_{client_index}_leaf_{leaf_index}'
+
+
+def _structure_signature(structure: Any) -> str:
+  """A printable description of a nested structure, without its values."""
+  return repr(tf.nest.map_structure(lambda _: '*', structure))
+
+
+class ClientStateStore:
+  """Client states keyed by client id, created lazily from a zero template.
+
+  A client's state is created as a copy of `template` the first time the
+  client is asked for (`get`), and replaced by `update`; clients that are not
+  updated keep their state. States are nested structures (`tf.nest`) of numpy
+  arrays with the template's structure, shapes and dtypes, e.g. the
+  `ScaffoldClientState` returned by
+  `tff_fedwin.algorithms.scaffold.initial_client_state(model_fn)`.
+
+  Memory: N x (state size) in RAM for the N clients seen so far; for SCAFFOLD,
+  N x the size of the model's trainable weights.
+
+  Usage:
+
+    store = ClientStateStore(scaffold.initial_client_state(model_fn))
+    states = store.get(sampled_ids)
+    state, new_states, metrics = process.next(state, data, states)
+    store.update(sampled_ids, new_states)
+    store.save(path)  # atomic
+    store = ClientStateStore.load(path, template)
+  """
+
+  def __init__(self, template: Any):
+    """Initializes an empty store.
+
+    Args:
+      template: The initial state of every client, a nested structure of
+        numpy arrays (or values convertible to them). It is copied.
+
+    Raises:
+      ValueError: If `template` has no array leaves.
+    """
+    leaves = tf.nest.flatten(template)
+    if not leaves:
+      raise ValueError('`template` must contain at least one array.')
+    self._template = tf.nest.pack_sequence_as(
+        template, [np.array(leaf, copy=True) for leaf in leaves]
+    )
+    self._states: dict[str, Any] = {}
+
+  @property
+  def template(self) -> Any:
+    """A copy of the initial state given to new clients."""
+    return self._copy(self._template)
+
+  @property
+  def client_ids(self) -> tuple[str, ...]:
+    """Ids of the clients that have a state, in order of first appearance."""
+    return tuple(self._states)
+
+  def __len__(self) -> int:
+    return len(self._states)
+
+  def __contains__(self, client_id: object) -> bool:
+    return client_id in self._states
+
+  def get(self, client_ids: Sequence[str]) -> list[Any]:
+    """The states of `client_ids`, creating zero states for new clients.
+
+    Args:
+      client_ids: Client ids (str); duplicates are allowed.
+
+    Returns:
+      One state per id, in the order of `client_ids`. The returned states are
+      copies: changing them does not change the store.
+
+    Raises:
+      ValueError: If `client_ids` is not a sequence of str.
+    """
+    client_ids = self._check_ids(client_ids, allow_duplicates=True)
+    states = []
+    for client_id in client_ids:
+      if client_id not in self._states:
+        self._states[client_id] = self._copy(self._template)
+      states.append(self._copy(self._states[client_id]))
+    return states
+
+  def update(self, client_ids: Sequence[str], states: Sequence[Any]) -> None:
+    """Replaces the states of `client_ids` by `states`.
+
+    Validates every state before changing anything: on error the store is
+    unchanged.
+
+    Args:
+      client_ids: Distinct client ids (str).
+      states: One state per id, with the template's nested structure (list and
+        tuple containers are interchangeable), shapes and dtypes.
+
+    Raises:
+      ValueError: If `client_ids` has duplicates or non-str ids, if `states`
+        and `client_ids` differ in length, or if a state does not match the
+        template.
+    """
+    client_ids = self._check_ids(client_ids, allow_duplicates=False)
+    if isinstance(states, (str, bytes)) or not isinstance(states, Sequence):
+      raise ValueError(
+          f'`states` must be a sequence of states, got {type(states).__name__}.'
+      )
+    if len(states) != len(client_ids):
+      raise ValueError(
+          f'`states` has {len(states)} elements but `client_ids` has '
+          f'{len(client_ids)}; they must have the same length.'
+      )
+    checked = [
+        self._conform(state, f'states[{i}] (client {client_id!r})')
+        for i, (client_id, state) in enumerate(zip(client_ids, states))
+    ]
+    for client_id, state in zip(client_ids, checked):
+      self._states[client_id] = state
+
+  def save(self, path: str) -> None:
+    """Writes the store to `path` (an .npz file, name used as given) atomically.
+
+    Writes to a temporary file in the same directory, fsyncs it and renames it
+    over `path` (`os.replace`): after a crash `path` holds either the previous
+    or the new store, never a partial file. If writing fails, the temporary
+    file is removed and `path` is untouched. The file is created with mode
+    0600 (owner only), as `tempfile.mkstemp` makes it.
+
+    Args:
+      path: The destination file.
+    """
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    ids = list(self._states)
+    arrays = {
+        _IDS_KEY: np.array(ids, dtype=np.str_),
+        _METADATA_KEY: np.array(json.dumps(self._metadata())),
+    }
+    for i, client_id in enumerate(ids):
+      for j, leaf in enumerate(tf.nest.flatten(self._states[client_id])):
+        arrays[_leaf_key(i, j)] = leaf
+    fd, temp_path = tempfile.mkstemp(
+        dir=directory, prefix=f'.{os.path.basename(path)}.', suffix='.tmp'
+    )
+    try:
+      with os.fdopen(fd, 'wb') as f:
+        np.savez(f, **arrays)
+        f.flush()
+        os.fsync(f.fileno())
+      os.replace(temp_path, path)
+    except BaseException:
+      try:
+        os.remove(temp_path)
+      except OSError:
+        pass
+      raise
+    _fsync_directory(directory)
+
+  @classmethod
+  def load(cls, path: str, template: Any) -> 'ClientStateStore':
+    """Restores a store written by `save`.
+
+    Args:
+      path: A file written by `ClientStateStore.save`.
+      template: The template of the saved store (gives the nested structure
+        and containers, which are not stored); its structure, shapes and
+        dtypes must match the saved ones.
+
+    Returns:
+      A store with the saved ids (in their order) and states.
+
+    Raises:
+      ValueError: If `template` does not match the saved store, or `path` is
+        not a file written by `save`.
+    """
+    store = cls(template)
+    with np.load(os.fspath(path), allow_pickle=False) as data:
+      if _IDS_KEY not in data or _METADATA_KEY not in data:
+        raise ValueError(f'`path` {path!r} is not a saved ClientStateStore.')
+      metadata = json.loads(str(data[_METADATA_KEY]))
+      if metadata.get('format_version') != _FORMAT_VERSION:
+        raise ValueError(
+            f'`path` {path!r} has format version '
+            f'{metadata.get("format_version")!r}, expected {_FORMAT_VERSION}.'
+        )
+      expected = store._metadata()  # pylint: disable=protected-access
+      for key in ('structure', 'shapes', 'dtypes'):
+        if metadata[key] != expected[key]:
+          raise ValueError(
+              f'`template` does not match the store saved in {path!r}: saved '
+              f'{key} {metadata[key]}, template {key} {expected[key]}.'
+          )
+      num_leaves = len(expected['shapes'])
+      for i, client_id in enumerate(data[_IDS_KEY].tolist()):
+        leaves = [data[_leaf_key(i, j)] for j in range(num_leaves)]
+        store._states[client_id] = tf.nest.pack_sequence_as(  # pylint: disable=protected-access
+            store._template, leaves  # pylint: disable=protected-access
+        )
+    return store
+
+  def _metadata(self) -> dict[str, Any]:
+    leaves = tf.nest.flatten(self._template)
+    return {
+        'format_version': _FORMAT_VERSION,
+        'structure': _structure_signature(self._template),
+        'shapes': [list(leaf.shape) for leaf in leaves],
+        'dtypes': [leaf.dtype.str for leaf in leaves],
+    }
+
+  def _copy(self, state: Any) -> Any:
+    return tf.nest.map_structure(lambda a: np.array(a, copy=True), state)
+
+  def _check_ids(
+      self, client_ids: Sequence[str], *, allow_duplicates: bool
+  ) -> list[str]:
+    if isinstance(client_ids, (str, bytes)) or not isinstance(
+        client_ids, Sequence
+    ):
+      raise ValueError(
+          '`client_ids` must be a sequence of str, got '
+          f'{type(client_ids).__name__}.'
+      )
+    for client_id in client_ids:
+      if not isinstance(client_id, str):
+        raise ValueError(
+            f'`client_ids` must contain str ids, got {client_id!r} of type '
+            f'{type(client_id).__name__}.'
+        )
+    if not allow_duplicates and len(set(client_ids)) != len(client_ids):
+      counts = collections.Counter(client_ids)
+      duplicates = sorted(c for c, n in counts.items() if n > 1)
+      raise ValueError(f'`client_ids` has duplicate ids: {duplicates}.')
+    return list(client_ids)
+
+  def _conform(self, state: Any, name: str) -> Any:
+    """Checks `state` against the template; returns a copy in its containers."""
+    try:
+      tf.nest.assert_same_structure(self._template, state, check_types=False)
+    except (ValueError, TypeError) as e:
+      raise ValueError(
+          f'`{name}` does not have the template structure '
+          f'{_structure_signature(self._template)}: {e}'
+      ) from e
+    leaves = []
+    for j, (expected, value) in enumerate(
+        zip(tf.nest.flatten(self._template), tf.nest.flatten(state))
+    ):
+      value = np.array(value, copy=True)
+      if value.shape != expected.shape or value.dtype != expected.dtype:
+        raise ValueError(
+            f'`{name}` leaf {j} has shape {value.shape} and dtype '
+            f'{value.dtype}; the template has shape {expected.shape} and '
+            f'dtype {expected.dtype}.'
+        )
+      leaves.append(value)
+    return tf.nest.pack_sequence_as(self._template, leaves)
+
+
+def _fsync_directory(directory: str) -> None:
+  """Makes a rename in `directory` durable (best effort: not on all OSes)."""
+  try:
+    fd = os.open(directory, os.O_RDONLY)
+  except OSError:
+    return
+  try:
+    os.fsync(fd)
+  except OSError:
+    pass
+  finally:
+    os.close(fd)
