@@ -1,0 +1,372 @@
+"""FedAvg-family learning processes with an exact window (WiMA, IMA).
+
+`build_fed_win` assembles a `tff.learning.templates.LearningProcess` from TFF's
+own parts (broadcast distributor, model-delta client work, aggregator, the
+apply-optimizer finalizer) and puts the window *after* the server optimizer, so
+it holds the post-optimizer global models for any server optimizer (WiMA Eq. 7:
+"built using any server-side optimizer"): SGD, SGD with momentum (FedAvgM),
+Adam, Yogi. Optimizer state is neither averaged nor reset (DESIGN.md 2.1).
+"""
+
+import collections
+from collections.abc import Callable
+from typing import Any, NamedTuple, Optional, Union
+
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_fedwin.aggregators import window as window_lib
+
+ClientLearningRateFn = Callable[[tf.Tensor], tf.Tensor]
+
+
+class WindowFinalizerState(NamedTuple):
+  """State of the window finalizer.
+
+  Attributes:
+    optimizer: The state of TFF's apply-optimizer finalizer.
+    window: A `tff_fedwin.aggregators.WindowBuffer` of the absolute
+      post-optimizer trainable weights.
+  """
+
+  optimizer: Any
+  window: window_lib.WindowBuffer
+
+
+def build_window_finalizer(
+    optimizer: tff.learning.optimizers.Optimizer,
+    model_weights_type: tff.Type,
+    *,
+    window_size: int,
+    mode: str = 'evaluate',
+    start_round: int = 0,
+    read_every: int = 1,
+) -> tff.learning.templates.FinalizerProcess:
+  """A finalizer applying `optimizer`, then pushing the new model to the window.
+
+  Type signatures:
+    initialize: `( -> WindowFinalizerState@SERVER)`
+    next: `(<WindowFinalizerState@SERVER, ModelWeights@SERVER, U@SERVER> ->
+           <state=WindowFinalizerState@SERVER, result=ModelWeights@SERVER,
+            measurements=M@SERVER>)`
+
+  `result` is the post-optimizer model w^t, or in `'broadcast'` mode at active
+  rounds the window model m^t (IMA), which the clients start from next round.
+  The window holds w^t in both modes.
+
+  Args:
+    optimizer: The server `tff.learning.optimizers.Optimizer`.
+    model_weights_type: The `tff.learning.models.ModelWeights` type.
+    window_size: W >= 1.
+    mode: `'evaluate'` (WiMA) or `'broadcast'` (IMA).
+    start_round: Active from round max(W, start_round).
+    read_every: E: the window model is exact at rounds t % E == 0; the state
+      keeps ceil(W/E) slots (1 in `'broadcast'` mode).
+  """
+  window_lib.validate_window_args(window_size, mode, start_round, read_every)
+  window_lib.check_float_structure(
+      model_weights_type.trainable, 'model trainable weights')
+  inner = tff.learning.templates.build_apply_optimizer_finalizer(
+      optimizer, model_weights_type)
+  trainable_specs = tff.types.type_to_tf_tensor_specs(
+      model_weights_type.trainable)
+
+  @tff.tensorflow.computation
+  def init_window_fn():
+    zeros = tf.nest.map_structure(
+        lambda spec: tf.zeros(spec.shape, spec.dtype), trainable_specs)
+    return window_lib.initial_window(
+        zeros, window_size, mode, start_round, read_every)
+
+  window_type = init_window_fn.type_signature.result
+
+  @tff.tensorflow.computation(window_type, model_weights_type)
+  def window_step_fn(window, weights):
+    window = window_lib.window_push(window, weights.trainable)
+    active = window_lib.window_is_active(window)
+    mean = window_lib.window_mean(window)
+    window_model = tf.nest.map_structure(
+        lambda m, w: tf.where(active, m, w), mean, weights.trainable)
+    sent = tf.nest.map_structure(
+        lambda m, w: tf.where(tf.logical_and(active, window.broadcast), m, w),
+        mean, weights.trainable)
+    measurements = window_lib.window_measurements(
+        window, window_model, weights.trainable)
+    return (
+        window,
+        tff.learning.models.ModelWeights(sent, weights.non_trainable),
+        measurements,
+    )
+
+  @tff.federated_computation()
+  def init_fn():
+    return tff.federated_zip(
+        WindowFinalizerState(
+            inner.initialize(), tff.federated_eval(init_window_fn, tff.SERVER)))
+
+  state_type = init_fn.type_signature.result
+
+  @tff.federated_computation(
+      state_type,
+      inner.next.type_signature.parameter[1],
+      inner.next.type_signature.parameter[2],
+  )
+  def next_fn(state, weights, update):
+    # Server optimizer step.
+    inner_output = inner.next(state.optimizer, weights, update)
+    # Window of the post-optimizer models.
+    window, new_weights, window_measures = tff.federated_map(
+        window_step_fn, (state.window, inner_output.result))
+    # Output preparation.
+    return tff.templates.MeasuredProcessOutput(
+        state=tff.federated_zip(
+            WindowFinalizerState(inner_output.state, window)),
+        result=new_weights,
+        measurements=tff.federated_zip(
+            collections.OrderedDict(
+                optimizer=inner_output.measurements, window=window_measures)),
+    )
+
+  return tff.learning.templates.FinalizerProcess(init_fn, next_fn)
+
+
+class ScheduledClientWorkState(NamedTuple):
+  """State of a client work whose learning rate follows a per-round schedule.
+
+  Attributes:
+    hparams: The wrapped client work's state (its optimizer hyperparameters).
+    round_num: int32, rounds completed.
+  """
+
+  hparams: Any
+  round_num: Any
+
+
+def build_scheduled_client_work(
+    client_work: tff.learning.templates.ClientWorkProcess,
+    client_learning_rate_fn: ClientLearningRateFn,
+) -> tff.learning.templates.ClientWorkProcess:
+  """Wraps a model-delta client work so round t uses `client_learning_rate_fn(t)`.
+
+  TFF's `build_model_delta_client_work` keeps the client optimizer's
+  hyperparameters in its state and broadcasts them every round; this wrapper
+  sets `learning_rate` to `client_learning_rate_fn(t)` (t = 1, 2, ...) before
+  each round and reports it as `client_learning_rate` in the measurements.
+
+  Args:
+    client_work: A `ClientWorkProcess` whose state is an optimizer hparams
+      dict with a `learning_rate` entry.
+    client_learning_rate_fn: Maps the round number (int32 tensor, 1-based) to
+      the learning rate; traced with TensorFlow.
+  """
+  hparams_type = client_work.initialize.type_signature.result.member
+  if 'learning_rate' not in tff.structure.name_list(hparams_type):
+    raise ValueError(
+        '`client_learning_rate_fn` needs a client optimizer with a '
+        f'`learning_rate` hyperparameter; its hyperparameters are {hparams_type}.')
+
+  @tff.tensorflow.computation(hparams_type, tf.int32)
+  def hparams_for_round_fn(hparams, round_num):
+    learning_rate = client_learning_rate_fn(round_num + 1)
+    hparams = collections.OrderedDict(hparams)
+    hparams['learning_rate'] = tf.cast(
+        learning_rate, hparams['learning_rate'].dtype)
+    return hparams, round_num + 1
+
+  @tff.federated_computation()
+  def init_fn():
+    return tff.federated_zip(
+        ScheduledClientWorkState(
+            client_work.initialize(),
+            tff.federated_value(0, tff.SERVER)))
+
+  measurements_type = client_work.next.type_signature.result.measurements.member
+
+  @tff.tensorflow.computation(measurements_type, hparams_type)
+  def add_learning_rate_fn(measurements, hparams):
+    measurements = collections.OrderedDict(measurements)
+    measurements['client_learning_rate'] = hparams['learning_rate']
+    return measurements
+
+  _, weights_type, data_type = client_work.next.type_signature.parameter
+
+  @tff.federated_computation(
+      init_fn.type_signature.result, weights_type, data_type)
+  def next_fn(state, weights, client_data):
+    # Server computation: this round's hyperparameters.
+    hparams, round_num = tff.federated_map(
+        hparams_for_round_fn, (state.hparams, state.round_num))
+    # Client computation.
+    output = client_work.next(hparams, weights, client_data)
+    # Output preparation.
+    return tff.templates.MeasuredProcessOutput(
+        state=tff.federated_zip(
+            ScheduledClientWorkState(output.state, round_num)),
+        result=output.result,
+        measurements=tff.federated_map(
+            add_learning_rate_fn, (output.measurements, hparams)),
+    )
+
+  return tff.learning.templates.ClientWorkProcess(init_fn, next_fn)
+
+
+def ima_client_learning_rate_fn(
+    initial_learning_rate: float,
+    start_round: int,
+    *,
+    decay_before: float = 0.99,
+    decay_after: float = 0.97,
+) -> ClientLearningRateFn:
+  """IMA's "mild client exploration" schedule (IMA code, Table 7).
+
+  lr_t = lr0 * decay_before^t                                  for t < t_s,
+  lr_t = lr0 * decay_before^t_s * decay_after^(t - t_s)       for t >= t_s,
+
+  with rounds t = 1, 2, ... (DESIGN.md sec. 2.1).
+
+  Args:
+    initial_learning_rate: lr0 > 0.
+    start_round: t_s >= 0, IMA's start round.
+    decay_before: Per-round decay before t_s.
+    decay_after: Per-round decay from t_s on.
+
+  Returns:
+    A function of the round number usable as `client_learning_rate_fn`.
+  """
+  if not initial_learning_rate > 0:
+    raise ValueError(
+        f'`initial_learning_rate` must be > 0, got {initial_learning_rate}.')
+  if start_round < 0:
+    raise ValueError(f'`start_round` must be >= 0, got {start_round}.')
+
+  def learning_rate_fn(round_num):
+    t = tf.cast(round_num, tf.float32)
+    t_s = tf.constant(float(start_round), tf.float32)
+    before = initial_learning_rate * tf.pow(decay_before, t)
+    after = (initial_learning_rate * tf.pow(decay_before, t_s)
+             * tf.pow(decay_after, t - t_s))
+    return tf.where(t < t_s, before, after)
+
+  return learning_rate_fn
+
+
+def build_fed_win(
+    model_fn: Callable[[], tff.learning.models.VariableModel],
+    client_optimizer_fn: tff.learning.optimizers.Optimizer,
+    server_optimizer_fn: Optional[tff.learning.optimizers.Optimizer] = None,
+    *,
+    window_size: Optional[int] = None,
+    window_mode: str = 'evaluate',
+    window_start_round: int = 0,
+    window_read_every: int = 1,
+    client_learning_rate_fn: Optional[ClientLearningRateFn] = None,
+    client_weighting: tff.learning.ClientWeighting = (
+        tff.learning.ClientWeighting.NUM_EXAMPLES),
+    model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+    metrics_aggregator: Optional[Any] = None,
+) -> tff.learning.templates.LearningProcess:
+  """Builds FedAvg (or FedAvgM, FedAdam, FedYogi) with an exact model window.
+
+  The process is TFF's FedAvg (McMahan et al. 2017) composed from
+  `tff.learning.templates` parts, with a window finalizer after the server
+  optimizer (WiMA Eq. 4/7; IMA Algorithm 1). Methods:
+
+  * `initialize`: `( -> S@SERVER)`, `S` a
+    `tff.learning.templates.LearningAlgorithmState` whose `finalizer` is a
+    `WindowFinalizerState` when `window_size` is set.
+  * `next`: `(<S@SERVER, {B*}@CLIENTS> -> <state=S@SERVER, metrics=M@SERVER>)`;
+    `metrics['finalizer']['window']` has `window_fill`, `window_active` and
+    `window_distance` (||window model - w^t||_2).
+  * `get_model_weights`: `(S -> ModelWeights)`: the window model (WiMA: the
+    model evaluated and exported); the global model when there is no window or
+    it is not active. `tff_fedwin.aggregators.window_model_weights(state)`
+    computes the same in numpy without a TFF call.
+
+  Args:
+    model_fn: No-arg callable returning a `tff.learning.models.VariableModel`.
+    client_optimizer_fn: The client `tff.learning.optimizers.Optimizer`.
+    server_optimizer_fn: The server optimizer; defaults to SGD(1.0) (FedAvg).
+      SGD with momentum gives FedAvgM, Adam/Yogi give FedAdam/FedYogi.
+    window_size: W >= 1; `None` builds plain FedAvg (no window).
+    window_mode: `'evaluate'` (WiMA) or `'broadcast'` (IMA).
+    window_start_round: The window model is active from round
+      max(W, window_start_round) (IMA's t_s).
+    window_read_every: E: the window model is needed only at rounds t % E == 0;
+      the state keeps ceil(W/E) model-sized slots. 1 in `'broadcast'` mode.
+    client_learning_rate_fn: Optional per-round client learning rate,
+      round number (1-based int32 tensor) -> rate, traced with TensorFlow;
+      `ima_client_learning_rate_fn` is IMA's schedule.
+    client_weighting: A `tff.learning.ClientWeighting`.
+    model_aggregator: Aggregation of client deltas; default
+      `tff.aggregators.MeanFactory()`.
+    metrics_aggregator: As in `tff.learning.algorithms.build_weighted_fed_avg`.
+
+  Returns:
+    A `tff.learning.templates.LearningProcess`.
+  """
+  if window_size is not None:
+    window_lib.validate_window_args(
+        window_size, window_mode, window_start_round, window_read_every)
+  if server_optimizer_fn is None:
+    server_optimizer_fn = tff.learning.optimizers.build_sgdm(learning_rate=1.0)
+  if model_aggregator is None:
+    model_aggregator = tff.aggregators.MeanFactory()
+
+  @tff.tensorflow.computation()
+  def initial_model_weights_fn():
+    return tff.learning.models.ModelWeights.from_model(model_fn())
+
+  model_weights_type = initial_model_weights_fn.type_signature.result
+  distributor = tff.learning.templates.build_broadcast_process(
+      model_weights_type)
+  client_work = tff.learning.templates.build_model_delta_client_work(
+      model_fn,
+      client_optimizer_fn,
+      client_weighting=client_weighting,
+      metrics_aggregator=metrics_aggregator,
+  )
+  if client_learning_rate_fn is not None:
+    client_work = build_scheduled_client_work(
+        client_work, client_learning_rate_fn)
+  aggregator = model_aggregator.create(
+      model_weights_type.trainable, tff.TensorType(tf.float32.as_numpy_dtype))
+  if window_size is None:
+    finalizer = tff.learning.templates.build_apply_optimizer_finalizer(
+        server_optimizer_fn, model_weights_type)
+  else:
+    finalizer = build_window_finalizer(
+        server_optimizer_fn,
+        model_weights_type,
+        window_size=window_size,
+        mode=window_mode,
+        start_round=window_start_round,
+        read_every=window_read_every,
+    )
+  composed = tff.learning.templates.compose_learning_process(
+      initial_model_weights_fn, distributor, client_work, aggregator, finalizer)
+  if window_size is None:
+    return composed
+
+  state_type = composed.initialize.type_signature.result.member
+
+  @tff.tensorflow.computation(state_type)
+  def get_model_weights(state):
+    window = state.finalizer.window
+    use_mean = tf.logical_and(
+        window_lib.window_is_active(window),
+        tf.logical_not(window.broadcast))
+    trainable = tf.nest.map_structure(
+        lambda m, w: tf.where(use_mean, m, w),
+        window_lib.window_mean(window),
+        state.global_model_weights.trainable)
+    return tff.learning.models.ModelWeights(
+        trainable, state.global_model_weights.non_trainable)
+
+  return tff.learning.templates.LearningProcess(
+      composed.initialize,
+      composed.next,
+      get_model_weights,
+      composed.set_model_weights,
+      get_hparams_fn=composed.get_hparams,
+      set_hparams_fn=composed.set_hparams,
+  )
