@@ -26,10 +26,37 @@ def linear_mse_client_update(w, batches, learning_rate):
   return w - trained, n
 
 
-def fedavg_aggregate(w, client_batches, learning_rate):
+def linear_wsm_client_update(w, batches, learning_rate):
+  """Client SGD on the WSM loss of a linear softmax model z = x @ w.
+
+  beta_c = n_c / n over all the client's batches (one pass first). With
+  p_beta_j = beta_j e^{z_j} / sum_k beta_k e^{z_k}, the loss
+  -log p_beta_y has gradient d/dz = p_beta - onehot(y) (WSM Eq. 4), so
+  d/dw of the batch mean is x^T (p_beta - onehot(y)) / b. Labels are ints.
+  """
+  num_classes = w.shape[1]
+  labels = np.concatenate([y for _, y in batches]).astype(int)
+  beta = np.bincount(labels, minlength=num_classes) / len(labels)
+  trained = w.astype(np.float64).copy()
+  n = 0
+  for x, y in batches:
+    z = x @ trained
+    with np.errstate(divide='ignore'):
+      shifted = z + np.log(beta)
+    shifted -= shifted.max(axis=1, keepdims=True)
+    p = np.exp(shifted)
+    p /= p.sum(axis=1, keepdims=True)
+    onehot = np.eye(num_classes)[y.astype(int)]
+    trained -= learning_rate * x.T @ (p - onehot) / len(x)
+    n += len(x)
+  return w - trained, n
+
+
+def fedavg_aggregate(w, client_batches, learning_rate,
+                     client_update=linear_mse_client_update):
   """Example-weighted mean of the client deltas (FedAvg, Eq. 3 of WiMA)."""
   deltas, weights = zip(*[
-      linear_mse_client_update(w, batches, learning_rate)
+      client_update(w, batches, learning_rate)
       for batches in client_batches
   ])
   return sum(n * d for d, n in zip(deltas, weights)) / sum(weights)
@@ -65,6 +92,7 @@ def simulate(
     start_round,
     server_learning_rate=1.0,
     server_momentum=0.0,
+    client_update=linear_mse_client_update,
 ):
   """FedAvg(M) with a window, in float64.
 
@@ -81,7 +109,8 @@ def simulate(
   active = [False]
   accumulator = np.zeros_like(aggregated[0])
   for t in range(1, rounds + 1):
-    update = fedavg_aggregate(sent[-1], client_batches, client_learning_rate)
+    update = fedavg_aggregate(sent[-1], client_batches, client_learning_rate,
+                              client_update)
     accumulator = server_momentum * accumulator + update
     w_t = sent[-1] - server_learning_rate * accumulator
     aggregated.append(w_t)

@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tests import linear_task as task
 from tests import numpy_reference as ref
 from tests.linear_task import BATCH_SIZE, CLIENT_LR, INPUT_DIM, W0
 from tests.linear_task import client_datasets, kernel as _kernel, model_fn
@@ -221,3 +222,44 @@ def test_bad_window_arguments_raise_naming_the_argument(kwargs, error, pattern):
   with pytest.raises(error, match=pattern):
     fed_win.build_fed_win(
         model_fn, tff.learning.optimizers.build_sgdm(CLIENT_LR), **kwargs)
+
+
+@pytest.mark.parametrize('mode', ['evaluate', 'broadcast'])
+def test_wsm_client_loss_with_window_matches_numpy(mode):
+  # FedAvg whose clients train on the WSM loss (beta from their own data), with
+  # the window in both modes, against numpy (WSM Eq. 4 gradient).
+  window_size, start_round, rounds = 2, 3, 6
+  process = fed_win.build_fed_win(
+      task.softmax_model_fn, tff.learning.optimizers.build_sgdm(CLIENT_LR),
+      window_size=window_size, window_mode=mode,
+      window_start_round=start_round, client_loss='wsm',
+      num_classes=task.NUM_CLASSES)
+  expected = ref.simulate(
+      task.SOFTMAX_W0, task.softmax_numpy_batches(), rounds=rounds,
+      client_learning_rate=CLIENT_LR, window_size=window_size, mode=mode,
+      start_round=start_round, client_update=ref.linear_wsm_client_update)
+  data = task.softmax_client_datasets()
+  state = process.initialize()
+  for t in range(1, rounds + 1):
+    state = process.next(state, data).state
+    np.testing.assert_allclose(
+        _kernel(state.global_model_weights), expected['sent'][t], atol=1e-5,
+        err_msg=f'round {t}')
+    np.testing.assert_allclose(
+        _kernel(process.get_model_weights(state)), expected['window'][t],
+        atol=1e-5, err_msg=f'round {t}')
+
+
+@pytest.mark.parametrize(
+    'kwargs,pattern',
+    [
+        (dict(client_loss='focal'), "client_loss.*'ce', 'wsm'"),
+        (dict(client_loss='wsm'), 'num_classes'),
+        (dict(proximal_strength=0.1), 'proximal_strength'),
+    ],
+)
+def test_bad_client_loss_arguments_raise(kwargs, pattern):
+  with pytest.raises(ValueError, match=pattern):
+    fed_win.build_fed_win(
+        task.softmax_model_fn, tff.learning.optimizers.build_sgdm(CLIENT_LR),
+        **kwargs)

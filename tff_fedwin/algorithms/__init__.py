@@ -6,3 +6,5 @@ from tff_fedwin.algorithms.fed_win import build_window_finalizer
 from tff_fedwin.algorithms.fed_win import ima_client_learning_rate_fn
 from tff_fedwin.algorithms.scaffold import build_scaffold
 from tff_fedwin.algorithms.scaffold import initial_client_state
+from tff_fedwin.algorithms.multi_round import build_multi_round_process
+from tff_fedwin.algorithms.wsm_client_work import build_wsm_client_work

@@ -16,6 +16,9 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_fedwin.aggregators import window as window_lib
+from tff_fedwin.algorithms import wsm_client_work
+
+CLIENT_LOSSES = ('ce', 'wsm')
 
 ClientLearningRateFn = Callable[[tf.Tensor], tf.Tensor]
 
@@ -260,6 +263,9 @@ def build_fed_win(
     window_start_round: int = 0,
     window_read_every: int = 1,
     client_learning_rate_fn: Optional[ClientLearningRateFn] = None,
+    client_loss: str = 'ce',
+    num_classes: Optional[int] = None,
+    proximal_strength: float = 0.0,
     client_weighting: tff.learning.ClientWeighting = (
         tff.learning.ClientWeighting.NUM_EXAMPLES),
     model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
@@ -296,6 +302,15 @@ def build_fed_win(
     client_learning_rate_fn: Optional per-round client learning rate,
       round number (1-based int32 tensor) -> rate, traced with TensorFlow;
       `ima_client_learning_rate_fn` is IMA's schedule.
+    client_loss: `'ce'`: the model's own loss (TFF's model-delta client work);
+      `'wsm'`: the WSM re-weighted softmax cross-entropy (DESIGN.md 2.2), each
+      client computing its class proportions from its own data every round;
+      the model's predictions must be logits and labels are under key `'y'`.
+      Reported metrics always use the model's plain loss.
+    num_classes: Number of classes; required for `client_loss='wsm'`.
+    proximal_strength: FedProx mu >= 0 (Li et al. 2020, Eq. 2), with
+      `client_loss='wsm'`; for cross-entropy FedProx compose
+      `WindowedModelAveragingFactory` into TFF's `build_weighted_fed_prox`.
     client_weighting: A `tff.learning.ClientWeighting`.
     model_aggregator: Aggregation of client deltas; default
       `tff.aggregators.MeanFactory()`.
@@ -304,6 +319,16 @@ def build_fed_win(
   Returns:
     A `tff.learning.templates.LearningProcess`.
   """
+  if client_loss not in CLIENT_LOSSES:
+    raise ValueError(
+        f'`client_loss` must be one of {CLIENT_LOSSES}, got {client_loss!r}.')
+  if client_loss == 'wsm' and num_classes is None:
+    raise ValueError("`num_classes` is required with client_loss='wsm'.")
+  if client_loss == 'ce' and proximal_strength:
+    raise ValueError(
+        "`proximal_strength` is supported with client_loss='wsm'; for FedProx "
+        'with the model loss pass WindowedModelAveragingFactory as '
+        '`model_aggregator` to tff.learning.algorithms.build_weighted_fed_prox.')
   if window_size is not None:
     window_lib.validate_window_args(
         window_size, window_mode, window_start_round, window_read_every)
@@ -319,12 +344,22 @@ def build_fed_win(
   model_weights_type = initial_model_weights_fn.type_signature.result
   distributor = tff.learning.templates.build_broadcast_process(
       model_weights_type)
-  client_work = tff.learning.templates.build_model_delta_client_work(
-      model_fn,
-      client_optimizer_fn,
-      client_weighting=client_weighting,
-      metrics_aggregator=metrics_aggregator,
-  )
+  if client_loss == 'wsm':
+    client_work = wsm_client_work.build_wsm_client_work(
+        model_fn,
+        client_optimizer_fn,
+        num_classes=num_classes,
+        client_weighting=client_weighting,
+        metrics_aggregator=metrics_aggregator,
+        proximal_strength=proximal_strength,
+    )
+  else:
+    client_work = tff.learning.templates.build_model_delta_client_work(
+        model_fn,
+        client_optimizer_fn,
+        client_weighting=client_weighting,
+        metrics_aggregator=metrics_aggregator,
+    )
   if client_learning_rate_fn is not None:
     client_work = build_scheduled_client_work(
         client_work, client_learning_rate_fn)
