@@ -233,6 +233,38 @@ def window_measurements(
   )
 
 
+def window_step(window: WindowBuffer, model_weights: Any):
+  """Pushes the model w^t of this round; returns what the server keeps.
+
+  Shared by the exact post-server-step windows (`build_fed_win`'s finalizer,
+  SCAFFOLD).
+
+  Args:
+    window: A `WindowBuffer` of absolute trainable weights.
+    model_weights: `tff.learning.models.ModelWeights` w^t after the server step.
+
+  Returns:
+    `(window, model_weights, measurements)`: the updated window; the model the
+    clients start the next round from (trainable weights replaced by the window
+    mean m^t only in `'broadcast'` mode at active rounds, IMA); the
+    `window_measurements`.
+  """
+  model = model_weights.trainable
+  window = window_push(window, model)
+  active = window_is_active(window)
+  mean = window_mean(window)
+  window_model = tf.nest.map_structure(
+      lambda m, w: tf.where(active, m, w), mean, model)
+  send_mean = tf.logical_and(active, window.broadcast)
+  sent = tf.nest.map_structure(
+      lambda m, w: tf.where(send_mean, m, w), mean, model)
+  return (
+      window,
+      tff.learning.models.ModelWeights(sent, model_weights.non_trainable),
+      window_measurements(window, window_model, model),
+  )
+
+
 class WindowAggregatorState(NamedTuple):
   """State of `WindowedModelAveragingFactory`'s aggregation process.
 

@@ -83,23 +83,8 @@ def build_window_finalizer(
 
   window_type = init_window_fn.type_signature.result
 
-  @tff.tensorflow.computation(window_type, model_weights_type)
-  def window_step_fn(window, weights):
-    window = window_lib.window_push(window, weights.trainable)
-    active = window_lib.window_is_active(window)
-    mean = window_lib.window_mean(window)
-    window_model = tf.nest.map_structure(
-        lambda m, w: tf.where(active, m, w), mean, weights.trainable)
-    sent = tf.nest.map_structure(
-        lambda m, w: tf.where(tf.logical_and(active, window.broadcast), m, w),
-        mean, weights.trainable)
-    measurements = window_lib.window_measurements(
-        window, window_model, weights.trainable)
-    return (
-        window,
-        tff.learning.models.ModelWeights(sent, weights.non_trainable),
-        measurements,
-    )
+  window_step_fn = tff.tensorflow.computation(
+      window_lib.window_step, window_type, model_weights_type)
 
   @tff.federated_computation()
   def init_fn():
