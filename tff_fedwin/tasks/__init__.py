@@ -1,0 +1,5 @@
+"""Models and preprocessing per task."""
+
+from tff_fedwin.tasks.emnist import create_cnn_dropout_model
+from tff_fedwin.tasks.emnist import emnist_input_spec
+from tff_fedwin.tasks.emnist import synthetic_client_datasets
