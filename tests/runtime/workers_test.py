@@ -143,3 +143,41 @@ def test_piped_script_returns_and_leaves_no_worker():
   assert result.returncode == 0, result
   worker_pid = int(result.stdout.split('WORKER_PID')[1].split()[0])
   assert _wait_until_dead(worker_pid, timeout_seconds=5)
+
+
+def _listening_addresses(port: int) -> set[str]:
+  """Local addresses of sockets in LISTEN state on `port`, from /proc/net."""
+  found = set()
+  for table in ('/proc/net/tcp', '/proc/net/tcp6'):
+    with open(table) as f:
+      next(f)
+      for line in f:
+        local, state = line.split()[1], line.split()[3]
+        address, port_hex = local.split(':')
+        if state == '0A' and int(port_hex, 16) == port:  # 0A = TCP_LISTEN.
+          found.add(address)
+  return found
+
+
+# /proc/net hex addresses (little-endian words): 0.0.0.0 and :: are all zeros;
+# 127.0.0.1 is 0100007F; ::1 is 00000000000000000000000001000000.
+_WILDCARDS = {'00000000', '0' * 32}
+_LOOPBACKS = {'0100007F', '00000000000000000000000001000000'}
+
+
+@pytest.mark.parametrize('loopback_only', [True, False])
+def test_worker_listens_on_loopback_only_by_default(tmp_path, loopback_only):
+  worker = runtime.start_local_worker(
+      log_dir=str(tmp_path), loopback_only=loopback_only)
+  try:
+    addresses = _listening_addresses(worker.port)
+    assert addresses, 'worker port not in LISTEN state'
+    if loopback_only:
+      assert addresses <= _LOOPBACKS, addresses
+    else:
+      assert addresses & _WILDCARDS, addresses
+    # Reachable from this machine either way.
+    with runtime.local_execution_context(log_dir=str(tmp_path)):
+      assert _add_one(3.0) == 4.0
+  finally:
+    worker.stop()

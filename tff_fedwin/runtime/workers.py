@@ -11,6 +11,11 @@ This module starts the worker itself:
   started it, even when the parent is killed with SIGKILL;
 * its stdin is /dev/null and its stdout/stderr go to a log file, never to the
   parent's streams;
+* by default it listens on the loopback interface only: TFF's worker binds
+  [::]:port (every interface, no authentication) and has no flag for the
+  address, so a small LD_PRELOAD shim (`loopback_bind.c`, compiled with the
+  system C compiler on first use and cached) rebinds the wildcard address to
+  ::1 / 127.0.0.1;
 * `local_execution_context()` yields a ready `tff.framework.SyncExecutionContext`
   connected over gRPC, installed on TFF's context stack, and stops the worker on
   normal exit, on an exception and on Ctrl-C.
@@ -25,11 +30,15 @@ import contextlib
 import ctypes
 import os
 import signal
+import socket
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
 from typing import Optional
+
+import hashlib
+import shutil
 
 import grpc
 import portpicker
@@ -57,6 +66,66 @@ def worker_binary_path() -> str:
         'environment with `bash scripts/setup_env.sh`.'
     )
   return path
+
+
+_SHIM_SOURCE = os.path.join(os.path.dirname(__file__), 'loopback_bind.c')
+
+
+def loopback_bind_library() -> str:
+  """Path of the compiled loopback shim; compiles it once per source version.
+
+  The library goes to `$XDG_CACHE_HOME/tff_fedwin` (default `~/.cache/...`),
+  named by the hash of `loopback_bind.c`, written atomically.
+
+  Raises:
+    RuntimeError: If no C compiler is found or compiling fails; the message
+      says how to proceed.
+  """
+  with open(_SHIM_SOURCE, 'rb') as f:
+    digest = hashlib.sha256(f.read()).hexdigest()[:16]
+  cache_dir = os.path.join(
+      os.environ.get('XDG_CACHE_HOME', os.path.expanduser('~/.cache')),
+      'tff_fedwin')
+  library = os.path.join(cache_dir, f'loopback_bind-{digest}.so')
+  if os.path.exists(library):
+    return library
+  compiler = os.environ.get('CC') or shutil.which('cc') or shutil.which('gcc')
+  if compiler is None:
+    raise RuntimeError(
+        'Loopback-only TFF workers need a C compiler to build '
+        f'{_SHIM_SOURCE} (install gcc, or set CC). Or pass '
+        '`loopback_only=False` to accept a worker that listens on all '
+        'network interfaces without authentication.')
+  os.makedirs(cache_dir, exist_ok=True)
+  tmp = f'{library}.{os.getpid()}.tmp'
+  result = subprocess.run(
+      [compiler, '-shared', '-fPIC', '-O2', '-o', tmp, _SHIM_SOURCE, '-ldl'],
+      capture_output=True, text=True, check=False)
+  if result.returncode != 0:
+    raise RuntimeError(
+        f'Compiling {_SHIM_SOURCE} with {compiler} failed:\n{result.stderr}')
+  os.replace(tmp, library)
+  return library
+
+
+def _pick_loopback_port() -> int:
+  """A port free on ::1 and 127.0.0.1, chosen by the kernel.
+
+  Not `portpicker`: it probes the wildcard address, and a port held only on
+  ::1 by another loopback worker looks free there; gRPC sets SO_REUSEPORT, so
+  a second worker would then share the port with the first.
+  """
+  for _ in range(100):
+    with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as v6:
+      v6.bind(('::1', 0))
+      port = v6.getsockname()[1]
+      with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as v4:
+        try:
+          v4.bind(('127.0.0.1', port))
+        except OSError:
+          continue
+      return port
+  raise RuntimeError('No free loopback port found.')
 
 
 def _default_log_dir() -> str:
@@ -132,6 +201,7 @@ def start_local_worker(
     log_dir: Optional[str] = None,
     max_concurrent_computation_calls: int = -1,
     ready_timeout_seconds: float = 60.0,
+    loopback_only: bool = True,
 ) -> LocalWorker:
   """Starts a TFF worker that dies with this process, and waits until it serves.
 
@@ -142,6 +212,9 @@ def start_local_worker(
     max_concurrent_computation_calls: Passed to the worker; non-positive means
       no limit.
     ready_timeout_seconds: How long to wait for the worker's gRPC service.
+    loopback_only: Serve on the loopback interface only (default), so that
+      other machines cannot reach the unauthenticated worker. `False` keeps
+      TFF's behaviour (all interfaces), for workers other machines use.
 
   Returns:
     A running `LocalWorker`. The caller must `stop()` it (or use
@@ -152,7 +225,8 @@ def start_local_worker(
       the message names the port and quotes the worker's log.
   """
   if port is None:
-    port = portpicker.pick_unused_port()
+    port = _pick_loopback_port() if loopback_only else (
+        portpicker.pick_unused_port())
   log_dir = log_dir or _default_log_dir()
   os.makedirs(log_dir, exist_ok=True)
   log_path = os.path.join(log_dir, f'worker-{os.getpid()}-{port}.log')
@@ -161,9 +235,14 @@ def start_local_worker(
       f'--port={port}',
       f'--max_concurrent_computation_calls={max_concurrent_computation_calls}',
   ]
+  env = dict(os.environ)
+  if loopback_only:
+    env['LD_PRELOAD'] = ' '.join(
+        filter(None, [loopback_bind_library(), env.get('LD_PRELOAD')]))
   with open(log_path, 'ab') as log_file:
     process = subprocess.Popen(  # pylint: disable=subprocess-popen-preexec-fn
         args,
+        env=env,
         stdin=subprocess.DEVNULL,
         stdout=log_file,
         stderr=subprocess.STDOUT,
