@@ -56,21 +56,34 @@ def library_name(path: str) -> str:
   return '_'.join(parts) or 'tff_fedwin'
 
 
+def _source(path: str) -> str:
+  """The committed text of `path` when git has it, else the working copy.
+
+  BUILD describes what is committed, so a test in a clean checkout agrees.
+  """
+  try:
+    return subprocess.run(
+        ['git', 'show', f'HEAD:{path}'], cwd=ROOT, capture_output=True,
+        text=True, check=True).stdout
+  except (OSError, subprocess.CalledProcessError):
+    with open(os.path.join(ROOT, path)) as f:
+      return f.read()
+
+
 def _deps(path: str) -> list[str]:
   deps = set()
-  with open(os.path.join(ROOT, path)) as f:
-    for line in f:
-      match = _FROM_PACKAGE.match(line)
-      if match:
-        module, name = match.group(1).replace('.', '/'), match.group(2)
-        for candidate in (f'{module}/{name}.py', f'{module}.py',
-                          f'{module}/__init__.py'):
-          if os.path.exists(os.path.join(ROOT, candidate)):
-            deps.add(':' + library_name(candidate))
-            break
-      match = _FROM_TESTS.match(line)
-      if match:
-        deps.add(':tests_' + (match.group(1) or match.group(2)))
+  for line in _source(path).splitlines():
+    match = _FROM_PACKAGE.match(line)
+    if match:
+      module, name = match.group(1).replace('.', '/'), match.group(2)
+      for candidate in (f'{module}/{name}.py', f'{module}.py',
+                        f'{module}/__init__.py'):
+        if os.path.exists(os.path.join(ROOT, candidate)):
+          deps.add(':' + library_name(candidate))
+          break
+    match = _FROM_TESTS.match(line)
+    if match:
+      deps.add(':tests_' + (match.group(1) or match.group(2)))
   return sorted(deps)
 
 
