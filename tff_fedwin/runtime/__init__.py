@@ -6,3 +6,8 @@ from tff_fedwin.runtime.workers import LocalWorker
 from tff_fedwin.runtime.workers import running_workers
 from tff_fedwin.runtime.workers import start_local_worker
 from tff_fedwin.runtime.workers import worker_binary_path
+from tff_fedwin.runtime.multi_worker import create_multi_worker_context
+from tff_fedwin.runtime.multi_worker import multi_worker_execution_context
+from tff_fedwin.runtime.multi_worker import MultiWorkerContext
+from tff_fedwin.runtime.multi_worker import ThreadedAsyncContext
+from tff_fedwin.runtime.multi_worker import WorkerUnavailableError

@@ -45,11 +45,11 @@ import portpicker
 import tensorflow_federated as tff
 
 _PR_SET_PDEATHSIG = 1
-_GRPC_MAX_MESSAGE_BYTES = 2 * 1000 * 1000 * 1000
-_GRPC_CHANNEL_OPTIONS = (
-    ('grpc.max_message_length', _GRPC_MAX_MESSAGE_BYTES),
-    ('grpc.max_receive_message_length', _GRPC_MAX_MESSAGE_BYTES),
-    ('grpc.max_send_message_length', _GRPC_MAX_MESSAGE_BYTES),
+GRPC_MAX_MESSAGE_BYTES = 2 * 1000 * 1000 * 1000
+GRPC_CHANNEL_OPTIONS = (
+    ('grpc.max_message_length', GRPC_MAX_MESSAGE_BYTES),
+    ('grpc.max_receive_message_length', GRPC_MAX_MESSAGE_BYTES),
+    ('grpc.max_send_message_length', GRPC_MAX_MESSAGE_BYTES),
 )
 _LOG_TAIL_LINES = 20
 
@@ -272,7 +272,7 @@ def _stop_all_workers() -> None:
 
 def _wait_until_serving(worker: LocalWorker, timeout_seconds: float) -> None:
   deadline = time.monotonic() + timeout_seconds
-  with grpc.insecure_channel(worker.address, _GRPC_CHANNEL_OPTIONS) as channel:
+  with grpc.insecure_channel(worker.address, GRPC_CHANNEL_OPTIONS) as channel:
     ready = grpc.channel_ready_future(channel)
     while True:
       try:
@@ -307,7 +307,7 @@ def create_remote_execution_context(
     default_num_clients: Number of clients when a computation's arguments do
       not determine it.
   """
-  channel = grpc.insecure_channel(address, _GRPC_CHANNEL_OPTIONS)
+  channel = grpc.insecure_channel(address, GRPC_CHANNEL_OPTIONS)
   stub = tff.framework.RemoteExecutorGrpcStub(channel)
 
   def executor_stack_fn(cardinalities):
