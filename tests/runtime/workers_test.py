@@ -181,3 +181,19 @@ def test_worker_listens_on_loopback_only_by_default(tmp_path, loopback_only):
       assert _add_one(3.0) == 4.0
   finally:
     worker.stop()
+
+
+def test_dead_worker_raises_naming_it_instead_of_hanging(tmp_path):
+  # TFF retries UNAVAILABLE forever; the managed context gives up after
+  # reconnect_timeout_seconds with an error that names the worker.
+  worker = runtime.start_local_worker(log_dir=str(tmp_path))
+  context = runtime.create_remote_execution_context(
+      worker.address, reconnect_timeout_seconds=2)
+  with tff.framework.get_context_stack().install(context):
+    assert _add_one(1.0) == 2.0
+    worker.stop()
+    start = time.monotonic()
+    with pytest.raises(runtime.WorkerUnavailableError,
+                       match=f'localhost:{worker.port}.*unreachable'):
+      _add_one(2.0)
+  assert time.monotonic() - start < 60

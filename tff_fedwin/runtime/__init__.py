@@ -10,4 +10,4 @@ from tff_fedwin.runtime.multi_worker import create_multi_worker_context
 from tff_fedwin.runtime.multi_worker import multi_worker_execution_context
 from tff_fedwin.runtime.multi_worker import MultiWorkerContext
 from tff_fedwin.runtime.multi_worker import ThreadedAsyncContext
-from tff_fedwin.runtime.multi_worker import WorkerUnavailableError
+from tff_fedwin.runtime.workers import WorkerUnavailableError

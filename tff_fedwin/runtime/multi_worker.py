@@ -87,16 +87,7 @@ _STOP_TIMEOUT_SECONDS = 10.0
 _DISPOSE_TIMEOUT_SECONDS = 5.0
 
 
-class WorkerUnavailableError(RuntimeError):
-  """A TFF worker cannot be reached.
-
-  Attributes:
-    address: The worker's `host:port`.
-  """
-
-  def __init__(self, address: str, message: str):
-    super().__init__(message)
-    self.address = address
+WorkerUnavailableError = workers.WorkerUnavailableError
 
 
 class _EventLoopThread:
@@ -327,104 +318,6 @@ class ThreadedAsyncContext(tff.framework.AsyncContext):
     self._loop_thread.stop(timeout_seconds)
 
 
-class _WorkerStub(tff.framework.RemoteExecutorStub):
-  """`tff.framework.RemoteExecutorGrpcStub` that gives up on a dead worker.
-
-  On UNAVAILABLE (which TFF retries forever) it waits up to
-  `reconnect_timeout_seconds` for the channel to become ready; if it does not,
-  it raises `WorkerUnavailableError`, which TFF does not retry. Failures to
-  dispose of values or executors are ignored, as TFF does itself.
-  """
-
-  def __init__(
-      self,
-      address: str,
-      channel: grpc.Channel,
-      reconnect_timeout_seconds: float,
-  ):
-    self._address = address
-    self._channel = channel
-    self._reconnect_timeout_seconds = reconnect_timeout_seconds
-    self._stub = tff.framework.RemoteExecutorGrpcStub(channel)
-    self._closed = False
-
-  def close(self) -> None:
-    """Marks the channel as closed: disposal calls become no-ops."""
-    self._closed = True
-
-  def _call(self, method: str, request):
-    try:
-      return getattr(self._stub, method)(request)
-    except tff.framework.RetryableError as e:
-      if self._closed:
-        raise
-      if _wait_until_ready(self._channel, self._reconnect_timeout_seconds):
-        raise  # Transient: let TFF retry.
-      raise WorkerUnavailableError(
-          self._address,
-          f'TFF worker {self._address} is unreachable: {method} failed '
-          f'({_describe_rpc_error(e)}) and the worker did not answer again '
-          f'within {self._reconnect_timeout_seconds} s. Has it died?',
-      ) from e
-
-  def _dispose_call(self, method: str, request):
-    if self._closed:
-      return None
-    try:
-      return getattr(self._stub, method)(request)
-    except (grpc.RpcError, tff.framework.RetryableError, ValueError):
-      return None  # The worker or the channel is gone, and its values too.
-
-  def get_executor(self, request):
-    return self._call('get_executor', request)
-
-  def create_value(self, request):
-    return self._call('create_value', request)
-
-  def create_struct(self, request):
-    return self._call('create_struct', request)
-
-  def create_call(self, request):
-    return self._call('create_call', request)
-
-  def create_selection(self, request):
-    return self._call('create_selection', request)
-
-  def compute(self, request):
-    return self._call('compute', request)
-
-  def dispose(self, request):
-    return self._dispose_call('dispose', request)
-
-  def dispose_executor(self, request):
-    return self._dispose_call('dispose_executor', request)
-
-  @property
-  def is_ready(self) -> bool:
-    return self._stub.is_ready
-
-
-def _describe_rpc_error(error: Exception) -> str:
-  for candidate in (error, error.__cause__):
-    if isinstance(candidate, grpc.Call):
-      try:
-        return f'{candidate.code().name}: {candidate.details()}'
-      except Exception:  # pylint: disable=broad-except
-        pass
-  return repr(error)
-
-
-def _wait_until_ready(channel: grpc.Channel, timeout_seconds: float) -> bool:
-  future = grpc.channel_ready_future(channel)
-  try:
-    future.result(timeout=timeout_seconds)
-    return True
-  except grpc.FutureTimeoutError:
-    return False
-  finally:
-    future.cancel()
-
-
 class _WorkerConnection:
   """A channel to one worker and the async TFF context using it."""
 
@@ -437,7 +330,8 @@ class _WorkerConnection:
   ):
     self.address = address
     self.channel = grpc.insecure_channel(address, GRPC_CHANNEL_OPTIONS)
-    self._stub = _WorkerStub(address, self.channel, reconnect_timeout_seconds)
+    self._stub = workers.WorkerStub(
+        address, self.channel, reconnect_timeout_seconds)
     self._executors = weakref.WeakSet()
 
     def executor_stack_fn(cardinalities):
@@ -620,7 +514,7 @@ def _check_reachable(
     subject = f'TFF worker {unreachable[0]} is'
   else:
     subject = f'TFF workers {", ".join(unreachable)} are'
-  raise WorkerUnavailableError(
+  raise workers.WorkerUnavailableError(
       unreachable[0],
       f'{subject} unreachable: no gRPC service answered within '
       f'{timeout_seconds} s. Is a TFF worker_binary serving there?',

@@ -294,21 +294,137 @@ def _wait_until_serving(worker: LocalWorker, timeout_seconds: float) -> None:
         )
 
 
+class WorkerUnavailableError(RuntimeError):
+  """A TFF worker cannot be reached.
+
+  Attributes:
+    address: The worker's `host:port`.
+  """
+
+  def __init__(self, address: str, message: str):
+    super().__init__(message)
+    self.address = address
+
+
+class WorkerStub(tff.framework.RemoteExecutorStub):
+  """`tff.framework.RemoteExecutorGrpcStub` that gives up on a dead worker.
+
+  On UNAVAILABLE (which TFF retries forever) it waits up to
+  `reconnect_timeout_seconds` for the channel to become ready; if it does not,
+  it raises `WorkerUnavailableError`, which TFF does not retry. Failures to
+  dispose of values or executors are ignored, as TFF does itself.
+  """
+
+  def __init__(
+      self,
+      address: str,
+      channel: grpc.Channel,
+      reconnect_timeout_seconds: float,
+  ):
+    self._address = address
+    self._channel = channel
+    self._reconnect_timeout_seconds = reconnect_timeout_seconds
+    self._stub = tff.framework.RemoteExecutorGrpcStub(channel)
+    self._closed = False
+
+  def close(self) -> None:
+    """Marks the channel as closed: disposal calls become no-ops."""
+    self._closed = True
+
+  def _call(self, method: str, request):
+    try:
+      return getattr(self._stub, method)(request)
+    except tff.framework.RetryableError as e:
+      if self._closed:
+        raise
+      if wait_until_ready(self._channel, self._reconnect_timeout_seconds):
+        raise  # Transient: let TFF retry.
+      raise WorkerUnavailableError(
+          self._address,
+          f'TFF worker {self._address} is unreachable: {method} failed '
+          f'({describe_rpc_error(e)}) and the worker did not answer again '
+          f'within {self._reconnect_timeout_seconds} s. Has it died?',
+      ) from e
+
+  def _dispose_call(self, method: str, request):
+    if self._closed:
+      return None
+    try:
+      return getattr(self._stub, method)(request)
+    except (grpc.RpcError, tff.framework.RetryableError, ValueError):
+      return None  # The worker or the channel is gone, and its values too.
+
+  def get_executor(self, request):
+    return self._call('get_executor', request)
+
+  def create_value(self, request):
+    return self._call('create_value', request)
+
+  def create_struct(self, request):
+    return self._call('create_struct', request)
+
+  def create_call(self, request):
+    return self._call('create_call', request)
+
+  def create_selection(self, request):
+    return self._call('create_selection', request)
+
+  def compute(self, request):
+    return self._call('compute', request)
+
+  def dispose(self, request):
+    return self._dispose_call('dispose', request)
+
+  def dispose_executor(self, request):
+    return self._dispose_call('dispose_executor', request)
+
+  @property
+  def is_ready(self) -> bool:
+    return self._stub.is_ready
+
+
+def describe_rpc_error(error: Exception) -> str:
+  for candidate in (error, error.__cause__):
+    if isinstance(candidate, grpc.Call):
+      try:
+        return f'{candidate.code().name}: {candidate.details()}'
+      except Exception:  # pylint: disable=broad-except
+        pass
+  return repr(error)
+
+
+def wait_until_ready(channel: grpc.Channel, timeout_seconds: float) -> bool:
+  future = grpc.channel_ready_future(channel)
+  try:
+    future.result(timeout=timeout_seconds)
+    return True
+  except grpc.FutureTimeoutError:
+    return False
+  finally:
+    future.cancel()
+
+
 def create_remote_execution_context(
-    address: str, *, default_num_clients: int = 0
+    address: str,
+    *,
+    default_num_clients: int = 0,
+    reconnect_timeout_seconds: float = 10.0,
 ) -> tff.framework.SyncExecutionContext:
   """Returns a synchronous TFF execution context backed by one remote worker.
 
-  Built from public `tff.framework` parts exactly as TFF's own local C++
-  context, minus the process management.
+  Built from public `tff.framework` parts as TFF's own local C++ context, minus
+  the process management, and with a stub that turns a dead worker into
+  `WorkerUnavailableError` instead of TFF's endless retries.
 
   Args:
     address: `host:port` of a running TFF worker.
     default_num_clients: Number of clients when a computation's arguments do
       not determine it.
+    reconnect_timeout_seconds: On UNAVAILABLE (which TFF would retry forever)
+      wait this long for the worker, then raise `WorkerUnavailableError`.
   """
   channel = grpc.insecure_channel(address, GRPC_CHANNEL_OPTIONS)
-  stub = tff.framework.RemoteExecutorGrpcStub(channel)
+  stub = WorkerStub(address, channel, reconnect_timeout_seconds)
 
   def executor_stack_fn(cardinalities):
     if cardinalities.get(tff.CLIENTS) is None:
