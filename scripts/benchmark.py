@@ -1,0 +1,83 @@
+r"""Performance report: TFF overheads, window, SCAFFOLD, several workers, memory.
+
+Writes a markdown table (ratios against TFF's `build_weighted_fed_avg`
+measured first and last in the same run) with:
+1. FedAvg through `tff_fedwin.algorithms.build_fed_win` vs TFF's builder;
+2. the same client training as a plain in-process TensorFlow loop (no TFF);
+3. window overhead (W=100 read every 10 rounds, one and 10 rounds per call)
+   and SCAFFOLD;
+4. FedAvg on 1, 2 and 4 local TFF workers (clients split by TFF's
+   mergeable-computation context);
+5. peak memory of the workers per row and of the driver.
+
+  .venv/bin/python scripts/benchmark.py --output=benchmark.md
+"""
+
+from absl import app
+from absl import flags
+import tensorflow_federated as tff
+
+from tff_fedwin import algorithms
+from tff_fedwin import tasks
+from tff_fedwin.benchmarks import rounds as bench
+
+_ROUNDS = flags.DEFINE_integer('rounds', 3, 'Timed rounds per row (>= 1).')
+_CLIENTS = flags.DEFINE_integer('clients', 10, 'Clients per round.')
+_STEPS = flags.DEFINE_integer('steps', 10, 'Local steps (batches) per client.')
+_BATCH = flags.DEFINE_integer('batch_size', 20, 'Client batch size.')
+_WORKERS = flags.DEFINE_list('workers', ['1', '2', '4'],
+                            'Local worker counts for the FedAvg rows.')
+_OUTPUT = flags.DEFINE_string('output', None, 'Also write the table here.')
+
+_LR = 0.05
+_BASELINE = 'TFF build_weighted_fed_avg (baseline)'
+
+
+def _rows() -> list[bench.Row]:
+  model_fn = bench.emnist_model_fn
+  sgd = lambda: tff.learning.optimizers.build_sgdm(_LR)
+  baseline = bench.learning_process_row(bench.fed_avg_baseline(_LR))
+  wima = lambda: algorithms.build_fed_win(
+      model_fn, sgd(), window_size=100, window_read_every=10)
+  rows = [
+      bench.Row(_BASELINE, baseline),
+      bench.Row('FedAvg via build_fed_win', bench.learning_process_row(
+          lambda: algorithms.build_fed_win(model_fn, sgd()))),
+      bench.Row('same client training, plain TensorFlow (no TFF)',
+                bench.plain_tensorflow_row(tasks.create_cnn_dropout_model,
+                                           _LR), num_workers=0),
+      bench.Row('build_fed_win WiMA W=100 E=10',
+                bench.learning_process_row(wima)),
+      bench.Row('build_fed_win WiMA W=100 E=10, 10 rounds per call',
+                bench.multi_round_row(wima, 10)),
+      bench.Row('SCAFFOLD', bench.scaffold_row(model_fn, _LR)),
+  ]
+  for n in (int(w) for w in _WORKERS.value):
+    if n > 1:
+      rows.append(bench.Row(f'TFF build_weighted_fed_avg on {n} local '
+                            'workers', baseline, num_workers=n))
+  rows.append(rows[0])
+  return rows
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  if _ROUNDS.value < 1:
+    raise app.UsageError('--rounds must be >= 1.')
+  data = bench.synthetic_emnist_data(_CLIENTS.value, _STEPS.value,
+                                     _BATCH.value)
+  results = bench.run_rows(_rows(), data, _ROUNDS.value)
+  table = bench.markdown_table(
+      results, [_BASELINE],
+      f'EMNIST-62 cnn_dropout (1.2M params); {_CLIENTS.value} clients x '
+      f'{_STEPS.value} steps of batch {_BATCH.value}; {_ROUNDS.value} timed '
+      'rounds per row after one warm-up call; 2 cores, 24 GB.')
+  print(table)
+  if _OUTPUT.value:
+    with open(_OUTPUT.value, 'w') as f:
+      f.write(table + '\n')
+
+
+if __name__ == '__main__':
+  app.run(main)

@@ -1,0 +1,1 @@
+"""Benchmark building blocks (round timing side by side with a baseline)."""

@@ -1,0 +1,210 @@
+"""Round-time benchmarks, measured side by side in one process.
+
+Each row builds a process, runs one untimed warm-up call (tracing) and then
+times rounds, on its own freshly started TFF worker(s) so that the workers'
+peak memory (VmHWM) is per row. Ratios are reported against a baseline row
+measured in the same run (TFF's own `build_weighted_fed_avg`), first and last,
+because the machines are shared and noisy. Used by scripts/benchmark_window.py
+and scripts/benchmark.py.
+"""
+
+import collections
+import resource
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple, Optional
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_fedwin import algorithms
+from tff_fedwin import runtime
+from tff_fedwin import tasks
+from tff_fedwin.algorithms import scaffold
+
+# run(data, rounds) -> (seconds per round, state MB).
+RowFn = Callable[[list[tf.data.Dataset], int], tuple[float, float]]
+
+
+class Row(NamedTuple):
+  name: str
+  run: RowFn
+  num_workers: int = 1  # 0: no TFF worker (plain TensorFlow).
+
+
+class Result(NamedTuple):
+  name: str
+  seconds_per_round: float
+  state_mb: float
+  worker_peak_gb: float
+
+
+def emnist_model_fn() -> tff.learning.models.VariableModel:
+  """The EMNIST-62 `cnn_dropout` CNN (1.2M parameters) as a TFF model."""
+  return tff.learning.models.from_keras_model(
+      tasks.create_cnn_dropout_model(),
+      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+      input_spec=tasks.emnist_input_spec(),
+      metrics=[tf.keras.metrics.SparseCategoricalAccuracy()],
+  )
+
+
+def state_mb(state: Any) -> float:
+  return sum(np.asarray(x).nbytes for x in tf.nest.flatten(state)) / 2**20
+
+
+def peak_gb(pid: int) -> float:
+  """Peak resident memory (VmHWM) of process `pid`, in GB."""
+  with open(f'/proc/{pid}/status') as f:
+    for line in f:
+      if line.startswith('VmHWM:'):
+        return int(line.split()[1]) / 2**20
+  return 0.0
+
+
+def driver_peak_gb() -> float:
+  return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def learning_process_row(build: Callable[[], Any]) -> RowFn:
+  """Times `next` of the LearningProcess `build()`, one round per call."""
+  def run(data, rounds):
+    process = build()
+    state = process.initialize()
+    state = process.next(state, data).state  # Warm-up (tracing).
+    start = time.perf_counter()
+    for _ in range(rounds):
+      state = process.next(state, data).state
+    return (time.perf_counter() - start) / rounds, state_mb(state)
+  return run
+
+
+def multi_round_row(build: Callable[[], Any], rounds_per_call: int) -> RowFn:
+  """Times one call of `rounds_per_call` rounds; reports time per round."""
+  def run(data, rounds):
+    del rounds
+    process = algorithms.build_multi_round_process(build(), rounds_per_call)
+    calls_data = [tuple([d] * rounds_per_call) for d in data]
+    state = process.initialize()
+    state = process.next(state, calls_data).state  # Warm-up (tracing).
+    start = time.perf_counter()
+    state = process.next(state, calls_data).state
+    return (time.perf_counter() - start) / rounds_per_call, state_mb(state)
+  return run
+
+
+def scaffold_row(model_fn, client_learning_rate: float) -> RowFn:
+  """Times SCAFFOLD rounds; state MB includes the sampled clients' states."""
+  def run(data, rounds):
+    process = scaffold.build_scaffold(
+        model_fn, client_learning_rate=client_learning_rate,
+        total_clients=len(data))
+    client_states = [scaffold.initial_client_state(model_fn)] * len(data)
+    state = process.initialize()
+    state, client_states, _ = process.next(state, data, client_states)
+    start = time.perf_counter()
+    for _ in range(rounds):
+      state, client_states, _ = process.next(state, data, client_states)
+    elapsed = (time.perf_counter() - start) / rounds
+    return elapsed, state_mb(state) + state_mb(client_states)
+  return run
+
+
+def plain_tensorflow_row(keras_model_fn, client_learning_rate: float) -> RowFn:
+  """The same FedAvg client training as an in-process TensorFlow loop.
+
+  No TFF: one Keras model, SGD steps in a `tf.function`, example-weighted
+  mean of the client deltas, server SGD(1.0). The lower bound of a FedAvg round
+  on this machine.
+  """
+  def run(data, rounds):
+    model = keras_model_fn()
+    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    global_weights = [tf.Variable(w) for w in model.trainable_weights]
+
+    @tf.function
+    def client_update(dataset):
+      for var, value in zip(model.trainable_weights, global_weights):
+        var.assign(value)
+      num_examples = tf.constant(0.0)
+      for batch in dataset:
+        with tf.GradientTape() as tape:
+          loss = loss_fn(batch['y'], model(batch['x'], training=True))
+        grads = tape.gradient(loss, model.trainable_weights)
+        for var, grad in zip(model.trainable_weights, grads):
+          var.assign_sub(client_learning_rate * grad)
+        num_examples += tf.cast(tf.shape(batch['y'])[0], tf.float32)
+      deltas = [g - v for g, v in zip(global_weights,
+                                      model.trainable_weights)]
+      return deltas, num_examples
+
+    def one_round():
+      total = [tf.zeros_like(w) for w in global_weights]
+      weight = 0.0
+      for dataset in data:
+        deltas, n = client_update(dataset)
+        total = [t + n * d for t, d in zip(total, deltas)]
+        weight += float(n)
+      for var, t in zip(global_weights, total):
+        var.assign_sub(t / weight)
+
+    one_round()  # Warm-up (tracing).
+    start = time.perf_counter()
+    for _ in range(rounds):
+      one_round()
+    return ((time.perf_counter() - start) / rounds,
+            state_mb([w.numpy() for w in global_weights]))
+  return run
+
+
+def run_rows(rows: Sequence[Row], data: list[tf.data.Dataset], rounds: int,
+             log: Callable[[str], None] = print) -> list[Result]:
+  """Runs each row on fresh managed worker(s); returns the measurements."""
+  results = []
+  for row in rows:
+    if row.num_workers == 0:
+      seconds, mb = row.run(data, rounds)
+      worker_gb = 0.0
+    else:
+      context = (runtime.local_execution_context() if row.num_workers == 1
+                 else runtime.multi_worker_execution_context(
+                     num_workers=row.num_workers))
+      with context:
+        seconds, mb = row.run(data, rounds)
+        worker_gb = max(peak_gb(w.pid) for w in runtime.running_workers())
+    results.append(Result(row.name, seconds, mb, worker_gb))
+    log(f'{row.name}: {seconds:.2f} s/round, state {mb:.1f} MB, '
+        f'worker peak {worker_gb:.2f} GB')
+  return results
+
+
+def markdown_table(results: Sequence[Result], baseline_names: Sequence[str],
+                   header: str) -> str:
+  """A table with each row's ratio to the mean of the baseline rows."""
+  by_name = collections.defaultdict(list)
+  for r in results:
+    by_name[r.name].append(r.seconds_per_round)
+  baseline = float(np.mean([s for n in baseline_names for s in by_name[n]]))
+  lines = [header, '', '| process | s/round | x baseline | state MB | '
+           'worker peak GB |', '|---|---:|---:|---:|---:|']
+  for r in results:
+    lines.append(f'| {r.name} | {r.seconds_per_round:.2f} | '
+                 f'{r.seconds_per_round / baseline:.2f} | {r.state_mb:.1f} | '
+                 f'{r.worker_peak_gb:.2f} |')
+  lines.append('')
+  lines.append(f'Driver (Python) peak RSS: {driver_peak_gb():.2f} GB.')
+  return '\n'.join(lines)
+
+
+def fed_avg_baseline(client_learning_rate: float,
+                     model_fn=emnist_model_fn) -> Callable[[], Any]:
+  """TFF's own `build_weighted_fed_avg`: the baseline of every table."""
+  return lambda: tff.learning.algorithms.build_weighted_fed_avg(
+      model_fn, tff.learning.optimizers.build_sgdm(client_learning_rate))
+
+
+def synthetic_emnist_data(num_clients: int, steps: int, batch_size: int,
+                          seed: Optional[int] = 0) -> list[tf.data.Dataset]:
+  return tasks.synthetic_client_datasets(
+      num_clients, steps * batch_size, batch_size, seed=seed)
