@@ -103,7 +103,12 @@ class Task:
 
 def create_mnist_cnn(input_shape=(28, 28, 1), num_classes: int = 10,
                      seed: int = 0) -> tf.keras.Model:
-  """A small CNN: conv 16 -> pool -> conv 32 -> pool -> dense logits (~13k)."""
+  """A small CNN: conv 16 -> pool -> conv 32 -> pool -> dense logits (~13k).
+
+  Images smaller than 10x10 (e.g. 8x8 digits in a `.npz`) get 'same' padding,
+  which 'valid' convolutions and pools would shrink below 1x1; 1-D inputs get
+  an MLP.
+  """
   init = lambda i: tf.keras.initializers.GlorotUniform(seed=seed + i)
   if len(input_shape) == 1:
     return tf.keras.Sequential([
@@ -113,14 +118,15 @@ def create_mnist_cnn(input_shape=(28, 28, 1), num_classes: int = 10,
     ])
   if len(input_shape) == 2:
     input_shape = (*input_shape, 1)
+  padding = 'valid' if min(input_shape[:2]) >= 10 else 'same'
   return tf.keras.Sequential([
       tf.keras.layers.Reshape(input_shape, input_shape=input_shape),
-      tf.keras.layers.Conv2D(16, 3, activation='relu',
+      tf.keras.layers.Conv2D(16, 3, activation='relu', padding=padding,
                              kernel_initializer=init(0)),
-      tf.keras.layers.MaxPool2D(2),
-      tf.keras.layers.Conv2D(32, 3, activation='relu',
+      tf.keras.layers.MaxPool2D(2, padding=padding),
+      tf.keras.layers.Conv2D(32, 3, activation='relu', padding=padding,
                              kernel_initializer=init(1)),
-      tf.keras.layers.MaxPool2D(2),
+      tf.keras.layers.MaxPool2D(2, padding=padding),
       tf.keras.layers.Flatten(),
       tf.keras.layers.Dense(num_classes, kernel_initializer=init(2)),
   ])

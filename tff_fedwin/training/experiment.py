@@ -135,6 +135,14 @@ def validate_config(config: ExperimentConfig) -> None:
                                   config.window_read_every != 1):
     raise ValueError('--window_mode, --window_start_round and '
                      '--window_read_every need --window_size >= 1.')
+  if config.window_read_every > 1 and (
+      config.rounds_per_eval % config.window_read_every or
+      config.total_rounds % config.window_read_every):
+    raise ValueError(
+        f'--rounds_per_eval ({config.rounds_per_eval}) and --total_rounds '
+        f'({config.total_rounds}) must be multiples of --window_read_every '
+        f'({config.window_read_every}): the window model exists only at those '
+        'rounds.')
   if config.window_mode == 'broadcast' and config.window_read_every != 1:
     raise ValueError('--window_read_every must be 1 with '
                      '--window_mode=broadcast.')

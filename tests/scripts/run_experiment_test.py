@@ -1,0 +1,99 @@
+"""Smoke tests of scripts/run_experiment.py: flags -> main -> metrics.csv.
+
+Every task runs one round with two clients through `main`, the flags set with
+`flagsaver`; bad flag values must stop `main` with an `app.UsageError` that
+names the flag, before any TFF work.
+"""
+
+import csv
+import importlib.util
+import os
+
+from absl import app
+from absl import flags
+from absl.testing import flagsaver
+import numpy as np
+import pytest
+
+_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), 'scripts', 'run_experiment.py')
+
+
+def _load_script():
+  spec = importlib.util.spec_from_file_location('run_experiment_script',
+                                                _SCRIPT)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)  # Defines the flags: once per session.
+  return module
+
+
+run_experiment = _load_script()
+if not flags.FLAGS.is_parsed():
+  flags.FLAGS(['run_experiment'])
+
+
+@pytest.fixture(scope='module')
+def data_npz(tmp_path_factory):
+  rng = np.random.default_rng(3)
+  path = str(tmp_path_factory.mktemp('data') / 'tiny.npz')
+  y_train, y_test = np.arange(60) % 10, np.arange(20) % 10
+  np.savez(path, x_train=rng.random((60, 8, 8), dtype=np.float32),
+           y_train=y_train, x_test=rng.random((20, 8, 8), dtype=np.float32),
+           y_test=y_test)
+  return path
+
+
+# One round, two clients; the output directory is added by the test.
+TASK_FLAGS = {
+    'mnist': dict(task='mnist', num_clients=10, client_batch_size=20),
+    'npz': dict(task='npz', num_clients=4, client_batch_size=10,
+                window_size=2),
+    'emnist': dict(task='emnist', use_synthetic_data=True,
+                   client_batch_size=10),
+    'stackoverflow': dict(task='stackoverflow', use_synthetic_data=True,
+                          client_batch_size=4),
+    'shakespeare': dict(task='shakespeare', client_batch_size=4),
+}
+
+
+@pytest.mark.parametrize('task', sorted(TASK_FLAGS))
+def test_main_writes_one_round_of_metrics(task, tmp_path, request):
+  values = dict(TASK_FLAGS[task], clients_per_round=2, total_rounds=1,
+                root_output_dir=str(tmp_path), experiment_name=task)
+  if task == 'npz':
+    values['data_npz'] = request.getfixturevalue('data_npz')
+  with flagsaver.flagsaver(**values):
+    run_experiment.main(['run_experiment'])
+  with open(tmp_path / task / 'metrics.csv', newline='') as f:
+    rows = list(csv.DictReader(f))
+  assert [row['round_num'] for row in rows] == ['1']
+
+
+def _bad(flag, **values):
+  return pytest.param(values, flag, id=flag.lstrip('-'))
+
+
+@pytest.mark.parametrize('values, flag', [
+    _bad('--window_start_round', window_size=2, window_start_round=3,
+         total_rounds=2),
+    _bad('--clients_per_round', num_clients=3, clients_per_round=4),
+    _bad('--window_read_every', window_size=2, window_mode='broadcast',
+         window_read_every=2),
+    _bad('--data_npz', task='npz'),
+    _bad('--client_loss', task='shakespeare', client_loss='wsm'),
+    _bad('--client_lr_schedule', algorithm='scaffold',
+         client_lr_schedule='ima'),
+    _bad('--client_learning_rate', client_learning_rate=0.0),
+    _bad('--workers', workers='localhost'),
+])
+def test_main_rejects_bad_flag_values(values, flag, tmp_path):
+  with flagsaver.flagsaver(root_output_dir=str(tmp_path), **values):
+    with pytest.raises(app.UsageError, match=flag):
+      run_experiment.main(['run_experiment'])
+  assert not os.listdir(tmp_path)  # Nothing ran.
+
+
+def test_main_rejects_positional_arguments(tmp_path):
+  with flagsaver.flagsaver(root_output_dir=str(tmp_path), total_rounds=1):
+    with pytest.raises(app.UsageError, match='extra'):
+      run_experiment.main(['run_experiment', 'extra'])
