@@ -65,18 +65,10 @@ def main(argv):
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
   if _ROUNDS.value < 1:
     raise app.UsageError('--rounds must be >= 1.')
-  data = bench.synthetic_emnist_data(_CLIENTS.value, _STEPS.value,
-                                     _BATCH.value)
-  results = bench.run_rows(_rows(), data, _ROUNDS.value)
-  table = bench.markdown_table(
-      results, [_BASELINE],
-      f'EMNIST-62 cnn_dropout (1.2M params); {_CLIENTS.value} clients x '
-      f'{_STEPS.value} steps of batch {_BATCH.value}; {_ROUNDS.value} timed '
-      'rounds per row after one warm-up call; 2 cores, 24 GB.')
-  print(table)
-  if _OUTPUT.value:
-    with open(_OUTPUT.value, 'w') as f:
-      f.write(table + '\n')
+  bench.run_and_report(
+      _rows(), baseline_name=_BASELINE, rounds=_ROUNDS.value,
+      clients=_CLIENTS.value, steps=_STEPS.value, batch_size=_BATCH.value,
+      output=_OUTPUT.value)
 
 
 if __name__ == '__main__':

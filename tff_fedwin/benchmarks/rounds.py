@@ -197,6 +197,26 @@ def markdown_table(results: Sequence[Result], baseline_names: Sequence[str],
   return '\n'.join(lines)
 
 
+def run_and_report(rows: Sequence[Row], *, baseline_name: str, rounds: int,
+                   clients: int, steps: int, batch_size: int,
+                   output: Optional[str] = None) -> str:
+  """Runs `rows` on synthetic EMNIST clients; prints and returns the table."""
+  if rounds < 1:
+    raise ValueError(f'`rounds` must be >= 1, got {rounds}.')
+  data = synthetic_emnist_data(clients, steps, batch_size)
+  results = run_rows(rows, data, rounds)
+  table = markdown_table(
+      results, [baseline_name],
+      f'EMNIST-62 cnn_dropout (1.2M params); {clients} clients x {steps} '
+      f'steps of batch {batch_size}; {rounds} timed rounds per row after one '
+      'warm-up call; each row on fresh TFF worker(s).')
+  print(table, flush=True)
+  if output:
+    with open(output, 'w') as f:
+      f.write(table + '\n')
+  return table
+
+
 def fed_avg_baseline(client_learning_rate: float,
                      model_fn=emnist_model_fn) -> Callable[[], Any]:
   """TFF's own `build_weighted_fed_avg`: the baseline of every table."""

@@ -16,8 +16,8 @@ import collections
 import json
 import os
 import tempfile
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import IO, Any
 
 import numpy as np
 import tensorflow as tf
@@ -159,8 +159,6 @@ class ClientStateStore:
     Args:
       path: The destination file.
     """
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
     ids = list(self._states)
     arrays = {
         _IDS_KEY: np.array(ids, dtype=np.str_),
@@ -169,22 +167,7 @@ class ClientStateStore:
     for i, client_id in enumerate(ids):
       for j, leaf in enumerate(tf.nest.flatten(self._states[client_id])):
         arrays[_leaf_key(i, j)] = leaf
-    fd, temp_path = tempfile.mkstemp(
-        dir=directory, prefix=f'.{os.path.basename(path)}.', suffix='.tmp'
-    )
-    try:
-      with os.fdopen(fd, 'wb') as f:
-        np.savez(f, **arrays)
-        f.flush()
-        os.fsync(f.fileno())
-      os.replace(temp_path, path)
-    except BaseException:
-      try:
-        os.remove(temp_path)
-      except OSError:
-        pass
-      raise
-    _fsync_directory(directory)
+    atomic_write(path, lambda f: np.savez(f, **arrays), binary=True)
 
   @classmethod
   def load(cls, path: str, template: Any) -> 'ClientStateStore':
@@ -284,6 +267,33 @@ class ClientStateStore:
         )
       leaves.append(value)
     return tf.nest.pack_sequence_as(self._template, leaves)
+
+
+def atomic_write(path: str, write: Callable[[IO], None], *,
+                 binary: bool) -> None:
+  """Writes `path` through `write(file)` so that no partial file can remain.
+
+  Writes a temporary file in the same directory (mode 0600), fsyncs it,
+  renames it over `path` (`os.replace`) and fsyncs the directory. On any
+  failure the temporary file is removed and `path` is untouched.
+  """
+  path = os.fspath(path)
+  directory = os.path.dirname(os.path.abspath(path))
+  fd, temp_path = tempfile.mkstemp(
+      dir=directory, prefix=f'.{os.path.basename(path)}.', suffix='.tmp')
+  try:
+    with os.fdopen(fd, 'wb' if binary else 'w') as f:
+      write(f)
+      f.flush()
+      os.fsync(f.fileno())
+    os.replace(temp_path, path)
+  except BaseException:
+    try:
+      os.remove(temp_path)
+    except OSError:
+      pass
+    raise
+  _fsync_directory(directory)
 
 
 def _fsync_directory(directory: str) -> None:

@@ -46,7 +46,6 @@ import datetime
 import json
 import os
 import re
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional, Protocol
@@ -426,20 +425,10 @@ def _program_state(state, round_num, seed, clients_per_round, num_clients):
 
 
 def _write_json_atomically(value: Any, path: str) -> None:
-  directory = os.path.dirname(os.path.abspath(path))
-  fd, temp_path = tempfile.mkstemp(
-      dir=directory, prefix=f'.{os.path.basename(path)}.', suffix='.tmp')
-  try:
-    with os.fdopen(fd, 'w') as f:
-      json.dump(value, f, indent=2, sort_keys=True)
-      f.write('\n')
-    os.replace(temp_path, path)
-  except BaseException:
-    try:
-      os.remove(temp_path)
-    except OSError:
-      pass
-    raise
+  def write(f):
+    json.dump(value, f, indent=2, sort_keys=True)
+    f.write('\n')
+  client_states_lib.atomic_write(path, write, binary=False)
 
 
 def _format_seconds(seconds: float) -> str:
