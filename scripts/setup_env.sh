@@ -18,7 +18,9 @@ command -v "$PYTHON" >/dev/null 2>&1 || fail "'$PYTHON' was not found. Install P
 (TensorFlow Federated 0.87 supports 3.9-3.11; this lock is tested on 3.11) and run \
 'PYTHON=python3.11 bash scripts/setup_env.sh'."
 
-version=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+version=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null) \
+  || fail "'$PYTHON' did not run. Install Python 3.11 (TensorFlow Federated 0.87 supports 3.9-3.11) \
+and run 'PYTHON=python3.11 bash scripts/setup_env.sh'."
 case "$version" in
   3.9|3.10|3.11) ;;
   *) fail "TensorFlow Federated 0.87 needs Python 3.9, 3.10 or 3.11, but '$PYTHON' is Python $version. \

@@ -1,4 +1,4 @@
-"""Smoke tests of the benchmark binaries, run as a user runs them.
+"""Smoke tests of the benchmark and reproduction binaries, run as a user runs them.
 
 Tiny rows (2 clients x 1 step); each script runs in its own process (the two
 define flags of the same names) and must write its markdown table.
@@ -49,3 +49,12 @@ def test_benchmark_report_covers_every_section(tmp_path):
                    'SCAFFOLD',
                    'TFF build_weighted_fed_avg on 2 local workers'):
     assert expected in rows, rows
+
+
+def test_reproduce_papers_rejects_unknown_experiment_naming_the_flag():
+  result = subprocess.run(
+      [sys.executable, os.path.join(_ROOT, 'scripts', 'reproduce_papers.py'),
+       '--experiments=cifar100'],
+      capture_output=True, text=True, timeout=300, check=False)
+  assert result.returncode != 0
+  assert '--experiments: unknown' in result.stdout + result.stderr
