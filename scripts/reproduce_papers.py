@@ -2,18 +2,24 @@ r"""Re-runs the paper-claim experiments (scaled to 2 cores) and tabulates them.
 
 Each experiment is a list of named `ExperimentConfig`s; every config runs for
 each seed through `tff_fedwin.training.run_experiment` (resuming if its output
-exists), and the table reports, per config, the mean +- std over seeds of the
-last-N-eval-round mean accuracy of the window model and of the global model,
-the smoothness (std of the accuracy over those eval rounds) and wall time.
-Evaluate-mode windows leave training unchanged, so one run gives the "with"
-and "without window" numbers of a row.
+exists, skipping it if its summary.json exists), and the table reports, per
+config, the mean +- std over seeds of the last-N-eval-round mean accuracy of
+the window model and of the global model, the smoothness (std of the accuracy
+over those eval rounds) and the summed wall time. Evaluate-mode windows leave
+training unchanged, so one run gives the "with" and "without window" numbers
+of a row. It also plots, per experiment, the seed-mean accuracy curves.
 
-  .venv/bin/python scripts/reproduce_papers.py --experiments=mnist_wima \
-      --seeds=0,1,2 --root_output_dir=results --output=results/tables.md
+  .venv/bin/python scripts/reproduce_papers.py            # all, ~2.5 h
+  .venv/bin/python scripts/reproduce_papers.py --experiments=ima --seeds=0
+
+Runs go to --root_output_dir (runs/reproduce), tables to --output
+(results/tables.md), figures to --plot_dir/<experiment>.png (results/);
+RESULTS.md quotes them.
 """
 
 import json
 import os
+from typing import Optional
 
 from absl import app
 from absl import flags
@@ -21,14 +27,21 @@ import attrs
 import numpy as np
 
 from tff_fedwin.training import experiment
+from tff_fedwin.training import plots
 
 _EXPERIMENTS = flags.DEFINE_list(
     'experiments', ['mnist_wima', 'mnist_window_sweep', 'ima', 'wsm',
                     'shakespeare'], 'Which experiments to run.')
 _SEEDS = flags.DEFINE_list('seeds', ['0', '1', '2'], 'Seeds.')
-_ROUNDS = flags.DEFINE_integer('total_rounds', 100, 'Rounds per run.')
-_ROOT = flags.DEFINE_string('root_output_dir', 'results', 'Output root.')
-_OUTPUT = flags.DEFINE_string('output', None, 'Write the tables here too.')
+_ROUNDS = flags.DEFINE_integer(
+    'total_rounds', None, 'Rounds per run; default: each experiment\'s own '
+    '(see `_experiments`).')
+_ROOT = flags.DEFINE_string('root_output_dir', 'runs/reproduce', 'Output root.')
+_OUTPUT = flags.DEFINE_string('output', 'results/tables.md',
+                               'Write the tables here too (empty: do not).')
+_PLOT_DIR = flags.DEFINE_string(
+    'plot_dir', 'results', 'Write <experiment>.png (accuracy per round, mean '
+    'over seeds, window solid and global dashed) here (empty: do not).')
 
 # 100 clients, 10% participation, label skew (the papers' structure).
 _BASE = experiment.ExperimentConfig(
@@ -37,9 +50,18 @@ _BASE = experiment.ExperimentConfig(
     rounds_per_checkpoint=10, summary_last_n=10)
 
 
-def _experiments(total_rounds: int) -> dict[str, dict[str, experiment.ExperimentConfig]]:
-  base = attrs.evolve(_BASE, total_rounds=total_rounds)
-  start = int(0.75 * total_rounds)
+def _experiments(
+    total_rounds: Optional[int] = None,
+) -> dict[str, dict[str, experiment.ExperimentConfig]]:
+  """{experiment: {row label: config}}; `total_rounds` overrides the defaults.
+
+  Rounds are scaled to 2 cores: 40 per run (~1.6 min for MNIST), 120 for the
+  window sweep so that W=100 is active over the whole summary span (the
+  window model is the global model before round W, DESIGN.md 2.1), 100 for
+  Shakespeare (~2 s per round).
+  """
+  rounds = lambda default: total_rounds or default
+  base = attrs.evolve(_BASE, total_rounds=rounds(40))
   table = {}
   table['mnist_wima'] = {
       f'{alg} alpha={alpha} W=10': attrs.evolve(
@@ -49,11 +71,18 @@ def _experiments(total_rounds: int) -> dict[str, dict[str, experiment.Experiment
   }
   table['mnist_window_sweep'] = {
       f'fedavg alpha=0.05 W={w}': attrs.evolve(
-          base, dirichlet_alpha=0.05, window_size=w) for w in (5, 10, 50, 100)
+          base, dirichlet_alpha=0.05, window_size=w, window_read_every=2,
+          total_rounds=rounds(120)) for w in (5, 10, 50, 100)
   }
+  # IMA starts at 0.75 T; the summary covers only rounds after the start.
+  ima_rounds = rounds(40)
+  start = int(0.75 * ima_rounds)
+  ima_base = attrs.evolve(
+      base, total_rounds=ima_rounds,
+      summary_last_n=max(1, (ima_rounds - start) // base.rounds_per_eval))
   table['ima'] = {
       f'{alg} alpha=0.1 {"IMA" if ima else "no window"}': attrs.evolve(
-          base, algorithm=alg, dirichlet_alpha=0.1,
+          ima_base, algorithm=alg, dirichlet_alpha=0.1,
           server_learning_rate=(0.01 if alg == 'fedadam' else 1.0),
           **(dict(window_size=5, window_mode='broadcast',
                   window_start_round=start, client_lr_schedule='ima')
@@ -69,19 +98,36 @@ def _experiments(total_rounds: int) -> dict[str, dict[str, experiment.Experiment
   table['shakespeare'] = {
       'fedavg shakespeare W=10': attrs.evolve(
           base, task='shakespeare', client_batch_size=10,
-          client_learning_rate=1.0, window_size=10),
+          client_learning_rate=1.0, window_size=10, total_rounds=rounds(100)),
   }
   return table
 
 
-def _row(name, summaries):
+def _row(name, config, summaries):
   def stat(model, key):
     values = [s[model]['accuracy'][key] for s in summaries]
     return f'{np.mean(values):.4f} +- {np.std(values):.4f}'
   wall = sum(s['wall_time_seconds'] for s in summaries)
-  return (f'| {name} | {len(summaries)} | {stat("window", "mean")} | '
+  return (f'| {name} | {config.total_rounds} | {len(summaries)} | '
+          f'{stat("window", "mean")} | '
           f'{stat("global", "mean")} | {stat("window", "std")} | '
           f'{stat("global", "std")} | {wall / 60:.1f} |')
+
+
+def _plot(name, configs, run_dirs, plot_dir):
+  """Writes `<plot_dir>/<name>.png`: per row, the seed-mean curves."""
+  runs = []
+  for label, config in configs.items():
+    # Without a window the window model is the global model (no window/*
+    # columns): both lines of the row coincide.
+    curves = ['window', 'global'] if config.window_size else ['global']
+    mean = plots.mean_curves(
+        [plots.read_eval_curves(d, curves=curves) for d in run_dirs[label]])
+    runs.append((label, {c: mean.get(c, mean['global']) for c in plots.CURVES}))
+  path = os.path.join(plot_dir, f'{name}.png')
+  plots.plot_runs(runs, path, title=f'{name}: test accuracy, mean over seeds '
+                  '(window solid, global dashed)')
+  print(f'wrote {path}')
 
 
 def main(argv):
@@ -94,27 +140,34 @@ def main(argv):
                          f'{sorted(table)}.')
   lines = []
   for name in _EXPERIMENTS.value:
-    lines += [f'### {name}', '', '| config | seeds | window acc (last N) | '
-              'global acc (last N) | window smoothness | global smoothness | '
-              'wall min |', '|---|---:|---:|---:|---:|---:|---:|']
+    lines += [f'### {name}', '', '| config | rounds | seeds | window acc '
+              '(last N) | global acc (last N) | window smoothness | global '
+              'smoothness | wall min |', '|---|---:|---:|---:|---:|---:|---:|'
+              '---:|']
+    run_dirs = {}
     for label, config in table[name].items():
       summaries = []
+      run_dirs[label] = []
       for seed in _SEEDS.value:
         run_name = f'{label.replace(" ", "_")}_seed{seed}'
         root = os.path.join(_ROOT.value, name)
         run = attrs.evolve(config, seed=int(seed), experiment_name=run_name,
                            root_output_dir=root)
+        run_dirs[label].append(os.path.join(root, run_name))
         summary_path = os.path.join(root, run_name, 'summary.json')
         if not os.path.exists(summary_path):
           experiment.run_experiment(run)
         with open(summary_path) as f:
           summaries.append(json.load(f))
-      lines.append(_row(label, summaries))
+      lines.append(_row(label, config, summaries))
       print(lines[-1], flush=True)
     lines.append('')
+    if _PLOT_DIR.value:
+      _plot(name, table[name], run_dirs, _PLOT_DIR.value)
   text = '\n'.join(lines)
   print(text)
   if _OUTPUT.value:
+    os.makedirs(os.path.dirname(os.path.abspath(_OUTPUT.value)), exist_ok=True)
     with open(_OUTPUT.value, 'w') as f:
       f.write(text + '\n')
 

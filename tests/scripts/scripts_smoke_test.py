@@ -4,6 +4,7 @@ Tiny rows (2 clients x 1 step); each script runs in its own process (the two
 define flags of the same names) and must write its markdown table.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -58,3 +59,43 @@ def test_reproduce_papers_rejects_unknown_experiment_naming_the_flag():
       capture_output=True, text=True, timeout=300, check=False)
   assert result.returncode != 0
   assert '--experiments: unknown' in result.stdout + result.stderr
+
+
+def test_reproduce_papers_tabulates_and_plots_finished_runs(tmp_path):
+  # Two finished shakespeare runs (seeds 0 and 1) of 4 rounds, eval at 2 and
+  # 4: the script must not train (summary.json exists) and must tabulate the
+  # summaries and plot the seed-mean curves.
+  root = tmp_path / 'runs'
+  window_means, global_means = [0.5, 0.25], [0.375, 0.125]
+  window_stds, global_stds = [0.0625, 0.125], [0.25, 0.5]
+  for seed in (0, 1):
+    run_dir = root / 'shakespeare' / f'fedavg_shakespeare_W=10_seed{seed}'
+    run_dir.mkdir(parents=True)
+    summary = {
+        'window': {'accuracy': {'mean': window_means[seed],
+                                'std': window_stds[seed]}},
+        'global': {'accuracy': {'mean': global_means[seed],
+                                'std': global_stds[seed]}},
+        'wall_time_seconds': 60.0 * (seed + 1),
+    }
+    (run_dir / 'summary.json').write_text(json.dumps(summary))
+    (run_dir / 'metrics.csv').write_text(
+        'round_num,window/accuracy,global/accuracy\n'
+        '1,,\n2,0.5,0.25\n3,,\n4,0.75,0.5\n')
+  output = tmp_path / 'tables.md'
+  result = subprocess.run(
+      [sys.executable, os.path.join(_ROOT, 'scripts', 'reproduce_papers.py'),
+       '--experiments=shakespeare', '--seeds=0,1', f'--root_output_dir={root}',
+       f'--output={output}', f'--plot_dir={tmp_path / "plots"}'],
+      capture_output=True, text=True, timeout=300, check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  rows = [line for line in output.read_text().splitlines()
+          if line.startswith('| fedavg')]
+  # mean +- population std over the seeds, e.g. window: (0.5 + 0.25) / 2 =
+  # 0.375 +- 0.125; smoothness (0.0625 + 0.125) / 2 = 0.09375 +- 0.03125;
+  # wall (60 + 120) s = 3.0 min.
+  assert rows == ['| fedavg shakespeare W=10 | 100 | 2 | 0.3750 +- 0.1250 | '
+                  '0.2500 +- 0.1250 | 0.0938 +- 0.0312 | 0.3750 +- 0.1250 | '
+                  '3.0 |']
+  png = tmp_path / 'plots' / 'shakespeare.png'
+  assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'

@@ -153,6 +153,36 @@ def test_read_eval_curves_bad_arguments(run_a, kwargs, match):
     plots.read_eval_curves(run_a, **kwargs)
 
 
+def test_mean_curves_averages_seeds_pointwise(run_a, tmp_path):
+  # A second seed on run A's eval rounds 2, 4, 6.
+  seed1 = {t: {k: v / 2 for k, v in values.items()}
+           for t, values in RUN_A.items()}
+  run_a1 = _write_run(tmp_path / 'run_a1', 6, seed1)
+  mean = plots.mean_curves([plots.read_eval_curves(run_a),
+                            plots.read_eval_curves(run_a1)])
+  assert list(mean) == ['window', 'global']
+  rounds, values = mean['window']
+  np.testing.assert_array_equal(rounds, [2, 4, 6])
+  # (v + v/2) / 2 = 0.75 v, e.g. round 2: 0.75 * 0.5325 = 0.399375.
+  np.testing.assert_allclose(values, [0.399375, 0.5001, 0.534375])
+  np.testing.assert_allclose(mean['global'][1],
+                             [0.75 * 0.4295, 0.75 * 0.45, 0.75 * 0.6])
+
+
+@pytest.mark.parametrize('second, match', [
+    ('other_rounds', 'other eval rounds'),
+    ('one_curve', 'has curves'),
+])
+def test_mean_curves_errors(run_a, run_b, second, match):
+  first = plots.read_eval_curves(run_a)
+  other = (plots.read_eval_curves(run_b) if second == 'other_rounds' else
+           plots.read_eval_curves(run_a, curves=['window']))
+  with pytest.raises(ValueError, match=match):
+    plots.mean_curves([first, other])
+  with pytest.raises(ValueError, match='at least one'):
+    plots.mean_curves([])
+
+
 def test_plot_runs_writes_a_png_with_a_line_per_run_and_curve(
     run_a, run_b, tmp_path):
   output = tmp_path / 'figs' / 'fig1.png'

@@ -150,6 +150,42 @@ def read_eval_curves(
   return result
 
 
+def mean_curves(runs: Sequence[Mapping[str, Curve]]) -> dict[str, Curve]:
+  """The pointwise mean over runs (e.g. seeds) of curves on the same rounds.
+
+  Args:
+    runs: One or more results of `read_eval_curves`, all with the same curve
+      names and, per curve, the same eval rounds.
+
+  Returns:
+    A dict of curve name to `(rounds, mean values)`, in the first run's order.
+
+  Raises:
+    ValueError: If `runs` is empty, or the runs differ in their curve names
+      or in the rounds of a curve.
+  """
+  runs = list(runs)
+  if not runs:
+    raise ValueError('`runs` must hold at least one run\'s curves.')
+  names = list(runs[0])
+  result = {}
+  for i, run in enumerate(runs[1:], start=1):
+    if list(run) != names:
+      raise ValueError(
+          f'`runs[{i}]` has curves {list(run)}, `runs[0]` has {names}.')
+  for name in names:
+    rounds = np.asarray(runs[0][name][0])
+    for i, run in enumerate(runs[1:], start=1):
+      if not np.array_equal(np.asarray(run[name][0]), rounds):
+        raise ValueError(
+            f'`runs[{i}]` curve {name!r} has other eval rounds than '
+            f'`runs[0]`: {list(run[name][0])} vs {list(rounds)}.')
+    values = np.mean([np.asarray(run[name][1], np.float64) for run in runs],
+                     axis=0)
+    result[name] = (rounds, values)
+  return result
+
+
 def default_label(run_dir: PathLike) -> str:
   """A run's label when none is given: the run directory's name."""
   return os.path.basename(os.path.normpath(os.fspath(run_dir)))
