@@ -76,7 +76,7 @@ def test_reproduce_papers_tabulates_and_plots_finished_runs(tmp_path):
                                 'std': window_stds[seed]}},
         'global': {'accuracy': {'mean': global_means[seed],
                                 'std': global_stds[seed]}},
-        'wall_time_seconds': 60.0 * (seed + 1),
+        'total_round_and_eval_time_seconds': 60.0 * (seed + 1),
     }
     (run_dir / 'summary.json').write_text(json.dumps(summary))
     (run_dir / 'metrics.csv').write_text(
@@ -93,7 +93,7 @@ def test_reproduce_papers_tabulates_and_plots_finished_runs(tmp_path):
           if line.startswith('| fedavg')]
   # mean +- population std over the seeds, e.g. window: (0.5 + 0.25) / 2 =
   # 0.375 +- 0.125; smoothness (0.0625 + 0.125) / 2 = 0.09375 +- 0.03125;
-  # wall (60 + 120) s = 3.0 min.
+  # time (60 + 120) s = 3.0 min.
   assert rows == ['| fedavg shakespeare W=10 | 100 | 2 | 0.3750 +- 0.1250 | '
                   '0.2500 +- 0.1250 | 0.0938 +- 0.0312 | 0.3750 +- 0.1250 | '
                   '3.0 |']
