@@ -4,11 +4,11 @@ Each experiment is a list of named `ExperimentConfig`s; every config runs for
 each seed through `tff_fedwin.training.run_experiment` (resuming if its output
 exists, skipping it if its summary.json exists), and the table reports, per
 config, the mean +- std over seeds of the last-N-eval-round mean accuracy of
-the window model and of the global model, the smoothness (std of the accuracy
-over those eval rounds) and the round + eval time summed over seeds.
-Evaluate-mode windows leave training unchanged, so one run gives the "with"
-and "without window" numbers of a row. It also plots, per experiment, the
-seed-mean accuracy curves.
+the window model and of the global model, of their per-seed difference, of
+the smoothness (std of the accuracy over those eval rounds), and the round +
+eval time summed over seeds. Evaluate-mode windows leave training unchanged,
+so one run gives the "with" and "without window" numbers of a row. It also
+plots, per experiment, the seed-mean accuracy curves.
 
   .venv/bin/python scripts/reproduce_papers.py            # all, ~2.5 h
   .venv/bin/python scripts/reproduce_papers.py --experiments=ima --seeds=0
@@ -118,15 +118,19 @@ def _experiments(
 
 
 def _row(name, config, summaries):
-  def stat(model, key):
-    values = [s[model]['accuracy'][key] for s in summaries]
+  def fmt(values):
     return f'{np.mean(values):.4f} +- {np.std(values):.4f}'
+  def stat(model, key):
+    return fmt([s[model]['accuracy'][key] for s in summaries])
+  # Per seed, window minus global on the same trajectory (paired).
+  gain = fmt([s['window']['accuracy']['mean'] - s['global']['accuracy']['mean']
+              for s in summaries])
   # Round + eval time summed over the CSV rows: counts resumed runs fully.
   wall = sum(s['total_round_and_eval_time_seconds'] for s in summaries)
   return (f'| {name} | {config.total_rounds} | {len(summaries)} | '
-          f'{stat("window", "mean")} | '
-          f'{stat("global", "mean")} | {stat("window", "std")} | '
-          f'{stat("global", "std")} | {wall / 60:.1f} |')
+          f'{stat("window", "mean")} | {stat("global", "mean")} | {gain} | '
+          f'{stat("window", "std")} | {stat("global", "std")} | '
+          f'{wall / 60:.1f} |')
 
 
 def _plot(name, configs, run_dirs, plot_dir):
@@ -158,8 +162,9 @@ def main(argv):
   for name in _EXPERIMENTS.value:
     lines += [f'### {name}', '',
               '| config | rounds | seeds | window acc (last N) | global acc '
-              '(last N) | window smoothness | global smoothness | round+eval '
-              'min |', '|---|---:|---:|---:|---:|---:|---:|---:|']
+              '(last N) | window - global (paired) | window smoothness | '
+              'global smoothness | round+eval min |',
+              '|---|---:|---:|---:|---:|---:|---:|---:|---:|']
     run_dirs = {}
     for label, config in table[name].items():
       summaries = []

@@ -92,10 +92,10 @@ def test_reproduce_papers_tabulates_and_plots_finished_runs(tmp_path):
   rows = [line for line in output.read_text().splitlines()
           if line.startswith('| fedavg')]
   # mean +- population std over the seeds, e.g. window: (0.5 + 0.25) / 2 =
-  # 0.375 +- 0.125; smoothness (0.0625 + 0.125) / 2 = 0.09375 +- 0.03125;
-  # time (60 + 120) s = 3.0 min.
+  # 0.375 +- 0.125; window - global per seed: 0.125 and 0.125; smoothness
+  # (0.0625 + 0.125) / 2 = 0.09375 +- 0.03125; time (60 + 120) s = 3.0 min.
   assert rows == ['| fedavg shakespeare W=10 | 100 | 2 | 0.3750 +- 0.1250 | '
-                  '0.2500 +- 0.1250 | 0.0938 +- 0.0312 | 0.3750 +- 0.1250 | '
-                  '3.0 |']
+                  '0.2500 +- 0.1250 | 0.1250 +- 0.0000 | 0.0938 +- 0.0312 | '
+                  '0.3750 +- 0.1250 | 3.0 |']
   png = tmp_path / 'plots' / 'shakespeare.png'
   assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
