@@ -10,7 +10,7 @@ eval time summed over seeds. Evaluate-mode windows leave training unchanged,
 so one run gives the "with" and "without window" numbers of a row. It also
 plots, per experiment, the seed-mean accuracy curves.
 
-  .venv/bin/python scripts/reproduce_papers.py            # all, ~2.5 h
+  .venv/bin/python scripts/reproduce_papers.py   # all: ~3.4 h of runs, 2 cores
   .venv/bin/python scripts/reproduce_papers.py --experiments=ima --seeds=0
 
 Runs go to --root_output_dir (runs/reproduce), tables to --output
