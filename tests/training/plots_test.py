@@ -179,6 +179,9 @@ def test_mean_curves_errors(run_a, run_b, second, match):
            plots.read_eval_curves(run_a, curves=['window']))
   with pytest.raises(ValueError, match=match):
     plots.mean_curves([first, other])
+
+
+def test_mean_curves_needs_a_run():
   with pytest.raises(ValueError, match='at least one'):
     plots.mean_curves([])
 
