@@ -14,10 +14,12 @@ plots, per experiment, the seed-mean accuracy curves.
   .venv/bin/python scripts/reproduce_papers.py --experiments=ima --seeds=0
 
 Runs go to --root_output_dir (runs/reproduce), tables to --output
-(results/tables.md), figures to --plot_dir/<experiment>.png (results/);
+(results/tables.md), one line per run (its time and accuracies) to --runs_csv
+(results/runs.csv), figures to --plot_dir/<experiment>.png (results/);
 RESULTS.md quotes them.
 """
 
+import csv
 import json
 import os
 from typing import Optional
@@ -40,6 +42,9 @@ _ROUNDS = flags.DEFINE_integer(
 _ROOT = flags.DEFINE_string('root_output_dir', 'runs/reproduce', 'Output root.')
 _OUTPUT = flags.DEFINE_string('output', 'results/tables.md',
                                'Write the tables here too (empty: do not).')
+_RUNS_CSV = flags.DEFINE_string(
+    'runs_csv', 'results/runs.csv', 'Write one line per run (experiment, row, '
+    'seed, rounds, times, accuracies) here (empty: do not).')
 _PLOT_DIR = flags.DEFINE_string(
     'plot_dir', 'results', 'Write <experiment>.png (accuracy per round, mean '
     'over seeds, window solid and global dashed) here (empty: do not).')
@@ -150,6 +155,23 @@ def _plot(name, configs, run_dirs, plot_dir):
   print(f'wrote {path}')
 
 
+_RUN_FIELDS = ('experiment', 'row', 'seed', 'total_rounds',
+               'round_and_eval_seconds', 'last_call_wall_seconds',
+               'resumed_from_round', 'window_accuracy', 'global_accuracy')
+
+
+def _run_record(name, label, seed, config, summary):
+  """One line of --runs_csv: the time and last-N accuracies of one run."""
+  return dict(
+      experiment=name, row=label, seed=seed, total_rounds=config.total_rounds,
+      round_and_eval_seconds=round(
+          summary['total_round_and_eval_time_seconds'], 1),
+      last_call_wall_seconds=round(summary.get('wall_time_seconds', 0.0), 1),
+      resumed_from_round=summary.get('resumed_from_round'),
+      window_accuracy=round(summary['window']['accuracy']['mean'], 4),
+      global_accuracy=round(summary['global']['accuracy']['mean'], 4))
+
+
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
@@ -159,6 +181,7 @@ def main(argv):
     raise app.UsageError(f'--experiments: unknown {sorted(unknown)}; allowed '
                          f'{sorted(table)}.')
   lines = []
+  records = []
   for name in _EXPERIMENTS.value:
     lines += [f'### {name}', '',
               '| config | rounds | seeds | window acc (last N) | global acc '
@@ -180,6 +203,7 @@ def main(argv):
           experiment.run_experiment(run)
         with open(summary_path) as f:
           summaries.append(json.load(f))
+        records.append(_run_record(name, label, seed, config, summaries[-1]))
       lines.append(_row(label, config, summaries))
       print(lines[-1], flush=True)
     lines.append('')
@@ -191,6 +215,13 @@ def main(argv):
     os.makedirs(os.path.dirname(os.path.abspath(_OUTPUT.value)), exist_ok=True)
     with open(_OUTPUT.value, 'w') as f:
       f.write(text + '\n')
+  if _RUNS_CSV.value:
+    os.makedirs(os.path.dirname(os.path.abspath(_RUNS_CSV.value)),
+                exist_ok=True)
+    with open(_RUNS_CSV.value, 'w', newline='') as f:
+      writer = csv.DictWriter(f, fieldnames=_RUN_FIELDS)
+      writer.writeheader()
+      writer.writerows(records)
 
 
 if __name__ == '__main__':

@@ -4,6 +4,7 @@ Tiny rows (2 clients x 1 step); each script runs in its own process (the two
 define flags of the same names) and must write its markdown table.
 """
 
+import csv
 import json
 import os
 import subprocess
@@ -61,10 +62,10 @@ def test_reproduce_papers_rejects_unknown_experiment_naming_the_flag():
   assert '--experiments: unknown' in result.stdout + result.stderr
 
 
-def test_reproduce_papers_tabulates_and_plots_finished_runs(tmp_path):
+def test_reproduce_papers_reports_finished_runs(tmp_path):
   # Two finished shakespeare runs (seeds 0 and 1) of 4 rounds, eval at 2 and
   # 4: the script must not train (summary.json exists) and must tabulate the
-  # summaries and plot the seed-mean curves.
+  # summaries, list the runs and plot the seed-mean curves.
   root = tmp_path / 'runs'
   window_means, global_means = [0.5, 0.25], [0.375, 0.125]
   window_stds, global_stds = [0.0625, 0.125], [0.25, 0.5]
@@ -86,7 +87,8 @@ def test_reproduce_papers_tabulates_and_plots_finished_runs(tmp_path):
   result = subprocess.run(
       [sys.executable, os.path.join(_ROOT, 'scripts', 'reproduce_papers.py'),
        '--experiments=shakespeare', '--seeds=0,1', f'--root_output_dir={root}',
-       f'--output={output}', f'--plot_dir={tmp_path / "plots"}'],
+       f'--output={output}', f'--plot_dir={tmp_path / "plots"}',
+       f'--runs_csv={tmp_path / "runs.csv"}'],
       capture_output=True, text=True, timeout=300, check=False)
   assert result.returncode == 0, result.stderr[-3000:]
   rows = [line for line in output.read_text().splitlines()
@@ -99,3 +101,8 @@ def test_reproduce_papers_tabulates_and_plots_finished_runs(tmp_path):
                   '0.3750 +- 0.1250 | 3.0 |']
   png = tmp_path / 'plots' / 'shakespeare.png'
   assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+  with open(tmp_path / 'runs.csv', newline='') as f:
+    runs = [(r['seed'], r['round_and_eval_seconds'], r['window_accuracy'],
+             r['global_accuracy']) for r in csv.DictReader(f)]
+  assert runs == [('0', '60.0', '0.5', '0.375'),
+                  ('1', '120.0', '0.25', '0.125')]
