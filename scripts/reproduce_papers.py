@@ -141,13 +141,11 @@ def _row(name, config, summaries):
 def _plot(name, configs, run_dirs, plot_dir):
   """Writes `<plot_dir>/<name>.png`: per row, the seed-mean curves."""
   runs = []
-  for label, config in configs.items():
-    # Without a window the window model is the global model (no window/*
-    # columns): both lines of the row coincide.
-    curves = ['window', 'global'] if config.window_size else ['global']
-    mean = plots.mean_curves(
-        [plots.read_eval_curves(d, curves=curves) for d in run_dirs[label]])
-    runs.append((label, {c: mean.get(c, mean['global']) for c in plots.CURVES}))
+  for label in configs:
+    # Without a window the loop records the global model as window/* too:
+    # both lines of such a row coincide.
+    runs.append((label, plots.mean_curves(
+        [plots.read_eval_curves(d) for d in run_dirs[label]])))
   path = os.path.join(plot_dir, f'{name}.png')
   plots.plot_runs(runs, path, figsize=(10.0, 6.5),
                   title=f'{name}: test accuracy, mean over seeds (window '
@@ -166,8 +164,8 @@ def _run_record(name, label, seed, config, summary):
       experiment=name, row=label, seed=seed, total_rounds=config.total_rounds,
       round_and_eval_seconds=round(
           summary['total_round_and_eval_time_seconds'], 1),
-      last_call_wall_seconds=round(summary.get('wall_time_seconds', 0.0), 1),
-      resumed_from_round=summary.get('resumed_from_round'),
+      last_call_wall_seconds=round(summary['wall_time_seconds'], 1),
+      resumed_from_round=summary['resumed_from_round'],
       window_accuracy=round(summary['window']['accuracy']['mean'], 4),
       global_accuracy=round(summary['global']['accuracy']['mean'], 4))
 

@@ -78,6 +78,8 @@ def test_reproduce_papers_reports_finished_runs(tmp_path):
         'global': {'accuracy': {'mean': global_means[seed],
                                 'std': global_stds[seed]}},
         'total_round_and_eval_time_seconds': 60.0 * (seed + 1),
+        'wall_time_seconds': 70.0 * (seed + 1),
+        'resumed_from_round': None,
     }
     (run_dir / 'summary.json').write_text(json.dumps(summary))
     (run_dir / 'metrics.csv').write_text(
