@@ -11,6 +11,7 @@ import pytest
 import tensorflow_federated as tff
 
 from tff_fedwin import runtime
+from tff_fedwin.runtime import workers
 
 
 @tff.tensorflow.computation(np.float32)
@@ -166,16 +167,23 @@ _LOOPBACKS = {'0100007F', '00000000000000000000000001000000'}
 
 
 @pytest.mark.parametrize('loopback_only', [True, False])
-def test_worker_listens_on_loopback_only_by_default(tmp_path, loopback_only):
+def test_worker_listens_on_loopback_only_by_default(
+    tmp_path, caplog, loopback_only):
   worker = runtime.start_local_worker(
       log_dir=str(tmp_path), loopback_only=loopback_only)
   try:
     addresses = _listening_addresses(worker.port)
     assert addresses, 'worker port not in LISTEN state'
+    warnings = [r.getMessage() for r in caplog.records
+                if r.levelname == 'WARNING' and f'pid {worker.pid}' in
+                r.getMessage()]
     if loopback_only:
       assert addresses <= _LOOPBACKS, addresses
+      assert not warnings
     else:
       assert addresses & _WILDCARDS, addresses
+      assert len(warnings) == 1, warnings
+      assert 'all network interfaces, without authentication' in warnings[0]
     # Reachable from this machine either way.
     with runtime.local_execution_context(log_dir=str(tmp_path)):
       assert _add_one(3.0) == 4.0
@@ -197,3 +205,27 @@ def test_dead_worker_raises_naming_it_instead_of_hanging(tmp_path):
                        match=f'localhost:{worker.port}.*unreachable'):
       _add_one(2.0)
   assert time.monotonic() - start < 60
+
+
+class _Started(Exception):
+  pass
+
+
+@pytest.mark.parametrize('loopback_only', [True, False])
+def test_contexts_pass_loopback_only_to_their_workers(
+    monkeypatch, loopback_only):
+  calls = []
+
+  def fake_start_local_worker(**kwargs):
+    calls.append(kwargs['loopback_only'])
+    raise _Started()
+
+  monkeypatch.setattr(workers, 'start_local_worker', fake_start_local_worker)
+  with pytest.raises(_Started):
+    with runtime.local_execution_context(loopback_only=loopback_only):
+      pass
+  with pytest.raises(_Started):
+    with runtime.multi_worker_execution_context(
+        num_workers=1, loopback_only=loopback_only):
+      pass
+  assert calls == [loopback_only, loopback_only]

@@ -1,5 +1,7 @@
 """TFF worker lifecycle and execution contexts."""
 
+from tff_fedwin.runtime import default_context  # Clean exit; see its docstring.
+from tff_fedwin.runtime.loopback import WorkerConfinementError
 from tff_fedwin.runtime.workers import create_remote_execution_context
 from tff_fedwin.runtime.workers import local_execution_context
 from tff_fedwin.runtime.workers import LocalWorker

@@ -599,6 +599,7 @@ def multi_worker_execution_context(
     addresses: Optional[Sequence[str]] = None,
     *,
     log_dir: Optional[str] = None,
+    loopback_only: bool = True,
 ) -> Iterator[MultiWorkerContext]:
   """Installs a multi-worker context; on exit undoes everything it did.
 
@@ -619,6 +620,8 @@ def multi_worker_execution_context(
       `num_workers` and `addresses` must be given.
     log_dir: Directory for the local workers' logs (see `start_local_worker`);
       unused with `addresses`.
+    loopback_only: Confine the local workers to loopback (see
+      `start_local_worker`); unused with `addresses`.
 
   Yields:
     The installed `MultiWorkerContext`.
@@ -641,7 +644,8 @@ def multi_worker_execution_context(
   try:
     if num_workers is not None:
       for _ in range(num_workers):
-        started.append(workers.start_local_worker(log_dir=log_dir))
+        started.append(workers.start_local_worker(
+            log_dir=log_dir, loopback_only=loopback_only))
       addresses = [w.address for w in started]
     context = create_multi_worker_context(addresses)
     with tff.framework.get_context_stack().install(context):

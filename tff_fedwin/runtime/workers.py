@@ -1,27 +1,12 @@
-"""Deterministic lifecycle for TFF C++ workers, and execution contexts over them.
+"""Lifecycle of TFF C++ workers, and execution contexts over them.
 
-TFF 0.87 runs every computation in a `worker_binary` subprocess. The stock local
-context starts that process lazily, hands it the parent's stdout/stderr, and never
-stops it when Python exits: the orphan keeps the inherited pipe open, so
-`python x.py | cat`, pytest runs and CI pipelines hang (DESIGN.md sec. 4).
-
-This module starts the worker itself:
-
-* the worker gets `PR_SET_PDEATHSIG = SIGKILL`, so it dies with the thread that
-  started it, even when the parent is killed with SIGKILL;
-* its stdin is /dev/null and its stdout/stderr go to a log file, never to the
-  parent's streams;
-* by default it listens on the loopback interface only: TFF's worker binds
-  [::]:port (every interface, no authentication) and has no flag for the
-  address, so a small LD_PRELOAD shim (`loopback_bind.c`, compiled with the
-  system C compiler on first use and cached) rebinds the wildcard address to
-  ::1 / 127.0.0.1;
-* `local_execution_context()` yields a ready `tff.framework.SyncExecutionContext`
-  connected over gRPC, installed on TFF's context stack, and stops the worker on
-  normal exit, on an exception and on Ctrl-C.
-
-Start workers from the main thread: Linux delivers the parent-death signal when
-the *thread* that forked the worker exits.
+A worker started here dies with the thread that started it (parent-death
+signal, also on SIGKILL), reads /dev/null and writes to a log file instead of
+the parent's streams, and by default is confined to the loopback interface
+(`tff_fedwin.runtime.loopback`): it fails to start rather than listen on other
+interfaces. `local_execution_context()` installs a TFF context on such a worker
+and stops it on exit, on an exception and on Ctrl-C. Start workers from the main
+thread: Linux delivers the parent-death signal when the forking *thread* exits.
 """
 
 import atexit
@@ -37,12 +22,12 @@ import time
 from collections.abc import Iterator
 from typing import Optional
 
-import hashlib
-import shutil
-
+from absl import logging
 import grpc
 import portpicker
 import tensorflow_federated as tff
+
+from tff_fedwin.runtime import loopback
 
 _PR_SET_PDEATHSIG = 1
 GRPC_MAX_MESSAGE_BYTES = 2 * 1000 * 1000 * 1000
@@ -66,46 +51,6 @@ def worker_binary_path() -> str:
         'environment with `bash scripts/setup_env.sh`.'
     )
   return path
-
-
-_SHIM_SOURCE = os.path.join(os.path.dirname(__file__), 'loopback_bind.c')
-
-
-def loopback_bind_library() -> str:
-  """Path of the compiled loopback shim; compiles it once per source version.
-
-  The library goes to `$XDG_CACHE_HOME/tff_fedwin` (default `~/.cache/...`),
-  named by the hash of `loopback_bind.c`, written atomically.
-
-  Raises:
-    RuntimeError: If no C compiler is found or compiling fails; the message
-      says how to proceed.
-  """
-  with open(_SHIM_SOURCE, 'rb') as f:
-    digest = hashlib.sha256(f.read()).hexdigest()[:16]
-  cache_dir = os.path.join(
-      os.environ.get('XDG_CACHE_HOME', os.path.expanduser('~/.cache')),
-      'tff_fedwin')
-  library = os.path.join(cache_dir, f'loopback_bind-{digest}.so')
-  if os.path.exists(library):
-    return library
-  compiler = os.environ.get('CC') or shutil.which('cc') or shutil.which('gcc')
-  if compiler is None:
-    raise RuntimeError(
-        'Loopback-only TFF workers need a C compiler to build '
-        f'{_SHIM_SOURCE} (install gcc, or set CC). Or pass '
-        '`loopback_only=False` to accept a worker that listens on all '
-        'network interfaces without authentication.')
-  os.makedirs(cache_dir, exist_ok=True)
-  tmp = f'{library}.{os.getpid()}.tmp'
-  result = subprocess.run(
-      [compiler, '-shared', '-fPIC', '-O2', '-o', tmp, _SHIM_SOURCE, '-ldl'],
-      capture_output=True, text=True, check=False)
-  if result.returncode != 0:
-    raise RuntimeError(
-        f'Compiling {_SHIM_SOURCE} with {compiler} failed:\n{result.stderr}')
-  os.replace(tmp, library)
-  return library
 
 
 def _pick_loopback_port() -> int:
@@ -190,9 +135,30 @@ class LocalWorker:
       self._process.kill()
       self._process.wait()
 
+  def kill(self) -> None:
+    """Kills the worker at once (SIGKILL) and reaps it."""
+    _RUNNING_WORKERS.pop(self.pid, None)
+    if self._process.poll() is None:
+      self._process.kill()
+      self._process.wait()
+
   def __repr__(self) -> str:
     state = 'running' if self.is_running() else 'stopped'
     return f'LocalWorker(pid={self.pid}, port={self.port}, {state})'
+
+
+def _spawn(args: list[str], env: dict[str, str],
+           log_path: str) -> subprocess.Popen:
+  with open(log_path, 'ab') as log_file:
+    return subprocess.Popen(  # pylint: disable=subprocess-popen-preexec-fn
+        args,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
+        close_fds=True,
+        preexec_fn=_make_preexec_fn(os.getpid()),
+    )
 
 
 def start_local_worker(
@@ -212,18 +178,25 @@ def start_local_worker(
     max_concurrent_computation_calls: Passed to the worker; non-positive means
       no limit.
     ready_timeout_seconds: How long to wait for the worker's gRPC service.
-    loopback_only: Serve on the loopback interface only (default), so that
-      other machines cannot reach the unauthenticated worker. `False` keeps
-      TFF's behaviour (all interfaces), for workers other machines use.
+    loopback_only: Serve on the loopback interface only (default): the worker
+      runs with the `tff_fedwin.runtime.loopback` shim preloaded, and once it
+      serves, its listening sockets are checked; a worker found listening
+      elsewhere is killed. `False` keeps TFF's behaviour: all interfaces,
+      without authentication (a warning is logged).
 
   Returns:
     A running `LocalWorker`. The caller must `stop()` it (or use
     `local_execution_context`); it is also killed when this process dies.
 
   Raises:
+    WorkerConfinementError: With `loopback_only`, if the worker cannot be
+      confined to loopback or proven to be; no worker is left running.
     RuntimeError: If the worker exits or does not serve within the timeout;
       the message names the port and quotes the worker's log.
   """
+  env = dict(os.environ)
+  if loopback_only:
+    env['LD_PRELOAD'] = loopback.ld_preload(env.get('LD_PRELOAD'))
   if port is None:
     port = _pick_loopback_port() if loopback_only else (
         portpicker.pick_unused_port())
@@ -235,27 +208,23 @@ def start_local_worker(
       f'--port={port}',
       f'--max_concurrent_computation_calls={max_concurrent_computation_calls}',
   ]
-  env = dict(os.environ)
-  if loopback_only:
-    env['LD_PRELOAD'] = ' '.join(
-        filter(None, [loopback_bind_library(), env.get('LD_PRELOAD')]))
-  with open(log_path, 'ab') as log_file:
-    process = subprocess.Popen(  # pylint: disable=subprocess-popen-preexec-fn
-        args,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=log_file,
-        stderr=subprocess.STDOUT,
-        close_fds=True,
-        preexec_fn=_make_preexec_fn(os.getpid()),
-    )
-  worker = LocalWorker(process, port, log_path)
+  worker = LocalWorker(_spawn(args, env, log_path), port, log_path)
   _RUNNING_WORKERS[worker.pid] = worker
   try:
     _wait_until_serving(worker, ready_timeout_seconds)
+    if loopback_only:
+      loopback.check_loopback_only(worker.pid)
+  except loopback.WorkerConfinementError as e:
+    worker.kill()
+    raise loopback.WorkerConfinementError(
+        f'{e} The worker was killed.') from None
   except BaseException:
     worker.stop()
     raise
+  if not loopback_only:
+    logging.warning(
+        'TFF worker pid %d listens on port %d on all network interfaces, '
+        'without authentication (loopback_only=False).', worker.pid, port)
   return worker
 
 
@@ -445,7 +414,10 @@ def create_remote_execution_context(
 
 @contextlib.contextmanager
 def local_execution_context(
-    *, log_dir: Optional[str] = None, default_num_clients: int = 0
+    *,
+    log_dir: Optional[str] = None,
+    default_num_clients: int = 0,
+    loopback_only: bool = True,
 ) -> Iterator[tff.framework.SyncExecutionContext]:
   """Starts a local TFF worker and installs a context for it; stops it on exit.
 
@@ -460,11 +432,12 @@ def local_execution_context(
   Args:
     log_dir: Directory for the worker log (see `start_local_worker`).
     default_num_clients: See `create_remote_execution_context`.
+    loopback_only: Confine the worker to loopback (see `start_local_worker`).
 
   Yields:
     The installed `tff.framework.SyncExecutionContext`.
   """
-  worker = start_local_worker(log_dir=log_dir)
+  worker = start_local_worker(log_dir=log_dir, loopback_only=loopback_only)
   try:
     context = create_remote_execution_context(
         worker.address, default_num_clients=default_num_clients
