@@ -12,6 +12,15 @@ EMNIST uses TFF's data (`tff.simulation.datasets.emnist`) with our copy of the
 `cnn_dropout` architecture: TFF's baseline EMNIST models end in a softmax, and
 WSM needs logits. StackOverflow is TFF's baseline task as it is.
 
+`npz` features are float32; integer ones (e.g. uint8 pixels) are scaled to
+[0, 1] unless `scale_integer_features=False` (see `sources.load_npz`).
+
+Offline, EMNIST and StackOverflow need TFF's extracted files: EMNIST reads
+`emnist_all.sqlite` in `cache_dir`; StackOverflow reads `stackoverflow.sqlite`
+in `cache_dir` and the word counts `stackoverflow.word_count.tar.bz2` from
+Keras' cache `~/.keras/datasets` (TFF's builder passes no `cache_dir` for them).
+When a download fails, `create_task` raises `DataUnavailableError` saying so.
+
 Every model outputs logits; the TFF model's loss is plain (sparse) softmax
 cross-entropy, so evaluation and reported metrics use plain cross-entropy
 (DESIGN.md 2.2). `Task.evaluate` runs the TFF model's own forward pass and
@@ -20,6 +29,7 @@ metrics on the centralized test set in this process (no TFF call).
 
 import collections
 from collections.abc import Callable
+import os
 from typing import Any, Optional
 
 import attrs
@@ -37,6 +47,36 @@ TASKS = ('mnist', 'npz', 'emnist', 'shakespeare', 'stackoverflow')
 # Tasks whose labels are one class per example (WSM's class proportions).
 CLASSIFICATION_TASKS = ('mnist', 'npz', 'emnist')
 STACKOVERFLOW_VOCAB_SIZE = 10000
+# The files TFF 0.87 reads (after an LZMA/bz2 download) for the tasks.
+EMNIST_FILE = 'emnist_all.sqlite'
+STACKOVERFLOW_FILE = 'stackoverflow.sqlite'
+STACKOVERFLOW_WORD_COUNTS = 'stackoverflow.word_count.tar.bz2'
+_TFF_DEFAULT_CACHE = os.path.join('~', '.tff')
+_KERAS_CACHE = os.path.join('~', '.keras', 'datasets')
+# Keras' `get_file` turns a failed download into a bare `Exception` so worded.
+_KERAS_FETCH_FAILURE = 'URL fetch failure'
+
+
+class DataUnavailableError(RuntimeError):
+  """A task's data could not be downloaded and is not in the cache."""
+
+
+def _is_download_failure(error: Exception) -> bool:
+  """Whether `error` is how TFF or Keras report a failed download."""
+  # urllib's URLError (TFF's LZMA fetch) is an OSError, as are socket errors.
+  return (isinstance(error, OSError)
+          or str(error).startswith(_KERAS_FETCH_FAILURE))
+
+
+def _download_failure_reason(error: Exception) -> str:
+  reason = getattr(error, 'reason', None) or error
+  return ' '.join(f'{type(error).__name__}: {reason}'.split())
+
+
+def _cache_dir_text(cache_dir: Optional[str]) -> str:
+  if cache_dir is None:
+    return f'cache_dir=None (TFF\'s default {_TFF_DEFAULT_CACHE})'
+  return f'cache_dir={cache_dir!r}'
 
 
 @attrs.frozen
@@ -158,13 +198,14 @@ def _batching_fn(batch_size: int, epochs: int, seed: int,
 def _array_task(name, arrays, *, num_clients, dirichlet_alpha, seed,
                 batch_size, epochs, eval_batch_size=1000) -> Task:
   (x_train, y_train), (x_test, y_test) = arrays
+  # Features are float32 already (`load_npz` scales integer ones to [0, 1]).
   y_train = y_train.astype(np.int32).reshape(-1)
   y_test = y_test.astype(np.int32).reshape(-1)
   num_classes = int(max(y_train.max(), y_test.max())) + 1
   clients = partition_lib.dirichlet_label_partition(
       y_train, num_clients, dirichlet_alpha, seed)
   train_data = partition_lib.client_data_from_partition(
-      x_train.astype(np.float32), y_train, clients)
+      x_train, y_train, clients)
   preprocess_fn = _batching_fn(batch_size, epochs, seed)
   element_spec = preprocess_fn(
       train_data.create_tf_dataset_for_client(
@@ -173,17 +214,31 @@ def _array_task(name, arrays, *, num_clients, dirichlet_alpha, seed,
   model_fn = _classification_model_fn(
       lambda: create_mnist_cnn(input_shape, num_classes, seed), element_spec)
   test_data = tf.data.Dataset.from_tensor_slices(collections.OrderedDict(
-      x=x_test.astype(np.float32), y=y_test)).batch(eval_batch_size)
+      x=x_test, y=y_test)).batch(eval_batch_size)
   return Task(name, model_fn, train_data, preprocess_fn, test_data,
               num_classes)
+
+
+def _load_emnist(cache_dir: Optional[str]):
+  """TFF's EMNIST (train, test), or DataUnavailableError if not obtainable."""
+  try:
+    return tff.simulation.datasets.emnist.load_data(
+        only_digits=False, cache_dir=cache_dir)
+  except Exception as e:  # pylint: disable=broad-except
+    if not _is_download_failure(e):
+      raise
+    raise DataUnavailableError(
+        f'Task emnist: downloading EMNIST into {_cache_dir_text(cache_dir)} '
+        f'failed ({_download_failure_reason(e)}). To run offline, set '
+        f'cache_dir to a directory holding the extracted {EMNIST_FILE}, or '
+        f'set use_synthetic_data=True.') from e
 
 
 def _emnist_task(*, batch_size, epochs, seed, cache_dir, use_synthetic_data):
   if use_synthetic_data:
     train = test = tff.simulation.datasets.emnist.get_synthetic()
   else:
-    train, test = tff.simulation.datasets.emnist.load_data(
-        only_digits=False, cache_dir=cache_dir)
+    train, test = _load_emnist(cache_dir)
 
   def to_xy(element):
     return collections.OrderedDict(
@@ -223,11 +278,23 @@ def _shakespeare_task(*, batch_size, epochs, seed):
 def _stackoverflow_task(*, batch_size, epochs, seed, cache_dir,
                         use_synthetic_data):
   del seed
-  baseline = tff.simulation.baselines.stackoverflow.create_word_prediction_task(
-      tff.simulation.baselines.ClientSpec(
-          num_epochs=epochs, batch_size=batch_size),
-      vocab_size=STACKOVERFLOW_VOCAB_SIZE, cache_dir=cache_dir,
-      use_synthetic_data=use_synthetic_data)
+  try:
+    baseline = (
+        tff.simulation.baselines.stackoverflow.create_word_prediction_task(
+            tff.simulation.baselines.ClientSpec(
+                num_epochs=epochs, batch_size=batch_size),
+            vocab_size=STACKOVERFLOW_VOCAB_SIZE, cache_dir=cache_dir,
+            use_synthetic_data=use_synthetic_data))
+  except Exception as e:  # pylint: disable=broad-except
+    if use_synthetic_data or not _is_download_failure(e):
+      raise
+    raise DataUnavailableError(
+        f'Task stackoverflow: downloading StackOverflow into '
+        f'{_cache_dir_text(cache_dir)} failed ({_download_failure_reason(e)}). '
+        f'To run offline, set cache_dir to a directory holding the extracted '
+        f'{STACKOVERFLOW_FILE} and put {STACKOVERFLOW_WORD_COUNTS} in Keras\' '
+        f'cache {_KERAS_CACHE} (TFF reads the word counts there, not in '
+        f'cache_dir), or set use_synthetic_data=True.') from e
   datasets = baseline.datasets
   train_data = datasets.train_data
   test_data = datasets.get_centralized_test_data()
@@ -250,8 +317,34 @@ def create_task(
     data_npz: Optional[str] = None,
     cache_dir: Optional[str] = None,
     use_synthetic_data: bool = False,
+    scale_integer_features: bool = True,
 ) -> Task:
-  """Builds the task `name` (one of `TASKS`); see the module docstring."""
+  """Builds the task `name` (one of `TASKS`); see the module docstring.
+
+  Args:
+    name: One of `TASKS`.
+    batch_size: Client batch size.
+    epochs: Local epochs per round.
+    seed: Seed of the partition, shuffling and model initialization.
+    num_clients: Clients of the `mnist` and `npz` partitions.
+    dirichlet_alpha: Dirichlet concentration of those partitions.
+    data_npz: The `.npz` file of task `npz` (see `sources.load_npz`).
+    cache_dir: Where `emnist` and `stackoverflow` find (or download) TFF's
+      files; None for TFF's default `~/.tff`.
+    use_synthetic_data: Whether `emnist` and `stackoverflow` use TFF's small
+      synthetic data instead (no download).
+    scale_integer_features: Task `npz`: whether integer features are scaled to
+      [0, 1] (see `sources.load_npz`) or cast to float32 unchanged.
+
+  Returns:
+    The `Task`.
+
+  Raises:
+    ValueError: If `name` is unknown, `data_npz` is missing for `npz`, or the
+      `.npz` file is not a valid data set (one-line message from `load_npz`).
+    DataUnavailableError: If `emnist` or `stackoverflow` data is neither in the
+      cache nor downloadable; the message says how to run offline.
+  """
   if name not in TASKS:
     raise ValueError(f'`task` must be one of {TASKS}, got {name!r}.')
   if name == 'mnist':
@@ -261,7 +354,9 @@ def create_task(
   if name == 'npz':
     if not data_npz:
       raise ValueError('`data_npz` (a .npz path) is required for task npz.')
-    return _array_task('npz', sources.load_npz(data_npz),
+    arrays = sources.load_npz(
+        data_npz, scale_integer_features=scale_integer_features)
+    return _array_task('npz', arrays,
                        num_clients=num_clients,
                        dirichlet_alpha=dirichlet_alpha, seed=seed,
                        batch_size=batch_size, epochs=epochs)

@@ -1,0 +1,114 @@
+"""Tests for tff_fedwin.tasks.registry: `npz` feature scaling and offline data.
+
+EMNIST and StackOverflow are built with the network cut off (name resolution
+fails, as on a machine without network), so TFF's and Keras' real download code
+runs and fails at once.
+"""
+
+import socket
+
+import numpy as np
+import pytest
+import tensorflow_federated as tff
+
+from tff_fedwin.tasks import registry
+
+
+def _write_uint8_npz(tmp_path):
+  """20 train and 10 test 8x8 uint8 images over pixel values 0..255."""
+  rng = np.random.default_rng(0)
+  path = str(tmp_path / 'images.npz')
+  x_train = rng.integers(0, 256, size=[20, 8, 8], dtype=np.uint8)
+  x_train[0, 0, 0] = 255
+  x_test = rng.integers(0, 256, size=[10, 8, 8], dtype=np.uint8)
+  x_test[0, 0, 0] = 255
+  np.savez(path, x_train=x_train, y_train=np.arange(20) % 2,
+           x_test=x_test, y_test=np.arange(10) % 2)
+  return path
+
+
+def _test_features(task):
+  return np.concatenate([batch['x'].numpy() for batch in task.test_data])
+
+
+def test_npz_task_scales_uint8_features_to_unit_interval(tmp_path):
+  task = registry.create_task('npz', batch_size=4, num_clients=2,
+                              dirichlet_alpha=float('inf'),
+                              data_npz=_write_uint8_npz(tmp_path))
+  x_test = _test_features(task)
+  assert x_test.dtype == np.float32
+  assert x_test.shape == (10, 8, 8)
+  assert x_test.min() >= 0.0
+  assert x_test.max() == 1.0
+  client = task.train_data.create_tf_dataset_for_client(
+      task.train_data.client_ids[0])
+  x_train = np.stack([example['x'].numpy() for example in client])
+  assert 0.0 <= x_train.min() and x_train.max() <= 1.0
+
+
+def test_npz_task_without_scaling_keeps_pixel_values(tmp_path):
+  task = registry.create_task('npz', batch_size=4, num_clients=2,
+                              dirichlet_alpha=float('inf'),
+                              data_npz=_write_uint8_npz(tmp_path),
+                              scale_integer_features=False)
+  assert _test_features(task).max() == 255.0
+
+
+@pytest.fixture
+def offline(monkeypatch):
+  """Cuts the network off: every host name fails to resolve."""
+  def no_network(*args, **kwargs):
+    del args, kwargs
+    raise socket.gaierror(socket.EAI_NONAME, 'Name or service not known')
+  monkeypatch.setattr(socket, 'getaddrinfo', no_network)
+
+
+def _assert_offline_message(error, task, files):
+  message = str(error.value)
+  assert '\n' not in message
+  assert message.startswith(f'Task {task}: ')
+  assert 'failed' in message and 'Name or service not known' in message
+  for text in ['cache_dir', 'use_synthetic_data=True', *files]:
+    assert text in message, message
+
+
+@pytest.mark.parametrize('task, files', [
+    pytest.param('emnist', ['emnist_all.sqlite'], id='emnist'),
+    pytest.param(
+        'stackoverflow',
+        ['stackoverflow.sqlite', 'stackoverflow.word_count.tar.bz2'],
+        id='stackoverflow'),
+])
+def test_download_failure_raises_data_unavailable(tmp_path, offline, task,
+                                                  files):
+  del offline
+  cache_dir = tmp_path / 'cache'
+  cache_dir.mkdir()
+  with pytest.raises(registry.DataUnavailableError) as error:
+    registry.create_task(task, batch_size=2, cache_dir=str(cache_dir))
+  _assert_offline_message(error, task, files)
+  assert str(cache_dir) in str(error.value)
+  assert not list(cache_dir.iterdir())
+
+
+def test_stackoverflow_word_counts_download_failure_raises_data_unavailable(
+    tmp_path, offline, monkeypatch):
+  """The sqlite file is there; Keras' fetch of the word counts fails."""
+  del offline
+  monkeypatch.setenv('HOME', str(tmp_path))  # Keras' cache is ~/.keras.
+  monkeypatch.setattr(tff.simulation.datasets.stackoverflow, 'load_data',
+                      lambda cache_dir=None: (None, None, None))
+  with pytest.raises(registry.DataUnavailableError) as error:
+    registry.create_task('stackoverflow', batch_size=2,
+                         cache_dir=str(tmp_path))
+  _assert_offline_message(error, 'stackoverflow', [])
+  assert 'URL fetch failure' in str(error.value)
+
+
+def test_errors_other_than_downloads_propagate(monkeypatch):
+  def corrupt(**kwargs):
+    del kwargs
+    raise KeyError('all_train')
+  monkeypatch.setattr(tff.simulation.datasets.emnist, 'load_data', corrupt)
+  with pytest.raises(KeyError):
+    registry.create_task('emnist', batch_size=2, cache_dir='/nonexistent')
