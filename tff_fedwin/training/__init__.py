@@ -1,6 +1,7 @@
 """Training-loop support: the round loop, persistent per-client states."""
 
 from tff_fedwin.training.client_states import ClientStateStore
+from tff_fedwin.training.divergence import TrainingDivergedError
 from tff_fedwin.training.loop import flatten_scalar_metrics
 from tff_fedwin.training.loop import LearningProcessRunner
 from tff_fedwin.training.loop import RoundRunner

@@ -58,6 +58,7 @@ import tensorflow_federated as tff
 from tff_fedwin.aggregators import window as window_lib
 from tff_fedwin.algorithms import scaffold as scaffold_lib
 from tff_fedwin.training import client_states as client_states_lib
+from tff_fedwin.training import divergence
 
 ModelWeights = tff.learning.models.ModelWeights
 EvaluateFn = Callable[[ModelWeights], Mapping[str, float]]
@@ -339,6 +340,13 @@ def _check_int(name: str, value: Any, minimum: int) -> int:
   return int(value)
 
 
+def is_directory_name(name: Any) -> bool:
+  """Whether `name` is one non-empty directory name (no path separators)."""
+  return (isinstance(name, str) and bool(name) and name not in ('.', '..')
+          and os.sep not in name
+          and not (os.altsep and os.altsep in name))
+
+
 def _validate_arguments(
     runner, train_client_data, preprocess_fn, clients_per_round, total_rounds,
     seed, evaluate_fn, rounds_per_eval, rounds_per_checkpoint, output_dir,
@@ -378,9 +386,7 @@ def _validate_arguments(
       output_dir):
     raise ValueError(
         f'`output_dir` must be a non-empty path, got {output_dir!r}.')
-  if (not isinstance(experiment_name, str) or not experiment_name
-      or experiment_name in ('.', '..') or os.sep in experiment_name
-      or (os.altsep and os.altsep in experiment_name)):
+  if not is_directory_name(experiment_name):
     raise ValueError(
         '`experiment_name` must be a non-empty directory name without path '
         f'separators, got {experiment_name!r}.')
@@ -580,7 +586,10 @@ def run_training(
   it resumes from the newest program state if there is one (and says so),
   otherwise it initializes and saves the initial state as version 0. A run
   stopped at any point and restarted with the same arguments ends exactly as
-  an uninterrupted run (see the module docstring for the conditions).
+  an uninterrupted run (see the module docstring for the conditions). A round
+  whose training or evaluation loss is NaN or infinite, or whose server update
+  was skipped as non-finite, stops the run before it is recorded or
+  checkpointed (`TrainingDivergedError`).
 
   Args:
     runner: A `LearningProcessRunner`, `ScaffoldRunner` or another
@@ -618,6 +627,8 @@ def run_training(
       returns something other than a mapping of scalars.
     FileNotFoundError: If the runner has a client-state store and the newest
       checkpoint's store file is missing.
+    TrainingDivergedError: If a training or evaluation loss is NaN or inf, or
+      the server skipped a non-finite update.
   """
   start_time = time.monotonic()
   client_ids = _validate_arguments(
@@ -659,6 +670,7 @@ def run_training(
     if loaded is None:
       state, first_round, resumed_from = initial_state, 1, None
       save_checkpoint(state, 0)
+      checkpoint_round = 0
     else:
       resumed_from = _check_checkpoint(
           loaded, paths, seed=seed, clients_per_round=clients_per_round,
@@ -673,6 +685,7 @@ def run_training(
             client_states_lib.ClientStateStore.load(
                 store_path, runner.client_state_store.template))
       state, first_round = loaded['server_state'], resumed_from + 1
+      checkpoint_round = resumed_from
       message = (f'{experiment_name}: resuming from the checkpoint of round '
                  f'{resumed_from} (version {version}) in {paths.checkpoints}')
       logging.info('%s', message)
@@ -694,11 +707,15 @@ def run_training(
       if round_num % rounds_per_eval == 0 or round_num == total_rounds:
         eval_values, eval_line = _evaluate(runner, state, evaluate_fn)
         values.update(eval_values)
+      divergence.check_training_finite(
+          values, round_num=round_num, experiment_name=experiment_name,
+          last_checkpoint_round=checkpoint_round)
       run(csv_manager.release(values, round_num))
       run(tensorboard_manager.release(values, round_num))
       if (round_num % rounds_per_checkpoint == 0
           or round_num == total_rounds):
         save_checkpoint(state, round_num)
+        checkpoint_round = round_num
       iteration_times.append(time.monotonic() - iteration_start)
       eta = np.mean(iteration_times) * (total_rounds - round_num)
       _progress(
