@@ -17,10 +17,20 @@ Outputs under --root_output_dir/--experiment_name: metrics.csv, TensorBoard
 events, summary.json and checkpoints (a rerun with the same flags resumes).
 """
 
+import os
+import sys
+
+from tff_fedwin import log_levels
+
+log_levels.quiet_native_logs(sys.argv)  # Before TensorFlow is imported.
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
 from absl import flags
 
 from tff_fedwin.training import experiment
+from tff_fedwin.training import summary_text
+# pylint: enable=g-import-not-at-top,wrong-import-position
 
 _DEFAULTS = experiment.ExperimentConfig()
 
@@ -29,6 +39,9 @@ flags.DEFINE_enum('task', _DEFAULTS.task, list(experiment.registry.TASKS),
                   'Which task to train.')
 flags.DEFINE_string('data_npz', None, 'With --task=npz: .npz with x_train, '
                     'y_train, x_test, y_test.')
+flags.DEFINE_bool('scale_integer_features', _DEFAULTS.scale_integer_features,
+                  'npz: integer features (e.g. uint8 pixels) scaled to [0, 1] '
+                  '(/255, or /65535 for 16-bit); off: cast unscaled.')
 flags.DEFINE_string('cache_dir', None, 'emnist/stackoverflow: directory with '
                     'the extracted TFF sqlite files (no download).')
 flags.DEFINE_bool('use_synthetic_data', False, 'emnist/stackoverflow: TFF '
@@ -86,6 +99,22 @@ flags.DEFINE_string('experiment_name', _DEFAULTS.experiment_name,
                     'Subdirectory of this run.')
 flags.DEFINE_string('workers', _DEFAULTS.workers, 'Empty: one local TFF '
                     'worker; N: N local workers; host:port,...: remote ones.')
+flags.DEFINE_enum('worker_bind', _DEFAULTS.worker_bind,
+                  list(experiment.WORKER_BINDS),
+                  'Interfaces the workers this run starts listen on: '
+                  'loopback (default; refuses to start if that cannot be '
+                  'enforced) or all (unauthenticated; trusted networks only).')
+
+
+def _check_workers(value: str) -> bool:
+  try:
+    experiment.parse_workers(value)
+  except ValueError as e:
+    raise flags.ValidationError(str(e)) from None
+  return True
+
+
+flags.register_validator('workers', _check_workers)
 
 FLAGS = flags.FLAGS
 
@@ -97,6 +126,7 @@ def config_from_flags() -> experiment.ExperimentConfig:
 
 
 def main(argv):
+  """Trains; raises `app.UsageError` for bad flags before any TFF work."""
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
   config = config_from_flags()
@@ -105,8 +135,29 @@ def main(argv):
   except ValueError as e:
     raise app.UsageError(str(e)) from e
   summary = experiment.run_experiment(config)
-  print(summary, flush=True)
+  print(summary_text.format_summary(summary, os.path.join(
+      config.root_output_dir, config.experiment_name)), flush=True)
+
+
+def _main_with_one_line_errors(argv):
+  """`main` with its user errors as one line on stderr and exit code 1.
+
+  absl would print the whole module help for a `UsageError`; data, worker and
+  divergence errors would end in a traceback. With `--verbosity`, errors keep
+  their traceback.
+  """
+  verbose = FLAGS['verbosity'].present
+  log_levels.set_python_log_levels(verbose)
+  try:
+    main(argv)
+  except app.UsageError as e:
+    sys.exit(f'{os.path.basename(argv[0])}: {e}\n'
+             'Pass --helpshort or --helpfull to see help on flags.')
+  except experiment.USER_ERRORS as e:
+    if verbose:
+      raise
+    sys.exit(f'{os.path.basename(argv[0])}: {e}')
 
 
 if __name__ == '__main__':
-  app.run(main)
+  app.run(_main_with_one_line_errors)

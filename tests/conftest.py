@@ -7,7 +7,11 @@ the test run and none writes to pytest's captured streams.
 
 import pytest
 
-from tff_fedwin import runtime
+from tff_fedwin import log_levels
+
+log_levels.quiet_native_logs(['pytest'])  # Before TensorFlow is imported.
+
+from tff_fedwin import runtime  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 
 @pytest.fixture(scope='session', autouse=True)

@@ -47,7 +47,7 @@ def data_npz(tmp_path_factory):
 TASK_FLAGS = {
     'mnist': dict(task='mnist', num_clients=10, client_batch_size=20),
     'npz': dict(task='npz', num_clients=4, client_batch_size=10,
-                window_size=2),
+                window_size=1),
     'emnist': dict(task='emnist', use_synthetic_data=True,
                    client_batch_size=10),
     'stackoverflow': dict(task='stackoverflow', use_synthetic_data=True,
@@ -84,13 +84,24 @@ def _bad(flag, **values):
     _bad('--client_lr_schedule', algorithm='scaffold',
          client_lr_schedule='ima'),
     _bad('--client_learning_rate', client_learning_rate=0.0),
-    _bad('--workers', workers='localhost'),
+    _bad('--window_size', window_size=3, total_rounds=2),
+    _bad('--window_read_every', algorithm='scaffold', window_size=2,
+         window_read_every=2, rounds_per_eval=2, total_rounds=2),
+    _bad('--experiment_name', experiment_name='a/b'),
 ])
 def test_main_rejects_bad_flag_values(values, flag, tmp_path):
   with flagsaver.flagsaver(root_output_dir=str(tmp_path), **values):
     with pytest.raises(app.UsageError, match=flag):
       run_experiment.main(['run_experiment'])
   assert not os.listdir(tmp_path)  # Nothing ran.
+
+
+@pytest.mark.parametrize('workers', ['localhost', 'host:99999', 'host:0'])
+def test_workers_flag_rejects_bad_addresses_when_set(workers):
+  # Rejected by the flag's validator, i.e. at flag parsing, before `main`.
+  with pytest.raises(flags.IllegalFlagValueError, match='--workers'):
+    with flagsaver.flagsaver(workers=workers):
+      pass
 
 
 def test_main_rejects_positional_arguments(tmp_path):

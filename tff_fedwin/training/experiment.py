@@ -8,6 +8,7 @@ message; `run_experiment` builds the task and the process and runs
 """
 
 import contextlib
+import re
 from typing import Any, Optional
 
 import attrs
@@ -19,6 +20,7 @@ from tff_fedwin.algorithms import fed_win
 from tff_fedwin.algorithms import scaffold
 from tff_fedwin.tasks import registry
 from tff_fedwin.training import client_states
+from tff_fedwin.training import divergence
 from tff_fedwin.training import loop
 
 ALGORITHMS = ('fedavg', 'fedavgm', 'fedadam', 'fedyogi', 'fedprox',
@@ -26,7 +28,19 @@ ALGORITHMS = ('fedavg', 'fedavgm', 'fedadam', 'fedyogi', 'fedprox',
 CLIENT_LOSSES = ('ce', 'wsm')
 WINDOW_MODES = window_lib.MODES
 LR_SCHEDULES = ('constant', 'ima')
+WORKER_BINDS = ('loopback', 'all')
 SERVER_MOMENTUM = 0.9  # FedAvgM (Hsu et al. 2019).
+
+
+class InputDataError(ValueError):
+  """The task's data cannot be used; the message names the file and array."""
+
+
+# Errors a user can act on from their message alone; scripts print them as one
+# line (see scripts/run_experiment.py).
+USER_ERRORS = (InputDataError, registry.DataUnavailableError,
+               runtime.WorkerConfinementError,
+               divergence.TrainingDivergedError)
 
 
 @attrs.frozen
@@ -35,6 +49,7 @@ class ExperimentConfig:
 
   task: str = 'mnist'
   data_npz: Optional[str] = None
+  scale_integer_features: bool = True
   cache_dir: Optional[str] = None
   use_synthetic_data: bool = False
   num_clients: int = 100
@@ -60,6 +75,7 @@ class ExperimentConfig:
   root_output_dir: str = '/tmp/tff_fedwin'
   experiment_name: str = 'experiment'
   workers: str = ''
+  worker_bind: str = 'loopback'
 
 
 def _choice(flag: str, value: Any, allowed: tuple[str, ...]) -> None:
@@ -81,22 +97,32 @@ def _positive(flag: str, value: Any) -> None:
     raise ValueError(f'--{flag} must be > 0; got {value!r}.')
 
 
+_HOST = re.compile(r'^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)$')
+_MAX_PORT = 65535
+
+
 def parse_workers(workers: str) -> tuple[Optional[int], tuple[str, ...]]:
-  """'' -> (None, ()); 'N' -> (N, ()); 'h:p,h:p' -> (None, addresses)."""
+  """'' -> (None, ()); 'N' -> (N, ()); 'h:p,h:p' -> (None, addresses).
+
+  A host is a name, an IPv4 address or a bracketed IPv6 address (`[::1]`); a
+  port is 1..65535.
+  """
   workers = workers.strip()
   if not workers:
     return None, ()
+  allowed = ('empty, an integer >= 1 or a comma list of host:port with '
+             f'ports 1-{_MAX_PORT}')
   if workers.isdigit():
     if int(workers) < 1:
-      raise ValueError(f'--workers must be empty, an integer >= 1 or a comma '
-                       f'list of host:port; got {workers!r}.')
+      raise ValueError(f'--workers must be {allowed}; got {workers!r}.')
     return int(workers), ()
   addresses = tuple(a.strip() for a in workers.split(','))
   for address in addresses:
     host, _, port = address.rpartition(':')
-    if not host or not port.isdigit():
-      raise ValueError(f'--workers must be empty, an integer >= 1 or a comma '
-                       f'list of host:port; got {address!r} in {workers!r}.')
+    if (not _HOST.match(host) or not port.isdigit()
+        or not 1 <= int(port) <= _MAX_PORT):
+      raise ValueError(f'--workers must be {allowed}; got {address!r} in '
+                       f'{workers!r}.')
   return None, addresses
 
 
@@ -107,6 +133,11 @@ def validate_config(config: ExperimentConfig) -> None:
   _choice('client_loss', config.client_loss, CLIENT_LOSSES)
   _choice('window_mode', config.window_mode, WINDOW_MODES)
   _choice('client_lr_schedule', config.client_lr_schedule, LR_SCHEDULES)
+  _choice('worker_bind', config.worker_bind, WORKER_BINDS)
+  if not loop.is_directory_name(config.experiment_name):
+    raise ValueError(
+        '--experiment_name must be one directory name (no "/", not "." or '
+        f'".."); got {config.experiment_name!r}.')
   if config.task == 'npz' and not config.data_npz:
     raise ValueError('--data_npz is required with --task=npz.')
   if config.data_npz and config.task != 'npz':
@@ -121,6 +152,11 @@ def validate_config(config: ExperimentConfig) -> None:
   _at_least('proximal_strength', config.proximal_strength, 0, kind=float)
   _positive('client_learning_rate', config.client_learning_rate)
   _positive('server_learning_rate', config.server_learning_rate)
+  if config.window_size > config.total_rounds:
+    raise ValueError(
+        f'--window_size ({config.window_size}) must be <= --total_rounds '
+        f'({config.total_rounds}): the window model is active from round '
+        'max(W, --window_start_round) on, so it would never be used.')
   if config.window_start_round > config.total_rounds:
     raise ValueError(
         f'--window_start_round ({config.window_start_round}) must be <= '
@@ -143,6 +179,9 @@ def validate_config(config: ExperimentConfig) -> None:
         f'({config.total_rounds}) must be multiples of --window_read_every '
         f'({config.window_read_every}): the window model exists only at those '
         'rounds.')
+  if config.algorithm == 'scaffold' and config.window_read_every != 1:
+    raise ValueError('--window_read_every is not supported with '
+                     '--algorithm=scaffold (its window keeps W slots).')
   if config.window_mode == 'broadcast' and config.window_read_every != 1:
     raise ValueError('--window_read_every must be 1 with '
                      '--window_mode=broadcast.')
@@ -163,7 +202,10 @@ def validate_config(config: ExperimentConfig) -> None:
     raise ValueError(
         f'--algorithm={config.algorithm} uses the window as TFF model '
         'aggregator, which is exact only with --server_learning_rate=1.0.')
-  parse_workers(config.workers)
+  _, addresses = parse_workers(config.workers)
+  if addresses and config.worker_bind != 'loopback':
+    raise ValueError('--worker_bind applies to the workers this run starts; '
+                     '--workers lists running ones.')
 
 
 def _server_optimizer(config: ExperimentConfig):
@@ -229,24 +271,36 @@ def build_runner(config: ExperimentConfig, task: registry.Task,
   return loop.LearningProcessRunner(process)
 
 
-def execution_context(workers: str):
-  """A context manager for `--workers` (see `parse_workers`)."""
+def execution_context(workers: str, worker_bind: str = 'loopback'):
+  """A context manager for `--workers` (see `parse_workers`).
+
+  Workers this run starts listen on loopback only unless `worker_bind` is
+  `'all'` (then a warning says they serve every interface unauthenticated).
+  """
   num_workers, addresses = parse_workers(workers)
+  loopback_only = worker_bind == 'loopback'
   if num_workers is None and not addresses:
-    return runtime.local_execution_context()
+    return runtime.local_execution_context(loopback_only=loopback_only)
+  if addresses:
+    return runtime.multi_worker_execution_context(addresses=addresses)
   return runtime.multi_worker_execution_context(
-      num_workers=num_workers, addresses=addresses or None)
+      num_workers=num_workers, loopback_only=loopback_only)
 
 
 def run_experiment(config: ExperimentConfig) -> dict[str, Any]:
   """Validates `config`, builds task and process, trains; returns the summary."""
   validate_config(config)
-  task = registry.create_task(
-      config.task, batch_size=config.client_batch_size,
-      epochs=config.client_epochs, seed=config.seed,
-      num_clients=config.num_clients, dirichlet_alpha=config.dirichlet_alpha,
-      data_npz=config.data_npz, cache_dir=config.cache_dir,
-      use_synthetic_data=config.use_synthetic_data)
+  try:
+    task = registry.create_task(
+        config.task, batch_size=config.client_batch_size,
+        epochs=config.client_epochs, seed=config.seed,
+        num_clients=config.num_clients,
+        dirichlet_alpha=config.dirichlet_alpha, data_npz=config.data_npz,
+        cache_dir=config.cache_dir,
+        use_synthetic_data=config.use_synthetic_data,
+        scale_integer_features=config.scale_integer_features)
+  except ValueError as e:
+    raise InputDataError(str(e)) from e
   num_train_clients = len(task.train_data.client_ids)
   if config.clients_per_round > num_train_clients:
     raise ValueError(
@@ -254,7 +308,8 @@ def run_experiment(config: ExperimentConfig) -> dict[str, Any]:
         f'number of training clients of --task={config.task} '
         f'({num_train_clients}).')
   with contextlib.ExitStack() as stack:
-    stack.enter_context(execution_context(config.workers))
+    stack.enter_context(
+        execution_context(config.workers, config.worker_bind))
     runner = build_runner(config, task, num_train_clients)
     return loop.run_training(
         runner,

@@ -1,0 +1,68 @@
+"""Tests for tff_fedwin.log_levels."""
+
+import logging
+import os
+
+from absl import logging as absl_logging
+import pytest
+
+from tff_fedwin import log_levels
+
+
+@pytest.mark.parametrize('args, expected', [
+    ([], False),
+    (['--task=mnist'], False),
+    (['--verbose_name=x', '--vv=1', '-vx'], False),
+    (['--verbosity=1'], True),
+    (['--verbosity', '0'], True),
+    (['-v=2'], True),
+    (['-v', '1'], True),
+    (['--v=1'], True),
+])
+def test_verbosity_requested(args, expected):
+  assert log_levels.verbosity_requested(['prog', *args]) == expected
+
+
+def test_quiet_native_logs_silences_tensorflow_and_grpc(monkeypatch):
+  monkeypatch.delenv('TF_CPP_MIN_LOG_LEVEL', raising=False)
+  monkeypatch.delenv('GRPC_VERBOSITY', raising=False)
+  log_levels.quiet_native_logs(['prog'])
+  assert os.environ['TF_CPP_MIN_LOG_LEVEL'] == '3'
+  assert os.environ['GRPC_VERBOSITY'] == 'ERROR'
+
+
+@pytest.mark.parametrize('env, argv', [
+    ('0', ['prog']),                     # The user's environment wins.
+    (None, ['prog', '--verbosity=0']),   # Asked for logs.
+])
+def test_quiet_native_logs_leaves_users_choice(monkeypatch, env, argv):
+  monkeypatch.delenv('GRPC_VERBOSITY', raising=False)
+  if env is None:
+    monkeypatch.delenv('TF_CPP_MIN_LOG_LEVEL', raising=False)
+  else:
+    monkeypatch.setenv('TF_CPP_MIN_LOG_LEVEL', env)
+  log_levels.quiet_native_logs(argv)
+  assert os.environ.get('TF_CPP_MIN_LOG_LEVEL') == env
+
+
+@pytest.fixture
+def restore_levels():
+  absl_before = absl_logging.get_verbosity()
+  tf_before = logging.getLogger('tensorflow').level
+  yield
+  absl_logging.set_verbosity(absl_before)
+  logging.getLogger('tensorflow').setLevel(tf_before)
+
+
+@pytest.mark.parametrize('verbosity_set, absl_level, tf_level', [
+    (False, absl_logging.WARNING, logging.WARNING),
+    (True, absl_logging.DEBUG, logging.DEBUG),  # Left as they were.
+])
+def test_set_python_log_levels(restore_levels, verbosity_set, absl_level,
+                               tf_level):
+  del restore_levels
+  absl_logging.set_verbosity(absl_logging.DEBUG)
+  logging.getLogger('tensorflow').setLevel(logging.DEBUG)
+  log_levels.set_python_log_levels(verbosity_set)
+  assert absl_logging.get_verbosity() == absl_level
+  assert logging.getLogger('tensorflow').level == tf_level

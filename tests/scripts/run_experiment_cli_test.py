@@ -1,0 +1,128 @@
+"""scripts/run_experiment.py as a user runs it: its exit code and every line.
+
+Each test starts the script in its own process. A user's mistake gets one line
+naming the flag or file (plus absl's help hint for flags) and exit code 1,
+before any worker starts or output is written; a good run prints its progress
+lines and the summary, none of TensorFlow's INFO logs, and no exit traceback.
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tff_fedwin import log_levels
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+_SCRIPT = os.path.join(_ROOT, 'scripts', 'run_experiment.py')
+_HINT = 'Pass --helpshort or --helpfull to see help on flags.'
+# A TF C++ log line starts with its date: "2026-11-23 13:17:28.896122: I ...".
+_NATIVE_LOG_MARKS = ('tensorflow/core', 'tensorflow/tsl', 'cuda_', 'oneDNN')
+
+
+def _run(tmp_path, *args, env_update=None):
+  env = dict(os.environ)
+  for name in log_levels.QUIET_NATIVE_ENV:  # The script's own defaults.
+    env.pop(name, None)
+  env.update(env_update or {})
+  result = subprocess.run(
+      [sys.executable, _SCRIPT, f'--root_output_dir={tmp_path / "out"}',
+       *args], capture_output=True, text=True, timeout=600, check=False,
+      env=env, cwd=_ROOT)
+  return result
+
+
+@pytest.fixture(scope='module')
+def tiny_npz(tmp_path_factory):
+  rng = np.random.default_rng(5)
+  path = str(tmp_path_factory.mktemp('data') / 'tiny.npz')
+  y_train, y_test = np.arange(40) % 4, np.arange(12) % 4
+  np.savez(path, x_train=rng.random((40, 8, 8), dtype=np.float32),
+           y_train=y_train, x_test=rng.random((12, 8, 8), dtype=np.float32),
+           y_test=y_test)
+  return path
+
+
+def _npz_flags(path, name='run', **overrides):
+  values = dict(task='npz', data_npz=path, num_clients=4, clients_per_round=2,
+                total_rounds=2, rounds_per_eval=1, client_batch_size=10,
+                experiment_name=name)
+  values.update(overrides)
+  return [f'--{key}={value}' for key, value in values.items()]
+
+
+@pytest.mark.parametrize('args, message', [
+    (['--total_rounds=0'],
+     'run_experiment.py: --total_rounds must be an integer >= 1; got 0.'),
+    (['--experiment_name=a/b'], 'run_experiment.py: --experiment_name must '
+     'be one directory name (no "/", not "." or ".."); got \'a/b\'.'),
+    (['--window_size=30', '--total_rounds=20'],
+     'run_experiment.py: --window_size (30) must be <= --total_rounds (20): '
+     'the window model is active from round max(W, --window_start_round) '
+     'on, so it would never be used.'),
+])
+def test_bad_flag_value_is_one_line_and_hint(tmp_path, args, message):
+  result = _run(tmp_path, *args)
+  assert result.returncode == 1
+  assert result.stderr.splitlines() == [message, _HINT]
+  assert result.stdout == ''
+  assert not (tmp_path / 'out').exists()
+
+
+@pytest.mark.parametrize('workers', ['host:99999', 'host:0', 'my host:80'])
+def test_bad_workers_rejected_at_flag_parsing(tmp_path, workers):
+  result = _run(tmp_path, f'--workers={workers}')
+  assert result.returncode == 1
+  lines = result.stderr.splitlines()
+  assert len(lines) == 2 and lines[1] == _HINT
+  assert lines[0].startswith(
+      f'FATAL Flags parsing error: flag --workers={workers}: --workers must '
+      'be empty, an integer >= 1 or a comma list of host:port with ports '
+      '1-65535')
+
+
+def test_missing_npz_is_one_line_naming_the_file(tmp_path):
+  missing = tmp_path / 'nowhere.npz'
+  result = _run(tmp_path, *_npz_flags(str(missing)))
+  assert result.returncode == 1
+  lines = result.stderr.splitlines()
+  assert len(lines) == 1, result.stderr
+  assert lines[0].startswith('run_experiment.py: ')
+  assert str(missing) in lines[0]
+  assert not (tmp_path / 'out').exists()
+
+
+def test_run_prints_progress_and_summary_only(tmp_path, tiny_npz):
+  result = _run(tmp_path, *_npz_flags(tiny_npz, window_size=2))
+  assert result.returncode == 0, result.stderr[-3000:]
+  lines = result.stdout.splitlines()
+  assert [line.split(' ')[2] for line in lines[:2]] == ['1/2', '2/2']
+  assert all(line.startswith('run: round ') for line in lines[:2])
+  assert lines[2].startswith('run: 2 rounds, ')
+  assert [line.split(':')[0] for line in lines[3:]] == [
+      '  accuracy', '  loss', '  outputs']
+  output = result.stdout + result.stderr
+  for mark in (*_NATIVE_LOG_MARKS, 'Exception ignored', 'Traceback',
+               'INFO:tensorflow', 'Starting new session'):
+    assert mark not in output, mark
+
+
+def test_verbosity_brings_logs_back(tmp_path, tiny_npz):
+  result = _run(tmp_path, *_npz_flags(tiny_npz, total_rounds=1),
+                '--verbosity=0')
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert 'checkpoint of round 1 saved' in result.stderr
+  assert any(mark in result.stderr for mark in _NATIVE_LOG_MARKS)
+
+
+def test_diverging_run_stops_with_one_line(tmp_path, tiny_npz):
+  result = _run(tmp_path, *_npz_flags(
+      tiny_npz, client_learning_rate=1e30, total_rounds=3,
+      rounds_per_checkpoint=1))
+  assert result.returncode == 1
+  lines = result.stderr.splitlines()
+  assert len(lines) == 1, result.stderr
+  assert ' at round ' in lines[0] and 'learning rate' in lines[0]

@@ -1,0 +1,48 @@
+"""The few lines a finished run prints: its summary in words, not a dict."""
+
+import datetime
+from collections.abc import Mapping
+from typing import Any
+
+_MODELS = ('window', 'global')
+
+
+def _rounds_text(rounds: list[int]) -> str:
+  if not rounds:
+    return 'no eval rounds'
+  if len(rounds) == 1:
+    return f'round {rounds[0]}'
+  return f'rounds {rounds[0]}-{rounds[-1]}'
+
+
+def format_summary(summary: Mapping[str, Any], output_dir: str) -> str:
+  """Formats `run_training`'s summary as a short text block.
+
+  Args:
+    summary: The dict `tff_fedwin.training.run_training` returns (and writes
+      to `summary.json`).
+    output_dir: The run's directory, named in the last line.
+
+  Returns:
+    Lines: the run and its time; per eval metric, the window and global
+    model's mean +- std over the summarized eval rounds; where the outputs are.
+  """
+  rounds = list(summary['eval_rounds'])
+  seconds = round(summary['total_round_and_eval_time_seconds'])
+  resumed = summary.get('resumed_from_round')
+  head = (f'{summary["experiment_name"]}: {summary["total_rounds"]} rounds, '
+          f'{datetime.timedelta(seconds=seconds)} of rounds and evals'
+          + (f' (resumed from round {resumed})' if resumed is not None else '')
+          + f'; mean +- std over the last {len(rounds)} evals '
+          f'({_rounds_text(rounds)}):')
+  lines = [head]
+  for metric in sorted(summary['window']):
+    parts = []
+    for model in _MODELS:
+      stats = summary[model].get(metric)
+      if stats is not None:
+        parts.append(f'{model} {stats["mean"]:.4f} +- {stats["std"]:.4f}')
+    lines.append(f'  {metric}: ' + ', '.join(parts))
+  lines.append(f'  outputs: {output_dir} (metrics.csv, summary.json, '
+               'tensorboard/, checkpoints/)')
+  return '\n'.join(lines)
