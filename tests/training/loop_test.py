@@ -500,8 +500,19 @@ def test_summary_ignores_rows_of_a_longer_crashed_run(processes, tmp_path):
   _assert_summary(summary, rows, last_n=10)
 
 
-def test_resume_is_logged_and_every_round_prints_progress(
-    processes, tmp_path, capsys):
+def test_progress_lines_at_first_and_eval_rounds(processes, tmp_path, capsys):
+  # Rounds take well under PROGRESS_INTERVAL_SECONDS (30 s) here, so rounds
+  # without an eval (3, 5) print nothing; round 6 is the last, evaluated.
+  _run(_runner(processes, 'fedavg'), tmp_path, total_rounds=6,
+       rounds_per_eval=2)
+  lines = [l for l in capsys.readouterr().out.splitlines()
+           if l.startswith('exp: round ')]
+  assert [l.split()[2] for l in lines] == ['1/6', '2/6', '4/6', '6/6']
+  assert 'window/accuracy' not in lines[0]
+  assert all('window/accuracy' in l for l in lines[1:])
+
+
+def test_resume_is_logged_and_progress_printed(processes, tmp_path, capsys):
   _run(_runner(processes, 'fedavg'), tmp_path, total_rounds=2)
   capsys.readouterr()
 

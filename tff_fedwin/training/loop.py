@@ -44,6 +44,7 @@ import collections
 import csv
 import datetime
 import json
+import math
 import os
 import re
 import time
@@ -77,6 +78,8 @@ GLOBAL_PREFIX = 'global'
 # Program states kept on disk (tff.program.FileProgramStateManager keeps the
 # first one, version 0, as well).
 CHECKPOINTS_TO_KEEP = 5
+# Rounds without an eval print a progress line at most this often.
+PROGRESS_INTERVAL_SECONDS = 30.0
 _CLIENT_STATES_PATTERN = re.compile(r'^client_states_(\d+)\.npz$')
 
 
@@ -582,7 +585,9 @@ def run_training(
      state, t, seed, clients_per_round, number of clients) as version t. The
      store of a version is thus always on disk before the version itself.
 
-  It prints a progress line per round (round, time, ETA) to stdout. On start
+  It prints a progress line (round, time, ETA, eval metrics) to stdout for
+  the first round, every eval round, and otherwise at most every
+  `PROGRESS_INTERVAL_SECONDS`. On start
   it resumes from the newest program state if there is one (and says so),
   otherwise it initializes and saves the initial state as version 0. A run
   stopped at any point and restarted with the same arguments ends exactly as
@@ -692,6 +697,7 @@ def run_training(
       _progress(message)
 
     iteration_times = []
+    last_progress = -math.inf
     for round_num in range(first_round, total_rounds + 1):
       iteration_start = time.monotonic()
       sampled = sample_clients(client_ids, clients_per_round, seed, round_num)
@@ -718,9 +724,12 @@ def run_training(
         checkpoint_round = round_num
       iteration_times.append(time.monotonic() - iteration_start)
       eta = np.mean(iteration_times) * (total_rounds - round_num)
-      _progress(
-          f'{experiment_name}: round {round_num}/{total_rounds} '
-          f'{round_time:.2f}s, ETA {_format_seconds(eta)}{eval_line}')
+      if eval_line or round_num == first_round or (
+          time.monotonic() - last_progress >= PROGRESS_INTERVAL_SECONDS):
+        _progress(
+            f'{experiment_name}: round {round_num}/{total_rounds} '
+            f'{round_time:.2f}s, ETA {_format_seconds(eta)}{eval_line}')
+        last_progress = time.monotonic()
   finally:
     event_loop.run_until_complete(event_loop.shutdown_default_executor())
     event_loop.close()
