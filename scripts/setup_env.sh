@@ -51,9 +51,10 @@ echo "setup_env: installing the pinned stack into $VENV (a few minutes on a cold
 # pins jaxlib==0.4.14, which PyPI no longer serves; no resolver may run.
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps -r requirements.txt
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
-"$VENV/bin/python" - <<'PY'
+TF_CPP_MIN_LOG_LEVEL=3 "$VENV/bin/python" - <<'PY'
 import tensorflow_federated as tff
 import tff_fedwin
+import tff_fedwin.runtime  # Also releases TFF's default context at exit.
 assert tff.__version__ == "0.87.0", tff.__version__
 print(f"setup_env: tensorflow_federated {tff.__version__}, tff_fedwin {tff_fedwin.__version__} import cleanly.")
 PY

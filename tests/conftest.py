@@ -5,6 +5,9 @@ and stops (`tff_fedwin.runtime.local_execution_context`), so no worker outlives
 the test run and none writes to pytest's captured streams.
 """
 
+import logging
+
+from absl import logging as absl_logging
 import pytest
 
 from tff_fedwin import log_levels
@@ -20,3 +23,13 @@ def tff_execution_context(tmp_path_factory):
       log_dir=str(tmp_path_factory.mktemp('tff_workers'))
   ) as context:
     yield context
+
+
+@pytest.fixture
+def keep_log_levels():
+  """Restores absl's verbosity and the `tensorflow` logger's level."""
+  absl_level = absl_logging.get_verbosity()
+  tf_level = logging.getLogger('tensorflow').level
+  yield
+  absl_logging.set_verbosity(absl_level)
+  logging.getLogger('tensorflow').setLevel(tf_level)

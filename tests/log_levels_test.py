@@ -45,22 +45,13 @@ def test_quiet_native_logs_leaves_users_choice(monkeypatch, env, argv):
   assert os.environ.get('TF_CPP_MIN_LOG_LEVEL') == env
 
 
-@pytest.fixture
-def restore_levels():
-  absl_before = absl_logging.get_verbosity()
-  tf_before = logging.getLogger('tensorflow').level
-  yield
-  absl_logging.set_verbosity(absl_before)
-  logging.getLogger('tensorflow').setLevel(tf_before)
-
-
 @pytest.mark.parametrize('verbosity_set, absl_level, tf_level', [
     (False, absl_logging.WARNING, logging.WARNING),
     (True, absl_logging.DEBUG, logging.DEBUG),  # Left as they were.
 ])
-def test_set_python_log_levels(restore_levels, verbosity_set, absl_level,
+def test_set_python_log_levels(keep_log_levels, verbosity_set, absl_level,
                                tf_level):
-  del restore_levels
+  del keep_log_levels
   absl_logging.set_verbosity(absl_logging.DEBUG)
   logging.getLogger('tensorflow').setLevel(logging.DEBUG)
   log_levels.set_python_log_levels(verbosity_set)

@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from tff_fedwin import log_levels
@@ -33,17 +32,6 @@ def _run(tmp_path, *args, env_update=None):
        *args], capture_output=True, text=True, timeout=600, check=False,
       env=env, cwd=_ROOT)
   return result
-
-
-@pytest.fixture(scope='module')
-def tiny_npz(tmp_path_factory):
-  rng = np.random.default_rng(5)
-  path = str(tmp_path_factory.mktemp('data') / 'tiny.npz')
-  y_train, y_test = np.arange(40) % 4, np.arange(12) % 4
-  np.savez(path, x_train=rng.random((40, 8, 8), dtype=np.float32),
-           y_train=y_train, x_test=rng.random((12, 8, 8), dtype=np.float32),
-           y_test=y_test)
-  return path
 
 
 def _npz_flags(path, name='run', **overrides):
@@ -95,8 +83,8 @@ def test_missing_npz_is_one_line_naming_the_file(tmp_path):
   assert not (tmp_path / 'out').exists()
 
 
-def test_run_prints_progress_and_summary_only(tmp_path, tiny_npz):
-  result = _run(tmp_path, *_npz_flags(tiny_npz, window_size=2))
+def test_run_prints_progress_and_summary_only(tmp_path, data_npz):
+  result = _run(tmp_path, *_npz_flags(data_npz, window_size=2))
   assert result.returncode == 0, result.stderr[-3000:]
   lines = result.stdout.splitlines()
   assert [line.split(' ')[2] for line in lines[:2]] == ['1/2', '2/2']
@@ -110,17 +98,17 @@ def test_run_prints_progress_and_summary_only(tmp_path, tiny_npz):
     assert mark not in output, mark
 
 
-def test_verbosity_brings_logs_back(tmp_path, tiny_npz):
-  result = _run(tmp_path, *_npz_flags(tiny_npz, total_rounds=1),
+def test_verbosity_brings_logs_back(tmp_path, data_npz):
+  result = _run(tmp_path, *_npz_flags(data_npz, total_rounds=1),
                 '--verbosity=0')
   assert result.returncode == 0, result.stderr[-3000:]
   assert 'checkpoint of round 1 saved' in result.stderr
   assert any(mark in result.stderr for mark in _NATIVE_LOG_MARKS)
 
 
-def test_diverging_run_stops_with_one_line(tmp_path, tiny_npz):
+def test_diverging_run_stops_with_one_line(tmp_path, data_npz):
   result = _run(tmp_path, *_npz_flags(
-      tiny_npz, client_learning_rate=1e30, total_rounds=3,
+      data_npz, client_learning_rate=1e30, total_rounds=3,
       rounds_per_checkpoint=1))
   assert result.returncode == 1
   lines = result.stderr.splitlines()

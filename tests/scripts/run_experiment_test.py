@@ -12,8 +12,11 @@ import os
 from absl import app
 from absl import flags
 from absl.testing import flagsaver
-import numpy as np
 import pytest
+
+from tff_fedwin import runtime
+from tff_fedwin.tasks import registry
+from tff_fedwin.training import divergence
 
 _SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), 'scripts', 'run_experiment.py')
@@ -30,17 +33,6 @@ def _load_script():
 run_experiment = _load_script()
 if not flags.FLAGS.is_parsed():
   flags.FLAGS(['run_experiment'])
-
-
-@pytest.fixture(scope='module')
-def data_npz(tmp_path_factory):
-  rng = np.random.default_rng(3)
-  path = str(tmp_path_factory.mktemp('data') / 'tiny.npz')
-  y_train, y_test = np.arange(60) % 10, np.arange(20) % 10
-  np.savez(path, x_train=rng.random((60, 8, 8), dtype=np.float32),
-           y_train=y_train, x_test=rng.random((20, 8, 8), dtype=np.float32),
-           y_test=y_test)
-  return path
 
 
 # One round, two clients; the output directory is added by the test.
@@ -108,3 +100,34 @@ def test_main_rejects_positional_arguments(tmp_path):
   with flagsaver.flagsaver(root_output_dir=str(tmp_path), total_rounds=1):
     with pytest.raises(app.UsageError, match='extra'):
       run_experiment.main(['run_experiment', 'extra'])
+
+
+@pytest.mark.parametrize('error', [
+    run_experiment.experiment.InputDataError('d.npz: no such file.'),
+    registry.DataUnavailableError('Task emnist: downloading failed.'),
+    runtime.WorkerConfinementError('TFF worker pid 1 listens on 0.0.0.0.'),
+    divergence.TrainingDivergedError('e: loss is nan at round 3.', 3, 'loss',
+                                     float('nan')),
+], ids=lambda e: type(e).__name__)
+def test_user_errors_exit_with_their_one_line(error, monkeypatch,
+                                               keep_log_levels):
+  del keep_log_levels
+
+  def fail(config):
+    del config
+    raise error
+
+  monkeypatch.setattr(run_experiment.experiment, 'run_experiment', fail)
+  with pytest.raises(SystemExit) as exited:
+    run_experiment._main_with_one_line_errors(['/x/run_experiment.py'])
+  assert exited.value.code == f'run_experiment.py: {error}'
+
+
+def test_usage_error_exits_with_one_line_and_hint(keep_log_levels):
+  del keep_log_levels
+  with flagsaver.flagsaver(total_rounds=0):
+    with pytest.raises(SystemExit) as exited:
+      run_experiment._main_with_one_line_errors(['/x/run_experiment.py'])
+  assert exited.value.code == (
+      'run_experiment.py: --total_rounds must be an integer >= 1; got 0.\n'
+      'Pass --helpshort or --helpfull to see help on flags.')

@@ -12,12 +12,14 @@ uninterrupted one does).
 import csv
 import json
 import os
+import socket
 
 import attrs
 import numpy as np
 import pytest
 
 from tff_fedwin.data import sources
+from tff_fedwin.tasks import registry
 from tff_fedwin.training import divergence
 from tff_fedwin.training import experiment
 
@@ -413,3 +415,20 @@ def test_diverging_run_stops_at_the_round_with_checkpoint_intact(
   assert f'program_state_{stopped - 1}' in checkpoints
   assert f'program_state_{stopped}' not in checkpoints
   assert f'checkpoint of round {stopped - 1} is intact' in str(raised.value)
+
+
+def test_failed_download_names_the_offline_flags(tmp_path, monkeypatch):
+  def no_network(*args, **kwargs):
+    del args, kwargs
+    raise socket.gaierror(socket.EAI_NONAME, 'Name or service not known')
+
+  monkeypatch.setattr(socket, 'getaddrinfo', no_network)
+  config = experiment.ExperimentConfig(
+      task='emnist', cache_dir=str(tmp_path / 'cache'),
+      root_output_dir=str(tmp_path / 'out'))
+  with pytest.raises(registry.DataUnavailableError) as raised:
+    experiment.run_experiment(config)
+  message = str(raised.value)
+  assert '\n' not in message
+  assert message.endswith('(flags: --cache_dir, --use_synthetic_data)')
+  assert not (tmp_path / 'out').exists()  # Before any worker or output.

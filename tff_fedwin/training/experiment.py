@@ -301,6 +301,9 @@ def run_experiment(config: ExperimentConfig) -> dict[str, Any]:
         scale_integer_features=config.scale_integer_features)
   except ValueError as e:
     raise InputDataError(str(e)) from e
+  except registry.DataUnavailableError as e:
+    raise registry.DataUnavailableError(
+        f'{e} (flags: --cache_dir, --use_synthetic_data)') from e
   num_train_clients = len(task.train_data.client_ids)
   if config.clients_per_round > num_train_clients:
     raise ValueError(
