@@ -11,10 +11,21 @@ plain global model dashed; x is the round, y the metric on the eval rounds.
 The reading and plotting live in `tff_fedwin.training.plots`.
 """
 
+import sys
+
+from tff_fedwin import log_levels
+
+log_levels.quiet_native_logs(sys.argv)  # Before TensorFlow is imported.
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
 from absl import flags
 
+# tff_fedwin.training imports TFF; the runtime releases TFF's default context
+# at exit, so the exit prints no `ServiceManager.__del__` traceback.
+from tff_fedwin import runtime  # pylint: disable=unused-import
 from tff_fedwin.training import plots
+# pylint: enable=g-import-not-at-top,wrong-import-position
 
 _RUN_DIRS = flags.DEFINE_list(
     'run_dirs', None, 'Comma-separated run directories, each with a '

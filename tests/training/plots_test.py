@@ -311,5 +311,6 @@ def test_script_binary_end_to_end(run_a, tmp_path):
       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'))
   assert result.returncode == 0, result.stderr[-2000:]
   assert f'Wrote {output}' in result.stdout
+  assert 'Exception ignored' not in result.stderr  # TFF's exit traceback.
   with open(output, 'rb') as f:
     assert f.read(8) == _PNG_SIGNATURE
