@@ -1,9 +1,12 @@
 r"""Performance report: TFF overheads, window, SCAFFOLD, several workers, memory.
 
 Writes a markdown table (ratios against TFF's `build_weighted_fed_avg`
-measured first and last in the same run) with:
-1. FedAvg through `tff_fedwin.algorithms.build_fed_win` vs TFF's builder;
-2. the same client training as a plain in-process TensorFlow loop (no TFF);
+measured first and last in the same run, and against the bound) with:
+1. FedAvg through `tff_fedwin.algorithms.build_fed_win` vs TFF's builder, and
+   TFF's builder with the iterator loop form;
+2. the bound (the same FedAvg arithmetic as one in-process `tf.function` per
+   round over tensors; every row's ratio to it is reported) and the same client
+   training as an in-process `tf.data` loop;
 3. window overhead (W=100 read every 10 rounds, one and 10 rounds per call)
    and SCAFFOLD;
 4. FedAvg on 1, 2 and 4 local TFF workers (clients split by TFF's
@@ -31,6 +34,7 @@ _OUTPUT = flags.DEFINE_string('output', None, 'Also write the table here.')
 
 _LR = 0.05
 _BASELINE = 'TFF build_weighted_fed_avg (baseline)'
+_BOUND = bench.BOUND_NAME
 
 
 def _rows() -> list[bench.Row]:
@@ -41,9 +45,24 @@ def _rows() -> list[bench.Row]:
       model_fn, sgd(), window_size=100, window_read_every=10)
   rows = [
       bench.Row(_BASELINE, baseline),
+      bench.Row('TFF build_weighted_fed_avg, loop_implementation='
+                'DATASET_ITERATOR', bench.learning_process_row(
+                    lambda: tff.learning.algorithms.build_weighted_fed_avg(
+                        model_fn, sgd(), loop_implementation=(
+                            tff.learning.LoopImplementation.DATASET_ITERATOR)
+                    ))),
       bench.Row('FedAvg via build_fed_win', bench.learning_process_row(
           lambda: algorithms.build_fed_win(model_fn, sgd()))),
-      bench.Row('same client training, plain TensorFlow (no TFF)',
+      bench.Row('FedAvg via build_fed_win, loop_implementation='
+                'DATASET_ITERATOR', bench.learning_process_row(
+                    lambda: algorithms.build_fed_win(
+                        model_fn, sgd(), loop_implementation=(
+                            tff.learning.LoopImplementation.DATASET_ITERATOR)
+                    ))),
+      bench.Row(_BOUND, bench.bound_row(tasks.create_cnn_dropout_model,
+                                        _LR), num_workers=0),
+      bench.Row('same client training, plain TensorFlow, `for batch in '
+                'dataset` (not a bound)',
                 bench.plain_tensorflow_row(tasks.create_cnn_dropout_model,
                                            _LR), num_workers=0),
       bench.Row('build_fed_win WiMA W=100 E=10',
@@ -66,7 +85,8 @@ def main(argv):
   if _ROUNDS.value < 1:
     raise app.UsageError('--rounds must be >= 1.')
   bench.run_and_report(
-      _rows(), baseline_name=_BASELINE, rounds=_ROUNDS.value,
+      _rows(), baseline_name=_BASELINE, bound_name=_BOUND,
+      rounds=_ROUNDS.value,
       clients=_CLIENTS.value, steps=_STEPS.value, batch_size=_BATCH.value,
       output=_OUTPUT.value)
 

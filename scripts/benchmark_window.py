@@ -16,6 +16,7 @@ import tensorflow_federated as tff
 
 from tff_fedwin import aggregators
 from tff_fedwin import algorithms
+from tff_fedwin import tasks
 from tff_fedwin.benchmarks import rounds as bench
 
 _ROUNDS = flags.DEFINE_integer('rounds', 3, 'Timed rounds per row (>= 1).')
@@ -31,6 +32,7 @@ _OUTPUT = flags.DEFINE_string('output', None, 'Also write the table here.')
 
 _LR = 0.05
 _BASELINE = 'TFF build_weighted_fed_avg (baseline)'
+_BOUND = bench.BOUND_NAME
 
 
 def _rows() -> list[bench.Row]:
@@ -39,7 +41,9 @@ def _rows() -> list[bench.Row]:
   fed_win = lambda **kw: (lambda: algorithms.build_fed_win(
       model_fn, sgd(), **kw))
   rows = [bench.Row(_BASELINE, bench.learning_process_row(
-      bench.fed_avg_baseline(_LR)))]
+      bench.fed_avg_baseline(_LR))),
+          bench.Row(_BOUND, bench.bound_row(tasks.create_cnn_dropout_model,
+                                            _LR), num_workers=0)]
   rows.append(bench.Row('build_fed_win, no window',
                         bench.learning_process_row(fed_win())))
   windows = [int(w) for w in _WINDOWS.value]
@@ -78,7 +82,8 @@ def main(argv):
   if _ROUNDS.value < 1:
     raise app.UsageError('--rounds must be >= 1.')
   bench.run_and_report(
-      _rows(), baseline_name=_BASELINE, rounds=_ROUNDS.value,
+      _rows(), baseline_name=_BASELINE, bound_name=_BOUND,
+      rounds=_ROUNDS.value,
       clients=_CLIENTS.value, steps=_STEPS.value, batch_size=_BATCH.value,
       output=_OUTPUT.value)
 

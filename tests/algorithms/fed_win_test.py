@@ -263,3 +263,22 @@ def test_bad_client_loss_arguments_raise(kwargs, pattern):
     fed_win.build_fed_win(
         task.softmax_model_fn, tff.learning.optimizers.build_sgdm(CLIENT_LR),
         **kwargs)
+
+
+@pytest.mark.parametrize('loop_implementation', [
+    tff.learning.LoopImplementation.DATASET_REDUCE,
+    tff.learning.LoopImplementation.DATASET_ITERATOR,
+])
+def test_loop_implementation_keeps_the_window_exact(loop_implementation):
+  window_size, rounds = 2, 4
+  process = fed_win.build_fed_win(
+      model_fn, tff.learning.optimizers.build_sgdm(CLIENT_LR),
+      window_size=window_size, loop_implementation=loop_implementation)
+  expected = _simulate(window_size, 'evaluate', 0, rounds)
+  data = client_datasets()
+  state = process.initialize()
+  for t in range(1, rounds + 1):
+    state = process.next(state, data).state
+    np.testing.assert_allclose(
+        _kernel(process.get_model_weights(state)), expected['window'][t],
+        atol=1e-5, err_msg=f'round {t}')

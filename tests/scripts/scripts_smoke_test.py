@@ -32,6 +32,7 @@ def test_benchmark_window_writes_a_row_per_configuration(tmp_path):
               str(tmp_path / 'window.md'))
   assert rows == [
       'TFF build_weighted_fed_avg (baseline)',
+      'bound: same FedAvg arithmetic, one tf.function over tensors',
       'build_fed_win, no window',
       'build_fed_win WiMA W=2 E=2',
       'TFF fed_avg + WindowedModelAveragingFactory W=2 E=2',
@@ -46,7 +47,10 @@ def test_benchmark_report_covers_every_section(tmp_path):
   rows = _run('benchmark.py', ['--workers=1,2'], str(tmp_path / 'perf.md'))
   assert rows[0] == rows[-1] == 'TFF build_weighted_fed_avg (baseline)'
   for expected in ('FedAvg via build_fed_win',
-                   'same client training, plain TensorFlow (no TFF)',
+                   'bound: same FedAvg arithmetic, one tf.function over '
+                   'tensors',
+                   'same client training, plain TensorFlow, `for batch in '
+                   'dataset` (not a bound)',
                    'build_fed_win WiMA W=100 E=10, 10 rounds per call',
                    'SCAFFOLD',
                    'TFF build_weighted_fed_avg on 2 local workers'):

@@ -255,6 +255,8 @@ def build_fed_win(
         tff.learning.ClientWeighting.NUM_EXAMPLES),
     model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
     metrics_aggregator: Optional[Any] = None,
+    loop_implementation: tff.learning.LoopImplementation = (
+        tff.learning.LoopImplementation.DATASET_REDUCE),
 ) -> tff.learning.templates.LearningProcess:
   """Builds FedAvg (or FedAvgM, FedAdam, FedYogi) with an exact model window.
 
@@ -300,6 +302,9 @@ def build_fed_win(
     model_aggregator: Aggregation of client deltas; default
       `tff.aggregators.MeanFactory()`.
     metrics_aggregator: As in `tff.learning.algorithms.build_weighted_fed_avg`.
+    loop_implementation: The client's loop over its dataset, as in
+      `tff.learning.algorithms.build_weighted_fed_avg`; with `client_loss='ce'`
+      only (the WSM client work always reduces over the dataset).
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
@@ -344,6 +349,7 @@ def build_fed_win(
         client_optimizer_fn,
         client_weighting=client_weighting,
         metrics_aggregator=metrics_aggregator,
+        loop_implementation=loop_implementation,
     )
   if client_learning_rate_fn is not None:
     client_work = build_scheduled_client_work(

@@ -3,9 +3,10 @@
 Each row builds a process, runs one untimed warm-up call (tracing) and then
 times rounds, on its own freshly started TFF worker(s) so that the workers'
 peak memory (VmHWM) is per row. Ratios are reported against a baseline row
-measured in the same run (TFF's own `build_weighted_fed_avg`), first and last,
-because the machines are shared and noisy. Used by scripts/benchmark_window.py
-and scripts/benchmark.py.
+measured in the same run, TFF's own `build_weighted_fed_avg` (first and last,
+because the machines are shared and noisy), and against the bound: the same
+arithmetic as one in-process `tf.function` per round over tensors. Used by
+scripts/benchmark_window.py and scripts/benchmark.py.
 """
 
 import collections
@@ -23,6 +24,7 @@ from tff_fedwin import runtime
 from tff_fedwin import tasks
 from tff_fedwin.algorithms import scaffold
 
+BOUND_NAME = 'bound: same FedAvg arithmetic, one tf.function over tensors'
 # run(data, rounds) -> (seconds per round, state MB).
 RowFn = Callable[[list[tf.data.Dataset], int], tuple[float, float]]
 
@@ -112,11 +114,12 @@ def scaffold_row(model_fn, client_learning_rate: float) -> RowFn:
 
 
 def plain_tensorflow_row(keras_model_fn, client_learning_rate: float) -> RowFn:
-  """The same FedAvg client training as an in-process TensorFlow loop.
+  """The same FedAvg client training as an in-process `tf.data` loop.
 
-  No TFF: one Keras model, SGD steps in a `tf.function`, example-weighted
-  mean of the client deltas, server SGD(1.0). The lower bound of a FedAvg round
-  on this machine.
+  No TFF: one Keras model, SGD steps in a `tf.function` iterating the client's
+  `tf.data.Dataset` (`for batch in dataset`, a dataset reduce), one call per
+  client, example-weighted mean of the client deltas, server SGD(1.0). Not a
+  bound: the dataset loop itself is slow (see `bound_row`).
   """
   def run(data, rounds):
     model = keras_model_fn()
@@ -158,6 +161,95 @@ def plain_tensorflow_row(keras_model_fn, client_learning_rate: float) -> RowFn:
   return run
 
 
+def stack_client_data(data: Sequence[tf.data.Dataset]) -> tuple[tf.Tensor,
+                                                                  tf.Tensor]:
+  """Materializes equal-shaped client datasets as `[clients, steps, batch, ...]`.
+
+  Args:
+    data: Batched client datasets of `{'x', 'y'}` with the same number of
+      full batches each.
+
+  Returns:
+    `(x, y)`: x of shape `[clients, steps, batch, *example]`, y of shape
+    `[clients, steps, batch]`.
+
+  Raises:
+    ValueError: If the clients' batches differ in number or shape.
+  """
+  clients = [list(dataset.as_numpy_iterator()) for dataset in data]
+  shapes = {tuple(b['x'].shape for b in batches) for batches in clients}
+  if len(shapes) != 1 or len({s for s in next(iter(shapes))}) != 1:
+    raise ValueError('The bound needs clients with the same number of '
+                     f'equal-sized batches; got batch shapes {shapes}.')
+  x = np.stack([np.stack([b['x'] for b in batches]) for batches in clients])
+  y = np.stack([np.stack([b['y'] for b in batches]) for batches in clients])
+  return tf.constant(x), tf.constant(y)
+
+
+def build_tensor_fed_avg_round(model: tf.keras.Model,
+                               client_learning_rate: float):
+  """One FedAvg round over stacked client tensors, as one `tf.function`.
+
+  Every client starts from the global weights, takes one SGD step per batch on
+  softmax cross-entropy, and the server adds the mean of the client deltas
+  (equal client sizes: the example-weighted mean), i.e. server SGD(1.0) as in
+  `build_weighted_fed_avg`.
+
+  Args:
+    model: A Keras model producing logits; its trainable weights are the
+      client's working copy.
+    client_learning_rate: Client SGD learning rate.
+
+  Returns:
+    `(round_fn, global_weights)`: `round_fn(x, y)` runs a round on tensors of
+    `stack_client_data`'s shape and updates `global_weights` (a list of
+    `tf.Variable`) in place.
+  """
+  loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+  weights = model.trainable_weights
+  global_weights = [tf.Variable(w) for w in weights]
+
+  @tf.function
+  def round_fn(x, y):
+    num_clients = tf.shape(x)[0]
+    total = [tf.zeros_like(w) for w in global_weights]
+    for c in tf.range(num_clients):
+      for var, value in zip(weights, global_weights):
+        var.assign(value)
+      for s in tf.range(tf.shape(x)[1]):
+        with tf.GradientTape() as tape:
+          loss = loss_fn(y[c, s], model(x[c, s], training=True))
+        for var, grad in zip(weights, tape.gradient(loss, weights)):
+          var.assign_sub(client_learning_rate * grad)
+      total = [t + (g - v) for t, g, v in zip(total, global_weights, weights)]
+    for var, t in zip(global_weights, total):
+      var.assign_sub(t / tf.cast(num_clients, t.dtype))
+
+  return round_fn, global_weights
+
+
+def bound_row(keras_model_fn, client_learning_rate: float) -> RowFn:
+  """The bound: FedAvg's arithmetic as one in-process `tf.function` per round.
+
+  No TFF, no `tf.data` in the timed loop: the clients' batches are
+  materialized once as tensors (`stack_client_data`) and a round is one call
+  of `build_tensor_fed_avg_round`. The fastest honest way to do a FedAvg
+  round's work on this machine; every table reports ratios to it.
+  """
+  def run(data, rounds):
+    x, y = stack_client_data(data)
+    round_fn, global_weights = build_tensor_fed_avg_round(
+        keras_model_fn(), client_learning_rate)
+    round_fn(x, y)  # Warm-up (tracing).
+    start = time.perf_counter()
+    for _ in range(rounds):
+      round_fn(x, y)
+    _ = global_weights[0].numpy()  # Waits for the last round.
+    return ((time.perf_counter() - start) / rounds,
+            state_mb([w.numpy() for w in global_weights]))
+  return run
+
+
 def run_rows(rows: Sequence[Row], data: list[tf.data.Dataset], rounds: int,
              log: Callable[[str], None] = print) -> list[Result]:
   """Runs each row on fresh managed worker(s); returns the measurements."""
@@ -179,34 +271,40 @@ def run_rows(rows: Sequence[Row], data: list[tf.data.Dataset], rounds: int,
   return results
 
 
-def markdown_table(results: Sequence[Result], baseline_names: Sequence[str],
-                   header: str) -> str:
-  """A table with each row's ratio to the mean of the baseline rows."""
+def markdown_table(results: Sequence[Result], baseline_name: str,
+                   bound_name: str, header: str) -> str:
+  """A table with each row's ratios to TFF's baseline and to the bound.
+
+  Each reference is the mean of its rows (the baseline is measured first and
+  last).
+  """
   by_name = collections.defaultdict(list)
   for r in results:
     by_name[r.name].append(r.seconds_per_round)
-  baseline = float(np.mean([s for n in baseline_names for s in by_name[n]]))
-  lines = [header, '', '| process | s/round | x baseline | state MB | '
-           'worker peak GB |', '|---|---:|---:|---:|---:|']
+  baseline = float(np.mean(by_name[baseline_name]))
+  bound = float(np.mean(by_name[bound_name]))
+  lines = [header, '', '| process | s/round | x TFF | x bound | state MB | '
+           'worker peak GB |', '|---|---:|---:|---:|---:|---:|']
   for r in results:
     lines.append(f'| {r.name} | {r.seconds_per_round:.2f} | '
-                 f'{r.seconds_per_round / baseline:.2f} | {r.state_mb:.1f} | '
+                 f'{r.seconds_per_round / baseline:.2f} | '
+                 f'{r.seconds_per_round / bound:.2f} | {r.state_mb:.1f} | '
                  f'{r.worker_peak_gb:.2f} |')
   lines.append('')
   lines.append(f'Driver (Python) peak RSS: {driver_peak_gb():.2f} GB.')
   return '\n'.join(lines)
 
 
-def run_and_report(rows: Sequence[Row], *, baseline_name: str, rounds: int,
-                   clients: int, steps: int, batch_size: int,
-                   output: Optional[str] = None) -> str:
+def run_and_report(rows: Sequence[Row], *, baseline_name: str,
+                   bound_name: str, rounds: int, clients: int, steps: int,
+                   batch_size: int, output: Optional[str] = None) -> str:
   """Runs `rows` on synthetic EMNIST clients; prints and returns the table."""
   if rounds < 1:
     raise ValueError(f'`rounds` must be >= 1, got {rounds}.')
   data = synthetic_emnist_data(clients, steps, batch_size)
   results = run_rows(rows, data, rounds)
   table = markdown_table(
-      results, [baseline_name],
+      results, baseline_name, bound_name,
       f'EMNIST-62 cnn_dropout (1.2M params); {clients} clients x {steps} '
       f'steps of batch {batch_size}; {rounds} timed rounds per row after one '
       'warm-up call; each row on fresh TFF worker(s).')
