@@ -238,8 +238,9 @@ def _float_features(path: str, x_train: np.ndarray, x_test: np.ndarray,
           f'store both splits the same way or pass '
           f'scale_integer_features=False.')
     divisor = _integer_divisor(path, x_train, x_test)
-    logging.info('x_train, x_test in %s: %s features scaled to [0, 1] '
-                 '(divided by %d)', path, _dtypes(x_train, x_test), divisor)
+    # A warning, so that a run shows it by default: it changes the user's data.
+    logging.warning('x_train, x_test in %s: %s features scaled to [0, 1] '
+                    '(divided by %d)', path, _dtypes(x_train, x_test), divisor)
   features = []
   for key, x in (('x_train', x_train), ('x_test', x_test)):
     stored_float = x.dtype.kind == 'f'
@@ -269,7 +270,8 @@ def load_npz(path: str, *, scale_integer_features: bool = True) -> Arrays:
   pixels) are scaled to [0, 1] when `scale_integer_features`, with one divisor
   for train and test: by 255 if all their values lie in [0, 255], whatever the
   integer dtype (uint8, int64, ...); else by 65535 if both are uint16; any
-  other integer range is an error. The scaling is logged (absl, INFO).
+  other integer range is an error. The scaling is logged as an absl warning
+  (shown by default).
   Features mixing integer and non-integer dtypes across the splits are an error
   when scaling. With `scale_integer_features=False`, integers are cast to
   float32 unchanged.
