@@ -2,8 +2,8 @@ r"""Performance report: TFF overheads, window, SCAFFOLD, several workers, memory
 
 Writes a markdown table (ratios against TFF's `build_weighted_fed_avg`
 measured first and last in the same run, and against the bound) with:
-1. FedAvg through `tff_fedwin.algorithms.build_fed_win` vs TFF's builder, and
-   TFF's builder with the iterator loop form;
+1. FedAvg through `tff_fedwin.algorithms.build_fed_win` (iterator loop) vs
+   TFF's builder (dataset reduce), and each with the other loop form;
 2. the bound (the same FedAvg arithmetic as one in-process `tf.function` per
    round over tensors; every row's ratio to it is reported) and the same client
    training as an in-process `tf.data` loop;
@@ -54,10 +54,10 @@ def _rows() -> list[bench.Row]:
       bench.Row('FedAvg via build_fed_win', bench.learning_process_row(
           lambda: algorithms.build_fed_win(model_fn, sgd()))),
       bench.Row('FedAvg via build_fed_win, loop_implementation='
-                'DATASET_ITERATOR', bench.learning_process_row(
+                'DATASET_REDUCE', bench.learning_process_row(
                     lambda: algorithms.build_fed_win(
                         model_fn, sgd(), loop_implementation=(
-                            tff.learning.LoopImplementation.DATASET_ITERATOR)
+                            tff.learning.LoopImplementation.DATASET_REDUCE)
                     ))),
       bench.Row(_BOUND, bench.bound_row(tasks.create_cnn_dropout_model,
                                         _LR), num_workers=0),

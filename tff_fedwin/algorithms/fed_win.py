@@ -256,7 +256,7 @@ def build_fed_win(
     model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
     metrics_aggregator: Optional[Any] = None,
     loop_implementation: tff.learning.LoopImplementation = (
-        tff.learning.LoopImplementation.DATASET_REDUCE),
+        tff.learning.LoopImplementation.DATASET_ITERATOR),
 ) -> tff.learning.templates.LearningProcess:
   """Builds FedAvg (or FedAvgM, FedAdam, FedYogi) with an exact model window.
 
@@ -303,8 +303,10 @@ def build_fed_win(
       `tff.aggregators.MeanFactory()`.
     metrics_aggregator: As in `tff.learning.algorithms.build_weighted_fed_avg`.
     loop_implementation: The client's loop over its dataset, as in
-      `tff.learning.algorithms.build_weighted_fed_avg`; with `client_loss='ce'`
-      only (the WSM client work always reduces over the dataset).
+      `tff.learning.algorithms.build_weighted_fed_avg`, whose default is
+      `DATASET_REDUCE`; ours is `DATASET_ITERATOR`, the same arithmetic about
+      20% faster here (README, Performance). With `client_loss='ce'` only (the
+      WSM client work always reduces over the dataset).
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
