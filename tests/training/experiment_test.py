@@ -432,3 +432,13 @@ def test_failed_download_names_the_offline_flags(tmp_path, monkeypatch):
   assert '\n' not in message
   assert message.endswith('(flags: --cache_dir, --use_synthetic_data)')
   assert not (tmp_path / 'out').exists()  # Before any worker or output.
+
+
+def test_more_clients_per_round_than_the_data_has_is_an_input_error(
+    tmp_path):
+  config = experiment.ExperimentConfig(
+      task='emnist', use_synthetic_data=True, clients_per_round=10_000,
+      root_output_dir=str(tmp_path))
+  with pytest.raises(experiment.InputDataError, match='--clients_per_round'):
+    experiment.run_experiment(config)
+  assert not os.listdir(tmp_path)  # Before any worker or output.

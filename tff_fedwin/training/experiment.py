@@ -33,7 +33,10 @@ SERVER_MOMENTUM = 0.9  # FedAvgM (Hsu et al. 2019).
 
 
 class InputDataError(ValueError):
-  """The task's data cannot be used; the message names the file and array."""
+  """The task's data cannot be used as configured.
+
+  The message names the file and array, or the flag that does not fit the data.
+  """
 
 
 # Errors a user can act on from their message alone; scripts print them as one
@@ -306,7 +309,7 @@ def run_experiment(config: ExperimentConfig) -> dict[str, Any]:
         f'{e} (flags: --cache_dir, --use_synthetic_data)') from e
   num_train_clients = len(task.train_data.client_ids)
   if config.clients_per_round > num_train_clients:
-    raise ValueError(
+    raise InputDataError(
         f'--clients_per_round ({config.clients_per_round}) must be <= the '
         f'number of training clients of --task={config.task} '
         f'({num_train_clients}).')
