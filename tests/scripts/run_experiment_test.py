@@ -2,7 +2,9 @@
 
 Every task runs one round with two clients through `main`, the flags set with
 `flagsaver`; bad flag values must stop `main` with an `app.UsageError` that
-names the flag, before any TFF work.
+names the flag, before any TFF work (`--workers` is refused when it is set).
+The script's entry point turns usage and user errors into one line and exit
+code 1 (what a user sees is in run_experiment_cli_test.py).
 """
 
 import csv
