@@ -112,3 +112,32 @@ def test_errors_other_than_downloads_propagate(monkeypatch):
   monkeypatch.setattr(tff.simulation.datasets.emnist, 'load_data', corrupt)
   with pytest.raises(KeyError):
     registry.create_task('emnist', batch_size=2, cache_dir='/nonexistent')
+
+
+def test_evaluate_fn_is_mean_cross_entropy_and_accuracy(tmp_path):
+  # 2,300 test examples: batches of 1,000, 1,000 and 300, so the sums run
+  # over batches of two shapes. Expected values in numpy from the logits:
+  # mean over examples of logsumexp(z) - z[y], and the fraction argmax(z) = y.
+  rng = np.random.default_rng(4)
+  path = str(tmp_path / 'eval.npz')
+  y_test = rng.integers(0, 3, 2300)
+  np.savez(path, x_train=rng.random((30, 6), dtype=np.float32),
+           y_train=np.arange(30) % 3,
+           x_test=rng.random((2300, 6), dtype=np.float32), y_test=y_test)
+  task = registry.create_task('npz', batch_size=10, num_clients=2,
+                              dirichlet_alpha=1.0, data_npz=path)
+  keras_model = registry.create_mnist_cnn((6,), 3, seed=9)  # The task's MLP.
+  weights = tff.learning.models.ModelWeights(
+      trainable=[w.numpy() for w in keras_model.trainable_weights],
+      non_trainable=[w.numpy() for w in keras_model.non_trainable_weights])
+  x_test = np.load(path)['x_test']
+  logits = keras_model(x_test).numpy().astype(np.float64)
+  top = logits.max(axis=1)
+  logsumexp = top + np.log(np.exp(logits - top[:, None]).sum(axis=1))
+  expected_loss = np.mean(logsumexp - logits[np.arange(2300), y_test])
+  expected_accuracy = np.mean(logits.argmax(axis=1) == y_test)
+
+  metrics = task.build_evaluate_fn()(weights)
+
+  assert metrics['loss'] == pytest.approx(expected_loss, rel=1e-5)
+  assert metrics['accuracy'] == pytest.approx(expected_accuracy, abs=1e-12)
