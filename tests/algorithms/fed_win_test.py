@@ -265,4 +265,3 @@ def test_bad_client_loss_arguments_raise(kwargs, pattern):
     fed_win.build_fed_win(
         task.softmax_model_fn, tff.learning.optimizers.build_sgdm(CLIENT_LR),
         **kwargs)
-
