@@ -229,3 +229,20 @@ def test_contexts_pass_loopback_only_to_their_workers(
         num_workers=1, loopback_only=loopback_only):
       pass
   assert calls == [loopback_only, loopback_only]
+
+
+@pytest.mark.parametrize('requested, expected', [
+    (None, len(os.sched_getaffinity(0))),  # One call per usable CPU.
+    (-1, -1),                               # TFF's default: no limit.
+    (3, 3),
+])
+def test_worker_concurrency_limit_reaches_the_worker(tmp_path, requested,
+                                                     expected):
+  worker = runtime.start_local_worker(
+      log_dir=str(tmp_path), max_concurrent_computation_calls=requested)
+  try:
+    with open(f'/proc/{worker.pid}/cmdline', 'rb') as f:
+      args = f.read().decode().split('\0')
+  finally:
+    worker.stop()
+  assert f'--max_concurrent_computation_calls={expected}' in args

@@ -165,7 +165,7 @@ def start_local_worker(
     *,
     port: Optional[int] = None,
     log_dir: Optional[str] = None,
-    max_concurrent_computation_calls: int = -1,
+    max_concurrent_computation_calls: Optional[int] = None,
     ready_timeout_seconds: float = 60.0,
     loopback_only: bool = True,
 ) -> LocalWorker:
@@ -176,7 +176,9 @@ def start_local_worker(
     log_dir: Directory for the worker's log file (created if needed); defaults
       to `$TMPDIR/tff_fedwin_workers`.
     max_concurrent_computation_calls: Passed to the worker; non-positive means
-      no limit.
+      no limit (TFF's default). `None`: the number of CPUs this process may
+      run on, so that concurrent client computations do not oversubscribe
+      the cores (README, Performance: about 25% faster rounds on 2 cores).
     ready_timeout_seconds: How long to wait for the worker's gRPC service.
     loopback_only: Serve on the loopback interface only (default): the worker
       runs with the `tff_fedwin.runtime.loopback` shim preloaded, and once it
@@ -203,6 +205,8 @@ def start_local_worker(
   log_dir = log_dir or _default_log_dir()
   os.makedirs(log_dir, exist_ok=True)
   log_path = os.path.join(log_dir, f'worker-{os.getpid()}-{port}.log')
+  if max_concurrent_computation_calls is None:
+    max_concurrent_computation_calls = len(os.sched_getaffinity(0))
   args = [
       worker_binary_path(),
       f'--port={port}',
