@@ -50,13 +50,17 @@ class _UnavailableStub:
 
 @pytest.fixture
 def unreachable_stub():
-  """A `WorkerStub` to a port nobody serves on, over `_UnavailableStub`."""
+  """A `WorkerStub` to a port nobody serves on, over `_UnavailableStub`.
+
+  The channel is left to garbage collection: closing it while gRPC's
+  connectivity poller (started by the readiness wait) still runs makes that
+  thread raise.
+  """
   address = f'localhost:{portpicker.pick_unused_port()}'
   channel = grpc.insecure_channel(address)
   stub = worker_stub.WorkerStub(address, channel, reconnect_timeout_seconds=0.5)
   stub._stub = _UnavailableStub()  # pylint: disable=protected-access
-  yield address, stub
-  channel.close()
+  return address, stub
 
 
 def test_unavailable_worker_that_does_not_come_back_raises(unreachable_stub):
