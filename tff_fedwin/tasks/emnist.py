@@ -1,9 +1,10 @@
 """The EMNIST-62 character recognition CNN used by the papers' TFF baselines.
 
-`create_cnn_dropout_model` is the `cnn_dropout` model of google-research/federated
-(`utils/models/emnist_models.create_conv_dropout_model`, Reddi et al. 2021): two
-3x3 convolutions (32, 64), 2x2 max-pooling, dropout 0.25, dense 128, dropout
-0.5, dense `num_classes` logits; 1,206,590 parameters for 62 classes.
+`create_cnn_dropout_model` is the `cnn_dropout` model of
+google-research/federated (`utils/models/emnist_models.
+create_conv_dropout_model`, Reddi et al. 2021): two 3x3 convolutions (32, 64),
+2x2 max-pooling, dropout 0.25, dense 128, dropout 0.5, dense `num_classes`
+logits; 1,206,590 parameters for 62 classes.
 """
 
 import collections
@@ -47,7 +48,7 @@ def synthetic_client_datasets(
     num_classes: int = 62,
     seed: int = 0,
 ) -> list[tf.data.Dataset]:
-  """Random images and labels shaped like EMNIST (for smoke tests, benchmarks)."""
+  """Random images and labels shaped like EMNIST (smoke tests, benchmarks)."""
   rng = np.random.default_rng(seed)
   datasets = []
   for _ in range(num_clients):

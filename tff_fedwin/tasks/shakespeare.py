@@ -1,40 +1,23 @@
 """Next-character prediction model for federated Shakespeare.
 
 `create_char_model` follows TFF's Shakespeare baseline
-(`tff.simulation.baselines.shakespeare`, after McMahan et al. 2017): an 8-dim
-character embedding, LSTM layers returning sequences, and a dense layer of
-`vocab_size` logits per position. The baseline uses two LSTM layers of 256
-units (about 820k parameters); the default here is one layer of 128 units
-(83,707 parameters for the 99-id vocabulary of `tff_fedwin.data.shakespeare`)
-so that rounds train on two CPU cores. Pass `lstm_units=256, num_lstm_layers=2`
-for the baseline's size.
-
-Padding. Examples from `tff_fedwin.data.shakespeare` end in `PAD_ID` (0)
-targets where a client's text runs out. `MaskedSparseCategoricalCrossentropy`
-and `MaskedSparseCategoricalAccuracy` skip positions whose target is `pad_id`,
-and do so identically in Keras and inside `tff.learning.models.from_keras_model`
-(which calls the loss directly). The embedding deliberately does not use
-`mask_zero`: a Keras mask on the logits is applied by `Loss.__call__` in Keras
-but is lost inside TFF's forward pass, so the stock losses would average over
-different positions in the two. With the stock
-`SparseCategoricalCrossentropy`, pad targets count as ordinary targets.
+(`tff.simulation.baselines.shakespeare`, after McMahan et al. 2017), smaller
+by default (docs/design.md sec. 7.8). The masked loss and accuracy skip the
+padding targets of `tff_fedwin.data.shakespeare` examples.
 """
 
 import collections
 
 import tensorflow as tf
 
+from tff_fedwin import checks
+
 DEFAULT_SEQ_LENGTH = 80
-
-
-def _check_positive_int(value, name: str) -> int:
-  if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-    raise ValueError(f'`{name}` must be a positive integer, got {value!r}.')
-  return value
 
 
 def create_char_model(
     vocab_size: int,
+    *,
     embedding_dim: int = 8,
     lstm_units: int = 128,
     num_lstm_layers: int = 1,
@@ -42,6 +25,10 @@ def create_char_model(
     seed: int = 0,
 ) -> tf.keras.Model:
   """Keras character LSTM with logits output; deterministic with `seed`.
+
+  A character embedding, `num_lstm_layers` LSTM layers returning sequences,
+  and a dense layer of `vocab_size` logits per position. TFF's baseline size
+  is `lstm_units=256, num_lstm_layers=2`.
 
   Args:
     vocab_size: Number of character ids, including pad/oov/bos/eos
@@ -59,12 +46,12 @@ def create_char_model(
   Raises:
     ValueError: If an argument is not a positive integer.
   """
-  for value, name in ((vocab_size, 'vocab_size'),
-                      (embedding_dim, 'embedding_dim'),
-                      (lstm_units, 'lstm_units'),
-                      (num_lstm_layers, 'num_lstm_layers'),
-                      (seq_length, 'seq_length')):
-    _check_positive_int(value, name)
+  for name, value in (('vocab_size', vocab_size),
+                      ('embedding_dim', embedding_dim),
+                      ('lstm_units', lstm_units),
+                      ('num_lstm_layers', num_lstm_layers),
+                      ('seq_length', seq_length)):
+    checks.check_int(name, value, minimum=1)
   inputs = tf.keras.Input(shape=[seq_length], dtype=tf.int32)
   hidden = tf.keras.layers.Embedding(
       vocab_size,
@@ -92,7 +79,7 @@ def shakespeare_input_spec(
     seq_length: int = DEFAULT_SEQ_LENGTH,
 ) -> collections.OrderedDict:
   """Batches of OrderedDict(x=int32[b, seq_length], y=int32[b, seq_length])."""
-  _check_positive_int(seq_length, 'seq_length')
+  checks.check_int('seq_length', seq_length, minimum=1)
   return collections.OrderedDict(
       x=tf.TensorSpec([None, seq_length], tf.int32),
       y=tf.TensorSpec([None, seq_length], tf.int32),
@@ -115,6 +102,13 @@ class MaskedSparseCategoricalCrossentropy(tf.keras.losses.Loss):
   targets, and 0 for a batch of padding only. `call` returns the per-position
   `ce * (y_true != pad_id)`. The normalization needs the mask, so `__call__`
   reduces itself (the `reduction` argument of Keras losses does not apply).
+
+  It masks identically in Keras and inside `tff.learning.models.
+  from_keras_model`, which calls the loss directly. The model's embedding
+  deliberately does not use `mask_zero`: a Keras mask on the logits is applied
+  by `Loss.__call__` in Keras but is lost inside TFF's forward pass, so the
+  stock losses would average over different positions in the two; with the
+  stock `SparseCategoricalCrossentropy`, pad targets count as ordinary ones.
   """
 
   def __init__(
