@@ -28,7 +28,7 @@ licenses(["notice"])
 '''
 
 _FROM_PACKAGE = re.compile(r'\s*from (tff_fedwin(?:\.\w+)*) import (\w+)')
-_FROM_TESTS = re.compile(r'\s*from tests(?:\.(\w+))? import (\w+)')
+_FROM_TESTS = re.compile(r'\s*from (tests(?:\.\w+)*) import (\w+)')
 
 
 def _python_files(top: str) -> list[str]:
@@ -70,6 +70,16 @@ def _source(path: str) -> str:
       return f.read()
 
 
+def test_library_name(path: str) -> str:
+  """tests/linear_task.py -> tests_linear_task; tests/a/b.py -> tests_a_b."""
+  return path[:-len('.py')].replace('/', '_')
+
+
+def _is_test_library(path: str) -> bool:
+  return not os.path.basename(path).endswith(
+      ('_test.py', 'conftest.py', '__init__.py'))
+
+
 def _deps(path: str) -> list[str]:
   deps = set()
   for line in _source(path).splitlines():
@@ -83,7 +93,9 @@ def _deps(path: str) -> list[str]:
           break
     match = _FROM_TESTS.match(line)
     if match:
-      deps.add(':tests_' + (match.group(1) or match.group(2)))
+      module = match.group(1).replace('.', '/') + '/' + match.group(2) + '.py'
+      if os.path.exists(os.path.join(ROOT, module)):
+        deps.add(':' + test_library_name(module))
   return sorted(deps)
 
 
@@ -113,8 +125,8 @@ def generate() -> str:
   sections.append('\n# tests\n')
   test_files = _python_files('tests')
   for path in test_files:
-    if path.count('/') == 1 and not path.endswith(('_test.py', 'conftest.py')):
-      name = 'tests_' + os.path.basename(path)[:-len('.py')]
+    if _is_test_library(path):
+      name = test_library_name(path)
       sections.append('\n' + _target('py_library', name, [path], _deps(path),
                                      '    testonly = True,'))
   for path in test_files:
