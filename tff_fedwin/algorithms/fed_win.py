@@ -213,8 +213,8 @@ def build_fed_win(
     metrics_aggregator: As in `tff.learning.algorithms.build_weighted_fed_avg`.
     loop_implementation: The client's loop over its dataset, as in
       `tff.learning.algorithms.build_weighted_fed_avg`, whose default is
-      `DATASET_REDUCE`; ours is `DATASET_ITERATOR`, the same arithmetic about
-      20% faster here (README, Performance). With `client_loss='ce'` only (the
+      `DATASET_REDUCE`; ours is `DATASET_ITERATOR`, the same arithmetic,
+      faster here (docs/design.md sec. 7). With `client_loss='ce'` only (the
       WSM client work always reduces over the dataset).
 
   Returns:
