@@ -174,7 +174,8 @@ def build_fed_win(
 
   * `initialize`: `( -> S@SERVER)`, `S` a
     `tff.learning.templates.LearningAlgorithmState` whose `finalizer` is a
-    `WindowFinalizerState` when `window_size` is set.
+    `tff_fedwin.aggregators.window_finalizer.WindowFinalizerState` when
+    `window_size` is set.
   * `next`: `(<S@SERVER, {B*}@CLIENTS> -> <state=S@SERVER, metrics=M@SERVER>)`;
     `metrics['finalizer']['window']` has `window_fill`, `window_active` and
     `window_distance` (||window model - w^t||_2).
