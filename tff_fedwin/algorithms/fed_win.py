@@ -5,117 +5,25 @@ own parts (broadcast distributor, model-delta client work, aggregator, the
 apply-optimizer finalizer) and puts the window *after* the server optimizer, so
 it holds the post-optimizer global models for any server optimizer (WiMA Eq. 7:
 "built using any server-side optimizer"): SGD, SGD with momentum (FedAvgM),
-Adam, Yogi. Optimizer state is neither averaged nor reset (DESIGN.md 2.1).
+Adam, Yogi. Optimizer state is neither averaged nor reset (docs/design.md
+sec. 1).
 """
 
 import collections
 from collections.abc import Callable
-from typing import Any, NamedTuple, Optional, Union
+from typing import Any, NamedTuple, Optional
 
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tff_fedwin.aggregators import window as window_lib
+from tff_fedwin import checks
+from tff_fedwin.aggregators import window_math
+from tff_fedwin.aggregators.window_finalizer import build_window_finalizer
 from tff_fedwin.algorithms import wsm_client_work
 
 CLIENT_LOSSES = ('ce', 'wsm')
 
 ClientLearningRateFn = Callable[[tf.Tensor], tf.Tensor]
-
-
-class WindowFinalizerState(NamedTuple):
-  """State of the window finalizer.
-
-  Attributes:
-    optimizer: The state of TFF's apply-optimizer finalizer.
-    window: A `tff_fedwin.aggregators.WindowBuffer` of the absolute
-      post-optimizer trainable weights.
-  """
-
-  optimizer: Any
-  window: window_lib.WindowBuffer
-
-
-def build_window_finalizer(
-    optimizer: tff.learning.optimizers.Optimizer,
-    model_weights_type: tff.Type,
-    *,
-    window_size: int,
-    mode: str = 'evaluate',
-    start_round: int = 0,
-    read_every: int = 1,
-) -> tff.learning.templates.FinalizerProcess:
-  """A finalizer applying `optimizer`, then pushing the new model to the window.
-
-  Type signatures:
-    initialize: `( -> WindowFinalizerState@SERVER)`
-    next: `(<WindowFinalizerState@SERVER, ModelWeights@SERVER, U@SERVER> ->
-           <state=WindowFinalizerState@SERVER, result=ModelWeights@SERVER,
-            measurements=M@SERVER>)`
-
-  `result` is the post-optimizer model w^t, or in `'broadcast'` mode at active
-  rounds the window model m^t (IMA), which the clients start from next round.
-  The window holds w^t in both modes.
-
-  Args:
-    optimizer: The server `tff.learning.optimizers.Optimizer`.
-    model_weights_type: The `tff.learning.models.ModelWeights` type.
-    window_size: W >= 1.
-    mode: `'evaluate'` (WiMA) or `'broadcast'` (IMA).
-    start_round: Active from round max(W, start_round).
-    read_every: E: the window model is exact at rounds t % E == 0; the state
-      keeps ceil(W/E) slots (1 in `'broadcast'` mode).
-  """
-  window_lib.validate_window_args(window_size, mode, start_round, read_every)
-  window_lib.check_float_structure(
-      model_weights_type.trainable, 'model trainable weights')
-  inner = tff.learning.templates.build_apply_optimizer_finalizer(
-      optimizer, model_weights_type)
-  trainable_specs = tff.types.type_to_tf_tensor_specs(
-      model_weights_type.trainable)
-
-  @tff.tensorflow.computation
-  def init_window_fn():
-    zeros = tf.nest.map_structure(
-        lambda spec: tf.zeros(spec.shape, spec.dtype), trainable_specs)
-    return window_lib.initial_window(
-        zeros, window_size, mode, start_round, read_every)
-
-  window_type = init_window_fn.type_signature.result
-
-  window_step_fn = tff.tensorflow.computation(
-      window_lib.window_step, window_type, model_weights_type)
-
-  @tff.federated_computation()
-  def init_fn():
-    return tff.federated_zip(
-        WindowFinalizerState(
-            inner.initialize(), tff.federated_eval(init_window_fn, tff.SERVER)))
-
-  state_type = init_fn.type_signature.result
-
-  @tff.federated_computation(
-      state_type,
-      inner.next.type_signature.parameter[1],
-      inner.next.type_signature.parameter[2],
-  )
-  def next_fn(state, weights, update):
-    # Server optimizer step.
-    inner_output = inner.next(state.optimizer, weights, update)
-    # Window of the post-optimizer models.
-    window, new_weights, window_measures = tff.federated_map(
-        window_step_fn, (state.window, inner_output.result))
-    # Output preparation.
-    return tff.templates.MeasuredProcessOutput(
-        state=tff.federated_zip(
-            WindowFinalizerState(inner_output.state, window)),
-        result=new_weights,
-        measurements=tff.federated_zip(
-            collections.OrderedDict(
-                optimizer=inner_output.measurements, window=window_measures)),
-    )
-
-  return tff.learning.templates.FinalizerProcess(init_fn, next_fn)
 
 
 class ScheduledClientWorkState(NamedTuple):
@@ -134,7 +42,7 @@ def build_scheduled_client_work(
     client_work: tff.learning.templates.ClientWorkProcess,
     client_learning_rate_fn: ClientLearningRateFn,
 ) -> tff.learning.templates.ClientWorkProcess:
-  """Wraps a model-delta client work so round t uses `client_learning_rate_fn(t)`.
+  """Wraps a model-delta client work: round t uses `client_learning_rate_fn(t)`.
 
   TFF's `build_model_delta_client_work` keeps the client optimizer's
   hyperparameters in its state and broadcasts them every round; this wrapper
@@ -151,7 +59,8 @@ def build_scheduled_client_work(
   if 'learning_rate' not in tff.structure.name_list(hparams_type):
     raise ValueError(
         '`client_learning_rate_fn` needs a client optimizer with a '
-        f'`learning_rate` hyperparameter; its hyperparameters are {hparams_type}.')
+        f'`learning_rate` hyperparameter; its hyperparameters are '
+        f'{hparams_type}.')
 
   @tff.tensorflow.computation(hparams_type, tf.int32)
   def hparams_for_round_fn(hparams, round_num):
@@ -210,7 +119,7 @@ def ima_client_learning_rate_fn(
   lr_t = lr0 * decay_before^t                                  for t < t_s,
   lr_t = lr0 * decay_before^t_s * decay_after^(t - t_s)       for t >= t_s,
 
-  with rounds t = 1, 2, ... (DESIGN.md sec. 2.1).
+  with rounds t = 1, 2, ... (docs/design.md sec. 1).
 
   Args:
     initial_learning_rate: lr0 > 0.
@@ -221,11 +130,9 @@ def ima_client_learning_rate_fn(
   Returns:
     A function of the round number usable as `client_learning_rate_fn`.
   """
-  if not initial_learning_rate > 0:
-    raise ValueError(
-        f'`initial_learning_rate` must be > 0, got {initial_learning_rate}.')
-  if start_round < 0:
-    raise ValueError(f'`start_round` must be >= 0, got {start_round}.')
+  checks.check_number(
+      'initial_learning_rate', initial_learning_rate, positive=True)
+  checks.check_int('start_round', start_round, minimum=0)
 
   def learning_rate_fn(round_num):
     t = tf.cast(round_num, tf.float32)
@@ -253,7 +160,8 @@ def build_fed_win(
     proximal_strength: float = 0.0,
     client_weighting: tff.learning.ClientWeighting = (
         tff.learning.ClientWeighting.NUM_EXAMPLES),
-    model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+    model_aggregator: Optional[
+        tff.aggregators.WeightedAggregationFactory] = None,
     metrics_aggregator: Optional[Any] = None,
     loop_implementation: tff.learning.LoopImplementation = (
         tff.learning.LoopImplementation.DATASET_ITERATOR),
@@ -266,7 +174,8 @@ def build_fed_win(
 
   * `initialize`: `( -> S@SERVER)`, `S` a
     `tff.learning.templates.LearningAlgorithmState` whose `finalizer` is a
-    `WindowFinalizerState` when `window_size` is set.
+    `tff_fedwin.aggregators.window_finalizer.WindowFinalizerState` when
+    `window_size` is set.
   * `next`: `(<S@SERVER, {B*}@CLIENTS> -> <state=S@SERVER, metrics=M@SERVER>)`;
     `metrics['finalizer']['window']` has `window_fill`, `window_active` and
     `window_distance` (||window model - w^t||_2).
@@ -290,9 +199,10 @@ def build_fed_win(
       round number (1-based int32 tensor) -> rate, traced with TensorFlow;
       `ima_client_learning_rate_fn` is IMA's schedule.
     client_loss: `'ce'`: the model's own loss (TFF's model-delta client work);
-      `'wsm'`: the WSM re-weighted softmax cross-entropy (DESIGN.md 2.2), each
-      client computing its class proportions from its own data every round;
-      the model's predictions must be logits and labels are under key `'y'`.
+      `'wsm'`: the WSM re-weighted softmax cross-entropy (docs/design.md
+      sec. 2), each client computing its class proportions from its own data
+      every round; the model's predictions must be logits and labels are
+      under key `'y'`.
       Reported metrics always use the model's plain loss.
     num_classes: Number of classes; required for `client_loss='wsm'`.
     proximal_strength: FedProx mu >= 0 (Li et al. 2020, Eq. 2), with
@@ -304,26 +214,22 @@ def build_fed_win(
     metrics_aggregator: As in `tff.learning.algorithms.build_weighted_fed_avg`.
     loop_implementation: The client's loop over its dataset, as in
       `tff.learning.algorithms.build_weighted_fed_avg`, whose default is
-      `DATASET_REDUCE`; ours is `DATASET_ITERATOR`, the same arithmetic about
-      20% faster here (README, Performance). With `client_loss='ce'` only (the
+      `DATASET_REDUCE`; ours is `DATASET_ITERATOR`, the same arithmetic,
+      faster here (docs/design.md sec. 7). With `client_loss='ce'` only (the
       WSM client work always reduces over the dataset).
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
   """
-  if client_loss not in CLIENT_LOSSES:
-    raise ValueError(
-        f'`client_loss` must be one of {CLIENT_LOSSES}, got {client_loss!r}.')
-  if client_loss == 'wsm' and num_classes is None:
-    raise ValueError("`num_classes` is required with client_loss='wsm'.")
-  if client_loss == 'ce' and proximal_strength:
-    raise ValueError(
-        "`proximal_strength` is supported with client_loss='wsm'; for FedProx "
-        'with the model loss pass WindowedModelAveragingFactory as '
-        '`model_aggregator` to tff.learning.algorithms.build_weighted_fed_prox.')
+  _check_client_loss_args(
+      client_loss=client_loss, num_classes=num_classes,
+      proximal_strength=proximal_strength)
+  window_args = None
   if window_size is not None:
-    window_lib.validate_window_args(
-        window_size, window_mode, window_start_round, window_read_every)
+    window_args = dict(window_size=window_size, mode=window_mode,
+                       start_round=window_start_round,
+                       read_every=window_read_every)
+    window_math.check_window_args(**window_args, prefix='window_')
   if server_optimizer_fn is None:
     server_optimizer_fn = tff.learning.optimizers.build_sgdm(learning_rate=1.0)
   if model_aggregator is None:
@@ -336,8 +242,51 @@ def build_fed_win(
   model_weights_type = initial_model_weights_fn.type_signature.result
   distributor = tff.learning.templates.build_broadcast_process(
       model_weights_type)
+  client_work = _build_client_work(
+      model_fn, client_optimizer_fn, client_loss=client_loss,
+      num_classes=num_classes, proximal_strength=proximal_strength,
+      client_weighting=client_weighting,
+      metrics_aggregator=metrics_aggregator,
+      loop_implementation=loop_implementation)
+  if client_learning_rate_fn is not None:
+    client_work = build_scheduled_client_work(
+        client_work, client_learning_rate_fn)
+  aggregator = model_aggregator.create(
+      model_weights_type.trainable, tff.TensorType(tf.float32.as_numpy_dtype))
+  if window_args is None:
+    finalizer = tff.learning.templates.build_apply_optimizer_finalizer(
+        server_optimizer_fn, model_weights_type)
+  else:
+    finalizer = build_window_finalizer(
+        server_optimizer_fn, model_weights_type, **window_args)
+  composed = tff.learning.templates.compose_learning_process(
+      initial_model_weights_fn, distributor, client_work, aggregator, finalizer)
+  if window_args is None:
+    return composed
+  return _with_window_model_weights(composed)
+
+
+def _check_client_loss_args(*, client_loss, num_classes, proximal_strength):
+  """Raises ValueError on a bad `client_loss` combination of `build_fed_win`."""
+  checks.check_choice('client_loss', client_loss, CLIENT_LOSSES)
+  if client_loss == 'wsm' and num_classes is None:
+    raise ValueError("`num_classes` is required with client_loss='wsm'.")
+  if client_loss == 'ce' and proximal_strength:
+    raise ValueError(
+        "`proximal_strength` is supported with client_loss='wsm'; for FedProx "
+        'with the model loss pass WindowedModelAveragingFactory as '
+        '`model_aggregator` to '
+        'tff.learning.algorithms.build_weighted_fed_prox.')
+
+
+def _build_client_work(
+    model_fn, client_optimizer_fn, *, client_loss, num_classes,
+    proximal_strength, client_weighting, metrics_aggregator,
+    loop_implementation,
+) -> tff.learning.templates.ClientWorkProcess:
+  """The model-delta client work: TFF's (`'ce'`) or the WSM one (`'wsm'`)."""
   if client_loss == 'wsm':
-    client_work = wsm_client_work.build_wsm_client_work(
+    return wsm_client_work.build_wsm_client_work(
         model_fn,
         client_optimizer_fn,
         num_classes=num_classes,
@@ -345,48 +294,29 @@ def build_fed_win(
         metrics_aggregator=metrics_aggregator,
         proximal_strength=proximal_strength,
     )
-  else:
-    client_work = tff.learning.templates.build_model_delta_client_work(
-        model_fn,
-        client_optimizer_fn,
-        client_weighting=client_weighting,
-        metrics_aggregator=metrics_aggregator,
-        loop_implementation=loop_implementation,
-    )
-  if client_learning_rate_fn is not None:
-    client_work = build_scheduled_client_work(
-        client_work, client_learning_rate_fn)
-  aggregator = model_aggregator.create(
-      model_weights_type.trainable, tff.TensorType(tf.float32.as_numpy_dtype))
-  if window_size is None:
-    finalizer = tff.learning.templates.build_apply_optimizer_finalizer(
-        server_optimizer_fn, model_weights_type)
-  else:
-    finalizer = build_window_finalizer(
-        server_optimizer_fn,
-        model_weights_type,
-        window_size=window_size,
-        mode=window_mode,
-        start_round=window_start_round,
-        read_every=window_read_every,
-    )
-  composed = tff.learning.templates.compose_learning_process(
-      initial_model_weights_fn, distributor, client_work, aggregator, finalizer)
-  if window_size is None:
-    return composed
+  return tff.learning.templates.build_model_delta_client_work(
+      model_fn,
+      client_optimizer_fn,
+      client_weighting=client_weighting,
+      metrics_aggregator=metrics_aggregator,
+      loop_implementation=loop_implementation,
+  )
 
+
+def _with_window_model_weights(
+    composed: tff.learning.templates.LearningProcess,
+) -> tff.learning.templates.LearningProcess:
+  """`composed` whose `get_model_weights` returns the window model.
+
+  `get_model_weights`: `(S -> ModelWeights)`, the window mean m^t at active
+  rounds in `'evaluate'` mode, else the global model.
+  """
   state_type = composed.initialize.type_signature.result.member
 
   @tff.tensorflow.computation(state_type)
   def get_model_weights(state):
-    window = state.finalizer.window
-    use_mean = tf.logical_and(
-        window_lib.window_is_active(window),
-        tf.logical_not(window.broadcast))
-    trainable = tf.nest.map_structure(
-        lambda m, w: tf.where(use_mean, m, w),
-        window_lib.window_mean(window),
-        state.global_model_weights.trainable)
+    trainable = window_math.evaluated_trainable(
+        state.finalizer.window, state.global_model_weights.trainable)
     return tff.learning.models.ModelWeights(
         trainable, state.global_model_weights.non_trainable)
 

@@ -1,14 +1,14 @@
 """Several rounds of a learning process in one TFF call.
 
-Every `next` call of a TFF process returns the whole server state to Python as
-numpy and sends it back on the next call (DESIGN.md sec. 4: about 25 ms per MB
-and round here). A window of many model copies makes that round trip dominate
-the round. Running E rounds inside one federated computation pays it once per E
-rounds; with the window read every E rounds (`window_read_every=E`) the window
-model is exact at the end of every call.
+Each `next` call returns the whole server state to Python and sends it back;
+running E rounds in one computation pays that round trip once per E rounds
+(docs/design.md sec. 7). With `window_read_every=E` the window model is exact
+at the end of every call.
 """
 
 import tensorflow_federated as tff
+
+from tff_fedwin import checks
 
 
 def build_multi_round_process(
@@ -34,16 +34,15 @@ def build_multi_round_process(
     rounds_per_call: E >= 1.
 
   Raises:
-    TypeError/ValueError: On a bad `process` or `rounds_per_call`.
+    TypeError: If `process` is not a `LearningProcess`.
+    ValueError: If `rounds_per_call` is not an integer >= 1.
   """
   if not isinstance(process, tff.learning.templates.LearningProcess):
     raise TypeError(
         '`process` must be a tff.learning.templates.LearningProcess, got '
         f'{type(process).__name__}.')
-  if (isinstance(rounds_per_call, bool) or not isinstance(rounds_per_call, int)
-      or rounds_per_call < 1):
-    raise ValueError(
-        f'`rounds_per_call` must be an int >= 1, got {rounds_per_call!r}.')
+  rounds_per_call = checks.check_int(
+      'rounds_per_call', rounds_per_call, minimum=1)
   state_type, data_type = process.next.type_signature.parameter
   rounds_data_type = tff.FederatedType(
       tff.StructWithPythonType([data_type.member] * rounds_per_call, tuple),
