@@ -225,7 +225,8 @@ class TestClientStep:
     for start, stop in ((0, 3), (3, 5)):
       gw, gb, _ = _np_gradients(kernel, bias, X[start:stop], Y[start:stop])
       acc_w, acc_b = 0.5 * acc_w + gw, 0.5 * acc_b + gb
-      kernel, bias = kernel - LEARNING_RATE * acc_w, bias - LEARNING_RATE * acc_b
+      kernel = kernel - LEARNING_RATE * acc_w
+      bias = bias - LEARNING_RATE * acc_b
     np.testing.assert_allclose(_trainable(training)[0], kernel, atol=1e-6)
     np.testing.assert_allclose(_trainable(training)[1], bias, atol=1e-6)
     assert state.num_steps.numpy() == 2

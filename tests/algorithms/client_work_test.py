@@ -1,9 +1,9 @@
 """Tests for tff_fedwin.algorithms.client_work.build_client_work.
 
 The references are independent of the code under test: TFF's own
-`build_model_delta_client_work` (same arithmetic for `'ce'`) and float64 numpy SGD on a linear softmax classifier z = x @ W + b,
-whose batch-mean cross-entropy gradient is dL/dW = x^T (softmax(z) - Y) / b,
-dL/db = sum_rows(softmax(z) - Y) / b (Y one-hot); FedProx adds mu (w - w0).
+`build_model_delta_client_work` (same arithmetic for `'ce'`) and float64
+numpy SGD on a linear softmax classifier z = x @ W + b, whose batch-mean
+cross-entropy gradient is dL/dW = x^T (softmax(z) - Y) / b, dL/db = sum_rows(softmax(z) - Y) / b (Y one-hot); FedProx adds mu (w - w0).
 """
 
 import collections
@@ -155,7 +155,8 @@ class TestBuildClientWorkExecution:
     x, y = _client_data(2)
     ours = client_work.build_client_work(
         _model_fn, OPTIMIZERS['sgd'](), proximal_strength=mu)
-    theirs = tff.learning.templates.proximal_client_work.build_model_delta_client_work(  # pylint: disable=line-too-long
+    fedprox_work = tff.learning.templates.proximal_client_work
+    theirs = fedprox_work.build_model_delta_client_work(
         _model_fn, OPTIMIZERS['sgd'](), NUM_EXAMPLES, mu,
         loop_implementation=tff.learning.LoopImplementation.DATASET_REDUCE)
     for process, sign in ((ours, 1.0), (theirs, -1.0)):

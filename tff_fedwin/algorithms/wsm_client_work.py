@@ -1,4 +1,4 @@
-"""Model-delta client work that trains with the WSM loss (docs/design.md sec. 2).
+"""Model-delta client work training with the WSM loss (docs/design.md sec. 2).
 
 `build_wsm_client_work` is `tff_fedwin.algorithms.client_work.build_client_work`
 with `client_loss='wsm'`: a drop-in for TFF's `build_model_delta_client_work`

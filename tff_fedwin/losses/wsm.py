@@ -1,6 +1,6 @@
-"""Re-weighted softmax (WSM) cross-entropy, Legate et al. (docs/design.md sec. 2).
+"""The re-weighted softmax (WSM) cross-entropy (docs/design.md sec. 2).
 
-`wsm_cross_entropy` is the per-example client training loss of the paper's
+`wsm_cross_entropy` is the per-example client training loss of Legate et al.,
 Eq. 4 (up to a per-example constant); `class_proportions_from_dataset` counts
 the client's class proportions beta it needs. Evaluation uses plain
 cross-entropy.

@@ -1,4 +1,4 @@
-"""The SCAFFOLD client: corrected local SGD and the option-II control variate."""
+"""The SCAFFOLD client: corrected local SGD, the option-II control variate."""
 
 from collections.abc import Callable
 from typing import Any

@@ -97,7 +97,7 @@ def scaffold_server_update(
 
 @tf.function
 def round_metrics(sums: types.RoundSums) -> collections.OrderedDict:
-  """`train_loss` (example-weighted), `num_examples`, `num_clients_with_data`."""
+  """The round's `train_loss`, `num_examples` and `num_clients_with_data`."""
   return collections.OrderedDict(
       train_loss=tf.math.divide_no_nan(
           sums.loss_sum, tf.cast(sums.num_examples, tf.float32)
