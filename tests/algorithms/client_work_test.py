@@ -3,7 +3,8 @@
 The references are independent of the code under test: TFF's own
 `build_model_delta_client_work` (same arithmetic for `'ce'`) and float64
 numpy SGD on a linear softmax classifier z = x @ W + b, whose batch-mean
-cross-entropy gradient is dL/dW = x^T (softmax(z) - Y) / b, dL/db = sum_rows(softmax(z) - Y) / b (Y one-hot); FedProx adds mu (w - w0).
+cross-entropy gradient is dL/dW = x^T (softmax(z) - Y) / b,
+dL/db = sum_rows(softmax(z) - Y) / b (Y one-hot); FedProx adds mu (w - w0).
 """
 
 import collections
