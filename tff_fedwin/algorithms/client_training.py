@@ -184,6 +184,102 @@ def _check_loss(client_loss: Any, num_classes: Any) -> None:
     checks.check_int('num_classes', num_classes, minimum=1)
 
 
+def _batch_loss_fn(client_loss: str, label_key: str) -> Callable[..., Any]:
+  """`(output, batch, class_proportions) -> loss`: the training batch loss."""
+
+  def model_loss(output, batch, class_proportions):
+    del batch, class_proportions  # Unused.
+    return output.loss
+
+  def wsm_loss(output, batch, class_proportions):
+    return tf.reduce_mean(losses.wsm_cross_entropy(
+        losses.batch_labels(batch, label_key), output.predictions,
+        class_proportions))
+
+  return wsm_loss if client_loss == 'wsm' else model_loss
+
+
+def _build_client_init(model_weights, optimizer_step, *, num_classes,
+                       label_key):
+  """`client_init`; counts class proportions iff `num_classes` is set."""
+
+  @tf.function
+  def client_init(initial_weights, dataset, step_input=(),
+                  optimizer_hparams=None):
+    tf.nest.map_structure(
+        lambda v, t: v.assign(t), model_weights, initial_weights)
+    class_proportions = ()
+    if num_classes is not None:
+      class_proportions = losses.class_proportions_from_dataset(
+          dataset, num_classes, label_key)
+    specs = tuple(tf.TensorSpec(v.shape, v.dtype)
+                  for v in tf.nest.flatten(model_weights.trainable))
+    return ClientStepState(
+        optimizer_state=optimizer_step.initialize(specs, optimizer_hparams),
+        step_input=tuple(tf.nest.flatten(step_input)),
+        class_proportions=class_proportions,
+        num_examples=tf.constant(0, tf.int64),
+        num_steps=tf.constant(0, tf.int64),
+        loss_sum=tf.constant(0.0, tf.float32),
+    )
+
+  return client_init
+
+
+def _build_client_step(model, trainable, optimizer_step, *, batch_loss,
+                       gradient_transform):
+  """`client_step`: one optimizer step on the batch's (transformed) gradient."""
+
+  @tf.function
+  def client_step(step_state, batch):
+    with tf.GradientTape() as tape:
+      output = model.forward_pass(batch, training=True)
+      loss = batch_loss(output, batch, step_state.class_proportions)
+    gradients = tape.gradient(loss, trainable)
+    gradients = tf.nest.map_structure(
+        lambda g, v: tf.zeros_like(v) if g is None else g, gradients,
+        trainable)
+    if gradient_transform is not None:
+      step_input = tf.nest.pack_sequence_as(trainable, step_state.step_input)
+      gradients = gradient_transform(gradients, trainable, step_input)
+    optimizer_state, new_trainable = optimizer_step.next(
+        step_state.optimizer_state, tuple(tf.nest.flatten(trainable)),
+        tuple(tf.nest.flatten(gradients)))
+    for variable, value in zip(tf.nest.flatten(trainable), new_trainable):
+      variable.assign(value)
+    batch_size = _batch_size(output)
+    loss_sum = step_state.loss_sum
+    if output.loss is not None:
+      loss_sum += tf.cast(output.loss, tf.float32) * tf.cast(
+          batch_size, tf.float32)
+    return step_state._replace(
+        optimizer_state=optimizer_state,
+        num_examples=step_state.num_examples + batch_size,
+        num_steps=step_state.num_steps + 1,
+        loss_sum=loss_sum,
+    )
+
+  return client_step
+
+
+def _build_client_final(trainable):
+  """`client_final`: the delta `initial - trained` and the counters."""
+
+  @tf.function
+  def client_final(initial_trainable, step_state):
+    model_delta = tf.nest.map_structure(
+        tf.subtract, initial_trainable, trainable)
+    return ClientOutput(
+        model_delta=model_delta,
+        all_finite=_all_finite(model_delta),
+        num_examples=step_state.num_examples,
+        num_steps=step_state.num_steps,
+        loss_sum=step_state.loss_sum,
+    )
+
+  return client_final
+
+
 def build_client_training(
     model: tff.learning.models.VariableModel,
     *,
@@ -234,80 +330,20 @@ def build_client_training(
       lacks an integer `num_classes` >= 1.
   """
   _check_loss(client_loss, num_classes)
-  use_wsm = client_loss == 'wsm'
   model_weights = tff.learning.models.ModelWeights.from_model(model)
-  trainable = model_weights.trainable
-
-  @tf.function
-  def client_init(initial_weights, dataset, step_input=(),
-                  optimizer_hparams=None):
-    tf.nest.map_structure(
-        lambda v, t: v.assign(t), model_weights, initial_weights)
-    class_proportions = ()
-    if use_wsm:
-      class_proportions = losses.class_proportions_from_dataset(
-          dataset, num_classes, label_key)
-    specs = tuple(
-        tf.TensorSpec(v.shape, v.dtype) for v in tf.nest.flatten(trainable))
-    return ClientStepState(
-        optimizer_state=optimizer_step.initialize(specs, optimizer_hparams),
-        step_input=tuple(tf.nest.flatten(step_input)),
-        class_proportions=class_proportions,
-        num_examples=tf.constant(0, tf.int64),
-        num_steps=tf.constant(0, tf.int64),
-        loss_sum=tf.constant(0.0, tf.float32),
-    )
-
-  def batch_loss(output, batch, class_proportions):
-    if not use_wsm:
-      return output.loss
-    return tf.reduce_mean(losses.wsm_cross_entropy(
-        losses.batch_labels(batch, label_key), output.predictions,
-        class_proportions))
-
-  @tf.function
-  def client_step(step_state, batch):
-    with tf.GradientTape() as tape:
-      output = model.forward_pass(batch, training=True)
-      loss = batch_loss(output, batch, step_state.class_proportions)
-    gradients = tape.gradient(loss, trainable)
-    gradients = tf.nest.map_structure(
-        lambda g, v: tf.zeros_like(v) if g is None else g, gradients,
-        trainable)
-    if gradient_transform is not None:
-      step_input = tf.nest.pack_sequence_as(trainable, step_state.step_input)
-      gradients = gradient_transform(gradients, trainable, step_input)
-    optimizer_state, new_trainable = optimizer_step.next(
-        step_state.optimizer_state, tuple(tf.nest.flatten(trainable)),
-        tuple(tf.nest.flatten(gradients)))
-    for variable, value in zip(tf.nest.flatten(trainable), new_trainable):
-      variable.assign(value)
-    batch_size = _batch_size(output)
-    loss_sum = step_state.loss_sum
-    if output.loss is not None:
-      loss_sum += tf.cast(output.loss, tf.float32) * tf.cast(
-          batch_size, tf.float32)
-    return step_state._replace(
-        optimizer_state=optimizer_state,
-        num_examples=step_state.num_examples + batch_size,
-        num_steps=step_state.num_steps + 1,
-        loss_sum=loss_sum,
-    )
-
-  @tf.function
-  def client_final(initial_trainable, step_state):
-    model_delta = tf.nest.map_structure(
-        tf.subtract, initial_trainable, trainable)
-    return ClientOutput(
-        model_delta=model_delta,
-        all_finite=_all_finite(model_delta),
-        num_examples=step_state.num_examples,
-        num_steps=step_state.num_steps,
-        loss_sum=step_state.loss_sum,
-    )
-
-  return ClientTraining(model, model_weights, client_init, client_step,
-                        client_final)
+  num_classes = num_classes if client_loss == 'wsm' else None
+  return ClientTraining(
+      model=model,
+      model_weights=model_weights,
+      client_init=_build_client_init(
+          model_weights, optimizer_step, num_classes=num_classes,
+          label_key=label_key),
+      client_step=_build_client_step(
+          model, model_weights.trainable, optimizer_step,
+          batch_loss=_batch_loss_fn(client_loss, label_key),
+          gradient_transform=gradient_transform),
+      client_final=_build_client_final(model_weights.trainable),
+  )
 
 
 def run_client_loop(
