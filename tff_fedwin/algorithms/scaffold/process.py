@@ -93,6 +93,51 @@ def _initial_state_computation(model_fn, *, window_size, window_mode,
   return initial_server_state_fn
 
 
+def _next_computation(model_fn, *, server_state_type, data_type,
+                      client_learning_rate, server_learning_rate,
+                      total_clients, client_loss, num_classes,
+                      with_window) -> tff.Computation:
+  """`next`: broadcast x and c, map the client step, sum, map the server step."""
+  client_state_type = tff.types.to_type(
+      types.ScaffoldClientState(server_state_type.control_variate))
+
+  @tff.tensorflow.computation(
+      server_state_type.global_model_weights,
+      server_state_type.control_variate, client_state_type, data_type)
+  def client_update_fn(initial_weights, server_control_variate, client_state,
+                       dataset):
+    client_update = client.build_scaffold_client_update(
+        model_fn, client_learning_rate, client_loss=client_loss,
+        num_classes=num_classes)
+    new_client_state, result = client_update(
+        initial_weights, server_control_variate, client_state, dataset)
+    return new_client_state, server.round_sums_summand(result)
+
+  @tff.tensorflow.computation(
+      server_state_type, client_update_fn.type_signature.result[1])
+  def server_update_fn(state, sums):
+    return server.next_server_state(
+        state, sums, server_learning_rate=server_learning_rate,
+        total_clients=total_clients, with_window=with_window)
+
+  @tff.federated_computation(
+      tff.FederatedType(server_state_type, tff.SERVER),
+      tff.FederatedType(data_type, tff.CLIENTS),
+      tff.FederatedType(client_state_type, tff.CLIENTS),
+  )
+  def next_fn(state, client_data, client_states):
+    model_weights = tff.federated_broadcast(state.global_model_weights)
+    control_variate = tff.federated_broadcast(state.control_variate)
+    client_outputs = tff.federated_map(
+        client_update_fn,
+        (model_weights, control_variate, client_states, client_data))
+    sums = tff.federated_sum(client_outputs[1])
+    new_state, metrics = tff.federated_map(server_update_fn, (state, sums))
+    return new_state, client_outputs[0], metrics
+
+  return next_fn
+
+
 def build_scaffold(
     model_fn: ModelFn,
     *,
@@ -172,42 +217,12 @@ def build_scaffold(
     return tff.federated_eval(initial_server_state_fn, tff.SERVER)
 
   server_state_type = initial_server_state_fn.type_signature.result
-  client_state_type = tff.types.to_type(
-      types.ScaffoldClientState(server_state_type.control_variate))
-
-  @tff.tensorflow.computation(
-      server_state_type.global_model_weights,
-      server_state_type.control_variate, client_state_type, data_type)
-  def client_update_fn(initial_weights, server_control_variate, client_state,
-                       dataset):
-    client_update = client.build_scaffold_client_update(
-        model_fn, client_learning_rate, client_loss=client_loss,
-        num_classes=num_classes)
-    new_client_state, result = client_update(
-        initial_weights, server_control_variate, client_state, dataset)
-    return new_client_state, server.round_sums_summand(result)
-
-  @tff.tensorflow.computation(
-      server_state_type, client_update_fn.type_signature.result[1])
-  def server_update_fn(state, sums):
-    return server.next_server_state(
-        state, sums, server_learning_rate=server_learning_rate,
-        total_clients=total_clients, with_window=with_window)
-
-  @tff.federated_computation(
-      tff.FederatedType(server_state_type, tff.SERVER),
-      tff.FederatedType(data_type, tff.CLIENTS),
-      tff.FederatedType(client_state_type, tff.CLIENTS),
-  )
-  def next_fn(state, client_data, client_states):
-    model_weights = tff.federated_broadcast(state.global_model_weights)
-    control_variate = tff.federated_broadcast(state.control_variate)
-    client_outputs = tff.federated_map(
-        client_update_fn,
-        (model_weights, control_variate, client_states, client_data))
-    sums = tff.federated_sum(client_outputs[1])
-    new_state, metrics = tff.federated_map(server_update_fn, (state, sums))
-    return new_state, client_outputs[0], metrics
+  next_fn = _next_computation(
+      model_fn, server_state_type=server_state_type, data_type=data_type,
+      client_learning_rate=client_learning_rate,
+      server_learning_rate=server_learning_rate, total_clients=total_clients,
+      client_loss=client_loss, num_classes=num_classes,
+      with_window=with_window)
 
   @tff.tensorflow.computation(server_state_type)
   def get_model_weights_fn(state):
