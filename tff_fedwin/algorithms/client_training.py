@@ -171,11 +171,9 @@ def _batch_size(output: Any) -> tf.Tensor:
   return tf.cast(output.num_examples, tf.int64)
 
 
-def _check_loss(client_loss: Any, num_classes: Any) -> None:
+def check_client_loss(client_loss: Any, num_classes: Any) -> None:
   """Raises ValueError naming `client_loss` or `num_classes` if bad."""
-  if not isinstance(client_loss, str) or client_loss not in CLIENT_LOSSES:
-    raise ValueError(
-        f'`client_loss` must be one of {CLIENT_LOSSES}, got {client_loss!r}.')
+  checks.check_choice('client_loss', client_loss, CLIENT_LOSSES)
   if client_loss == 'wsm' and num_classes is None:
     raise ValueError(
         "`num_classes` is required with client_loss='wsm' (the length of the "
@@ -329,7 +327,7 @@ def build_client_training(
     ValueError: If `client_loss` is not one of `CLIENT_LOSSES`, or `'wsm'`
       lacks an integer `num_classes` >= 1.
   """
-  _check_loss(client_loss, num_classes)
+  check_client_loss(client_loss, num_classes)
   model_weights = tff.learning.models.ModelWeights.from_model(model)
   num_classes = num_classes if client_loss == 'wsm' else None
   return ClientTraining(

@@ -91,13 +91,9 @@ def _check_arguments(model_fn, *, client_loss, num_classes, proximal_strength,
     raise TypeError(
         '`client_weighting` must be a tff.learning.ClientWeighting, got '
         f'{client_weighting!r}.')
-  checks.check_choice('client_loss', client_loss,
-                      client_training.CLIENT_LOSSES)
+  client_training.check_client_loss(client_loss, num_classes)
   checks.check_number('proximal_strength', proximal_strength, minimum=0)
   if client_loss == 'wsm':
-    if num_classes is None:
-      raise ValueError("`num_classes` is required with client_loss='wsm'.")
-    checks.check_int('num_classes', num_classes, minimum=1)
     with tf.Graph().as_default():
       losses.integer_label_spec(model_fn().input_spec, label_key)
 

@@ -17,7 +17,6 @@ import tensorflow_federated as tff
 
 from tests import numpy_reference as ref
 from tff_fedwin import training
-from tff_fedwin.aggregators import window as window_lib
 from tff_fedwin.aggregators import window_model_weights
 from tff_fedwin.algorithms import scaffold
 

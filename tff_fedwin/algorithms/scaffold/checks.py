@@ -22,19 +22,6 @@ def check_rates_and_clients(
   return checks.check_int('total_clients', total_clients, minimum=1)
 
 
-def check_client_loss(client_loss: Any, num_classes: Any) -> None:
-  """Raises ValueError naming `client_loss` or `num_classes` if bad."""
-  checks.check_choice('client_loss', client_loss, client.CLIENT_LOSSES)
-  if client_loss != 'wsm':
-    return
-  if num_classes is None:
-    raise ValueError(
-        "`num_classes` is required with client_loss='wsm' (the length of the "
-        'class proportions beta).'
-    )
-  checks.check_int('num_classes', num_classes, minimum=1)
-
-
 def check_window_args(
     window_size: Any, window_mode: Any, window_start_round: Any
 ) -> None:

@@ -6,6 +6,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_fedwin.aggregators import window as window_lib
+from tff_fedwin.algorithms import client_training
 from tff_fedwin.algorithms.scaffold import checks
 from tff_fedwin.algorithms.scaffold import client
 from tff_fedwin.algorithms.scaffold import server
@@ -198,7 +199,7 @@ def build_scaffold(
   total_clients = checks.check_rates_and_clients(
       client_learning_rate=client_learning_rate,
       server_learning_rate=server_learning_rate, total_clients=total_clients)
-  checks.check_client_loss(client_loss, num_classes)
+  client_training.check_client_loss(client_loss, num_classes)
   checks.check_window_args(window_size, window_mode, window_start_round)
   checks.check_model(model_fn)
   with tf.Graph().as_default():
