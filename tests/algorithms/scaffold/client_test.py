@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tests.algorithms.scaffold import scaffold_reference as sref
+from tests import scaffold_reference as sref
 from tff_fedwin.algorithms import scaffold
 
 

@@ -9,10 +9,16 @@ import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tests.algorithms.scaffold import scaffold_reference as sref
+from tests import scaffold_reference as sref
 from tff_fedwin import training
 from tff_fedwin.algorithms import scaffold
 
+
+
+@pytest.fixture(scope='module')
+def build_process():
+  """Builds each process configuration once per module."""
+  return sref.process_builder()
 
 class TestBuildScaffoldComputation:
   """Type signatures and static properties of the computations."""

@@ -3,7 +3,7 @@
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tests.algorithms.scaffold import scaffold_reference as sref
+from tests import scaffold_reference as sref
 from tff_fedwin.algorithms import scaffold
 
 

@@ -6,11 +6,17 @@ import numpy as np
 import pytest
 import tensorflow_federated as tff
 
-from tests.algorithms.scaffold import scaffold_reference as sref
+from tests import scaffold_reference as sref
 from tff_fedwin.aggregators import window as window_lib
 from tff_fedwin.aggregators import window_model_weights
 from tff_fedwin.algorithms import scaffold
 
+
+
+@pytest.fixture(scope='module')
+def build_process():
+  """Builds each process configuration once per module."""
+  return sref.process_builder()
 
 # (W, start_round): active from max(W, start_round), i.e. from round W, or
 # from round W + 1 (start_round after W).

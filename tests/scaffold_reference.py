@@ -1,4 +1,4 @@
-"""Shared data, model and independent numpy SCAFFOLD for the SCAFFOLD tests.
+"""Data, model and an independent numpy SCAFFOLD for tests/algorithms/scaffold.
 
 Every expected number comes from `np_client_update` / `np_server_update`, a
 float64 numpy SCAFFOLD (Karimireddy et al. 2020, Algorithm 1, option II;
@@ -397,3 +397,26 @@ def assert_round_matches(t, state, store, expected, with_window, process=None):
       )
   except AssertionError as e:
     raise AssertionError(f'round {t}: {e}') from e
+
+
+def process_builder():
+  """`build(server_learning_rate=1.0, with_counter=False, **kwargs)`.
+
+  Builds `scaffold.build_scaffold` on `model_fn`, each configuration once
+  (for a module-scoped fixture).
+  """
+  cache = {}
+
+  def build(server_learning_rate=1.0, with_counter=False, **kwargs):
+    key = (server_learning_rate, with_counter, tuple(sorted(kwargs.items())))
+    if key not in cache:
+      cache[key] = scaffold.build_scaffold(
+          lambda: model_fn(with_counter),
+          client_learning_rate=CLIENT_LEARNING_RATE,
+          server_learning_rate=server_learning_rate,
+          total_clients=TOTAL_CLIENTS,
+          **kwargs,
+      )
+    return cache[key]
+
+  return build
