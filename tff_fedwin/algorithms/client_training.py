@@ -16,7 +16,8 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_fedwin import checks
-from tff_fedwin import losses
+from tff_fedwin.losses import labels as labels_lib
+from tff_fedwin.losses import wsm
 
 CLIENT_LOSSES = ('ce', 'wsm')
 
@@ -190,8 +191,8 @@ def _batch_loss_fn(client_loss: str, label_key: str) -> Callable[..., Any]:
     return output.loss
 
   def wsm_loss(output, batch, class_proportions):
-    return tf.reduce_mean(losses.wsm_cross_entropy(
-        losses.batch_labels(batch, label_key), output.predictions,
+    return tf.reduce_mean(wsm.wsm_cross_entropy(
+        labels_lib.batch_labels(batch, label_key), output.predictions,
         class_proportions))
 
   return wsm_loss if client_loss == 'wsm' else model_loss
@@ -208,7 +209,7 @@ def _build_client_init(model_weights, optimizer_step, *, num_classes,
         lambda v, t: v.assign(t), model_weights, initial_weights)
     class_proportions = ()
     if num_classes is not None:
-      class_proportions = losses.class_proportions_from_dataset(
+      class_proportions = wsm.class_proportions_from_dataset(
           dataset, num_classes, label_key)
     specs = tuple(tf.TensorSpec(v.shape, v.dtype)
                   for v in tf.nest.flatten(model_weights.trainable))
@@ -284,7 +285,7 @@ def build_client_training(
     optimizer_step: OptimizerStep,
     client_loss: str = 'ce',
     num_classes: Optional[int] = None,
-    label_key: str = losses.DEFAULT_LABEL_KEY,
+    label_key: str = labels_lib.DEFAULT_LABEL_KEY,
     gradient_transform: Optional[GradientTransform] = None,
 ) -> ClientTraining:
   """Builds `client_init`, `client_step` and `client_final` on `model`.

@@ -14,8 +14,8 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_fedwin import checks
-from tff_fedwin import losses
 from tff_fedwin.algorithms import client_training
+from tff_fedwin.losses import labels as labels_lib
 
 ModelFn = Callable[[], tff.learning.models.VariableModel]
 NUM_EXAMPLES = tff.learning.ClientWeighting.NUM_EXAMPLES
@@ -95,7 +95,7 @@ def _check_arguments(model_fn, *, client_loss, num_classes, proximal_strength,
   checks.check_number('proximal_strength', proximal_strength, minimum=0)
   if client_loss == 'wsm':
     with tf.Graph().as_default():
-      losses.integer_label_spec(model_fn().input_spec, label_key)
+      labels_lib.integer_label_spec(model_fn().input_spec, label_key)
 
 
 def build_client_work(
@@ -107,7 +107,7 @@ def build_client_work(
     proximal_strength: float = 0.0,
     client_weighting: tff.learning.ClientWeighting = NUM_EXAMPLES,
     metrics_aggregator: Optional[Any] = None,
-    label_key: str = losses.DEFAULT_LABEL_KEY,
+    label_key: str = labels_lib.DEFAULT_LABEL_KEY,
     loop_implementation: tff.learning.LoopImplementation = DATASET_REDUCE,
 ) -> tff.learning.templates.ClientWorkProcess:
   """Builds a model-delta `ClientWorkProcess` on the client-training core.

@@ -6,9 +6,9 @@ from typing import Any
 import tensorflow as tf
 
 from tff_fedwin import checks
-from tff_fedwin import losses
 from tff_fedwin.aggregators import window as window_lib
 from tff_fedwin.algorithms.scaffold import client
+from tff_fedwin.losses import labels as labels_lib
 
 
 def check_rates_and_clients(
@@ -57,7 +57,7 @@ def check_model(model_fn: Any) -> None:
 def check_wsm_labels(input_spec: Any) -> None:
   """Raises ValueError unless WSM finds integer labels in `input_spec`."""
   try:
-    losses.integer_label_spec(input_spec, client.LABEL_KEY)
+    labels_lib.integer_label_spec(input_spec, client.LABEL_KEY)
   except (KeyError, TypeError) as error:
     raise ValueError(
         f"client_loss='wsm' needs integer class labels under "
