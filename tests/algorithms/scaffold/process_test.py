@@ -79,6 +79,14 @@ class TestBuildScaffoldComputation:
         process.get_model_weights.type_signature,
         tff.FunctionType(state_type, weights_type))
 
+  def test_process_rejects_get_model_weights_of_another_type(
+      self, build_process):
+    process = build_process()
+    other = tff.tensorflow.computation(lambda x: x, np.float32)
+
+    with pytest.raises(TypeError, match='get_model_weights_fn'):
+      scaffold.ScaffoldProcess(process.initialize, process.next, other)
+
   def test_aggregates_with_plain_sums_only(self, build_process):
     process = build_process()
     # `initialize` aggregates nothing; `next` sums the clients' values with

@@ -32,8 +32,11 @@ class ScaffoldProcess(tff.templates.IterativeProcess):
   ):
     super().__init__(initialize_fn, next_fn, next_is_multi_arg=True)
     state_type = initialize_fn.type_signature.result.member
-    tff.test.assert_types_identical(
-        get_model_weights_fn.type_signature.parameter, state_type)
+    parameter = get_model_weights_fn.type_signature.parameter
+    if parameter is None or not parameter.is_equivalent_to(state_type):
+      raise TypeError(
+          '`get_model_weights_fn` must take the unplaced server state '
+          f'{state_type}, got {parameter}.')
     self._get_model_weights_fn = get_model_weights_fn
 
   @property
