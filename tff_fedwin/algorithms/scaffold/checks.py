@@ -6,7 +6,7 @@ from typing import Any
 import tensorflow as tf
 
 from tff_fedwin import checks
-from tff_fedwin.aggregators import window as window_lib
+from tff_fedwin.aggregators import window_math
 from tff_fedwin.algorithms.scaffold import client
 from tff_fedwin.losses import labels as labels_lib
 
@@ -26,7 +26,7 @@ def check_window_args(
     window_size: Any, window_mode: Any, window_start_round: Any
 ) -> None:
   """Raises TypeError (not an int) or ValueError naming the bad argument."""
-  checks.check_choice('window_mode', window_mode, window_lib.MODES)
+  checks.check_choice('window_mode', window_mode, window_math.MODES)
   for name, value, minimum in (
       ('window_size', window_size, 1),
       ('window_start_round', window_start_round, 0),

@@ -5,7 +5,8 @@ from collections.abc import Callable
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tff_fedwin.aggregators import window as window_lib
+from tff_fedwin.aggregators import window_math
+from tff_fedwin.aggregators import window_readout
 from tff_fedwin.algorithms import client_training
 from tff_fedwin.algorithms.scaffold import checks
 from tff_fedwin.algorithms.scaffold import client
@@ -58,10 +59,11 @@ def model_weights_to_evaluate(
     state: A `ScaffoldServerState`.
 
   Returns:
-    A `tff.learning.models.ModelWeights`: `state.global_model_weights`
-    without a window or while it is not active; in `'evaluate'` mode at
-    active rounds the window model m^t (trainable) with the global model's
-    non-trainable weights (`tff_fedwin.aggregators.window_model_weights`).
+    A `tff.learning.models.ModelWeights` (`tff_fedwin.aggregators.
+    window_or_global_model_weights`): `state.global_model_weights` without a
+    window or while it is not active; in `'evaluate'` mode at active rounds
+    the window model m^t (trainable) with the global model's non-trainable
+    weights.
 
   Raises:
     ValueError: If `state` is not a `ScaffoldServerState`.
@@ -69,10 +71,7 @@ def model_weights_to_evaluate(
   if not isinstance(state, types.ScaffoldServerState):
     raise ValueError(
         f'`state` must be a ScaffoldServerState, got {type(state).__name__}.')
-  if state.window is None or (
-      isinstance(state.window, (tuple, list)) and not state.window):
-    return state.global_model_weights
-  return window_lib.window_model_weights(state)
+  return window_readout.window_or_global_model_weights(state)
 
 
 def _initial_state_computation(model_fn, *, window_size, window_mode,
@@ -85,8 +84,9 @@ def _initial_state_computation(model_fn, *, window_size, window_mode,
     zeros = tf.nest.map_structure(tf.zeros_like, weights.trainable)
     window = ()
     if window_size is not None:
-      window = window_lib.initial_window(
-          zeros, window_size, window_mode, window_start_round, read_every=1)
+      window = window_math.initial_window(
+          zeros, window_size=window_size, mode=window_mode,
+          start_round=window_start_round, read_every=1)
     return types.ScaffoldServerState(
         global_model_weights=weights,
         control_variate=zeros,

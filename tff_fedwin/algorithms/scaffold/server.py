@@ -5,7 +5,7 @@ import collections
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tff_fedwin.aggregators import window as window_lib
+from tff_fedwin.aggregators import window_math
 from tff_fedwin.algorithms.scaffold import types
 
 
@@ -134,7 +134,7 @@ def next_server_state(
   metrics = round_metrics(sums)
   window = state.window
   if with_window:
-    window, new_model_weights, metrics['window'] = window_lib.window_step(
+    window, new_model_weights, metrics['window'] = window_math.window_step(
         window, new_model_weights
     )
   new_state = state._replace(
@@ -158,10 +158,6 @@ def evaluation_model_weights(
   weights = state.global_model_weights
   if not with_window:
     return weights
-  window = state.window
-  use_mean = tf.logical_and(
-      window_lib.window_is_active(window), tf.logical_not(window.broadcast))
-  trainable = tf.nest.map_structure(
-      lambda m, w: tf.where(use_mean, m, w),
-      window_lib.window_mean(window), weights.trainable)
-  return tff.learning.models.ModelWeights(trainable, weights.non_trainable)
+  return tff.learning.models.ModelWeights(
+      window_math.evaluated_trainable(state.window, weights.trainable),
+      weights.non_trainable)
