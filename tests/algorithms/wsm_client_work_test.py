@@ -158,161 +158,159 @@ def _assert_update_close(update, expected):
 # Tests.
 
 
-@pytest.mark.parametrize(
-    'optimizer,weighting',
-    [
-        (tff.learning.optimizers.build_sgdm(0.1), NUM_EXAMPLES),
-        (tff.learning.optimizers.build_sgdm(0.1, momentum=0.9), UNIFORM),
-        (tff.learning.optimizers.build_adam(0.01), NUM_EXAMPLES),
-    ],
-    ids=['sgd', 'sgdm_uniform', 'adam'],
-)
-def test_type_signatures_equal_tff_model_delta_client_work(
-    optimizer, weighting):
-  model_fn = _make_model_fn()
-  ours = wsm_client_work.build_wsm_client_work(
-      model_fn, optimizer, num_classes=NUM_CLASSES, client_weighting=weighting,
-      proximal_strength=0.1)
-  theirs = tff.learning.templates.build_model_delta_client_work(
-      model_fn, optimizer, weighting)
-  for name in ('initialize', 'next', 'get_hparams', 'set_hparams'):
-    tff.test.assert_types_identical(
-        getattr(ours, name).type_signature,
-        getattr(theirs, name).type_signature)
+class TestBuildWsmClientWorkComputation:
+  """Type signatures and argument checks."""
+
+  @pytest.mark.parametrize(
+      'optimizer,weighting',
+      [
+          (tff.learning.optimizers.build_sgdm(0.1), NUM_EXAMPLES),
+          (tff.learning.optimizers.build_sgdm(0.1, momentum=0.9), UNIFORM),
+          (tff.learning.optimizers.build_adam(0.01), NUM_EXAMPLES),
+      ],
+      ids=['sgd', 'sgdm_uniform', 'adam'],
+  )
+  def test_type_signatures_equal_tff_model_delta_client_work(
+      self, optimizer, weighting):
+    model_fn = _make_model_fn()
+    ours = wsm_client_work.build_wsm_client_work(
+        model_fn, optimizer, num_classes=NUM_CLASSES,
+        client_weighting=weighting,
+        proximal_strength=0.1)
+    theirs = tff.learning.templates.build_model_delta_client_work(
+        model_fn, optimizer, weighting)
+    for name in ('initialize', 'next', 'get_hparams', 'set_hparams'):
+      tff.test.assert_types_identical(
+          getattr(ours, name).type_signature,
+          getattr(theirs, name).type_signature)
+
+  @pytest.mark.parametrize(
+      'kwargs,error',
+      [
+          (dict(num_classes=0), ValueError),
+          (dict(num_classes=NUM_CLASSES, proximal_strength=-0.1), ValueError),
+          (dict(num_classes=NUM_CLASSES, client_weighting='num_examples'),
+           TypeError),
+          (dict(num_classes=NUM_CLASSES, label_key='label'), KeyError),
+      ],
+      ids=['num_classes', 'proximal_strength', 'client_weighting', 'label_key'],
+  )
+  def test_invalid_arguments_raise(self, kwargs, error):
+    with pytest.raises(error):
+      wsm_client_work.build_wsm_client_work(
+          _make_model_fn(), tff.learning.optimizers.build_sgdm(0.1), **kwargs)
 
 
-@pytest.mark.parametrize('label_shape', ['flat', 'column'])
-@pytest.mark.parametrize('batch_size', [3, 2])  # Partial last batch of 1.
-def test_update_matches_numpy_wsm_sgd(batch_size, label_shape):
-  # Two clients with different proportions, each with a zero-proportion class.
-  clients = [(_features(7, 0), SKEWED_LABELS), (_features(5, 1), OTHER_LABELS)]
-  process = _build(_make_model_fn(label_shape))
-  output = _run(process, [
-      _dataset(x, y, batch_size, label_shape) for x, y in clients])
-  for result, (x, y) in zip(output.result, clients):
+class TestBuildWsmClientWorkExecution:
+  """Updates, weights and metrics vs numpy."""
+
+  @pytest.mark.parametrize('label_shape', ['flat', 'column'])
+  @pytest.mark.parametrize('batch_size', [3, 2])  # Partial last batch of 1.
+  def test_update_matches_numpy_wsm_sgd(self, batch_size, label_shape):
+    # Two clients with different proportions, each with a zero-proportion class.
+    clients = [(_features(7, 0), SKEWED_LABELS),
+               (_features(5, 1), OTHER_LABELS)]
+    process = _build(_make_model_fn(label_shape))
+    output = _run(process, [
+        _dataset(x, y, batch_size, label_shape) for x, y in clients])
+    for result, (x, y) in zip(output.result, clients):
+      _assert_update_close(
+          result.update, _np_client_update(x, y, batch_size, loss='wsm'))
+
+  def test_update_of_zero_proportion_class_bias_is_zero(self):
+    # No example of class 3 and beta_3 = 0: p_beta_3 = 0 and onehot_3 = 0, so
+    # column 3 never moves.
+    process = _build()
+    output = _run(process, [_dataset(_features(7, 0), SKEWED_LABELS, 3)])
+    np.testing.assert_array_equal(output.result[0].update[0][:, 3], 0.0)
+    np.testing.assert_array_equal(output.result[0].update[1][3], 0.0)
+
+  @pytest.mark.parametrize('weighting,expected', [(NUM_EXAMPLES, 7.0),
+                                                  (UNIFORM, 1.0)])
+  def test_client_weight(self, weighting, expected):
+    process = _build(client_weighting=weighting)
+    output = _run(process, [_dataset(_features(7, 0), SKEWED_LABELS, 3)])
+    assert output.result[0].update_weight == pytest.approx(expected)
+
+  @pytest.mark.parametrize('mu', [0.5, 2.0])
+  def test_proximal_update_matches_numpy(self, mu):
+    x = _features(7, 0)
+    process = _build(proximal_strength=mu)
+    output = _run(process, [_dataset(x, SKEWED_LABELS, 2)])
     _assert_update_close(
-        result.update, _np_client_update(x, y, batch_size, loss='wsm'))
+        output.result[0].update,
+        _np_client_update(x, SKEWED_LABELS, 2, loss='wsm', mu=mu))
 
+  @pytest.mark.parametrize('batch_size', [3, 8])
+  def test_equal_proportions_give_plain_cross_entropy_update(self, batch_size):
+    # beta_j = 1/C for all j: p_beta = softmax(z), the plain CE gradient.
+    x = _features(len(BALANCED_LABELS), 2)
+    process = _build()
+    output = _run(process, [_dataset(x, BALANCED_LABELS, batch_size)])
+    _assert_update_close(
+        output.result[0].update,
+        _np_client_update(x, BALANCED_LABELS, batch_size, loss='plain'))
 
-def test_update_of_zero_proportion_class_bias_is_zero():
-  # No example of class 3 and beta_3 = 0: p_beta_3 = 0 and onehot_3 = 0, so
-  # column 3 never moves.
-  process = _build()
-  output = _run(process, [_dataset(_features(7, 0), SKEWED_LABELS, 3)])
-  np.testing.assert_array_equal(output.result[0].update[0][:, 3], 0.0)
-  np.testing.assert_array_equal(output.result[0].update[1][3], 0.0)
+  def test_learning_rate_comes_from_the_state(self):
+    x = _features(7, 0)
+    process = _build()
+    output = _run(process, [_dataset(x, SKEWED_LABELS, 3)], learning_rate=0.05)
+    _assert_update_close(
+        output.result[0].update,
+        _np_client_update(x, SKEWED_LABELS, 3, loss='wsm', learning_rate=0.05))
 
+  def test_reported_loss_is_plain_cross_entropy(self):
+    # The model's loss metric: example-weighted mean of each batch's plain CE,
+    # evaluated at the weights before that batch's step (WSM training path).
+    x, labels, batch_size = _features(7, 0), SKEWED_LABELS, 3
+    beta = _np_class_proportions(labels)
+    kernel, bias = KERNEL0.astype(np.float64), BIAS0.astype(np.float64)
+    loss_sum = 0.0
+    for start in range(0, len(labels), batch_size):
+      xb = x[start:start + batch_size].astype(np.float64)
+      yb = labels[start:start + batch_size]
+      z = xb @ kernel + bias
+      loss_sum += -np.log(_np_softmax(z)[np.arange(len(yb)), yb]).sum()
+      g = _np_reweighted_softmax(z, beta) - np.eye(NUM_CLASSES)[yb]
+      kernel -= LEARNING_RATE * xb.T @ g / len(xb)
+      bias -= LEARNING_RATE * g.sum(axis=0) / len(xb)
+    process = _build()
+    output = _run(process, [_dataset(x, labels, batch_size)])
+    train = output.measurements['train']
+    assert train['loss'] == pytest.approx(loss_sum / len(labels), abs=1e-5)
+    assert train['num_examples'] == len(labels)
 
-@pytest.mark.parametrize('weighting,expected', [(NUM_EXAMPLES, 7.0),
-                                                (UNIFORM, 1.0)])
-def test_client_weight(weighting, expected):
-  process = _build(client_weighting=weighting)
-  output = _run(process, [_dataset(_features(7, 0), SKEWED_LABELS, 3)])
-  assert output.result[0].update_weight == pytest.approx(expected)
+  @pytest.mark.parametrize('weighting', [NUM_EXAMPLES, UNIFORM])
+  def test_empty_dataset_gives_zero_update_and_zero_weight(self, weighting):
+    process = _build(client_weighting=weighting)
+    full = _dataset(_features(7, 0), SKEWED_LABELS, 3)
+    output = _run(process, [full.take(0), full])
+    empty = output.result[0]
+    assert empty.update_weight == 0.0
+    np.testing.assert_array_equal(empty.update[0], np.zeros_like(KERNEL0))
+    np.testing.assert_array_equal(empty.update[1], np.zeros_like(BIAS0))
 
+  def test_scheduled_client_work_sets_the_learning_rate(self):
+    # build_scheduled_client_work (fed_win) sets hparams['learning_rate'] = 0.05
+    # for round 1.
+    x = _features(7, 0)
+    process = fed_win.build_scheduled_client_work(
+        _build(), lambda round_num: tf.constant(0.05))
+    output = process.next(
+        process.initialize(), [_initial_weights()],
+        [_dataset(x, SKEWED_LABELS, 3)])
+    _assert_update_close(
+        output.result[0].update,
+        _np_client_update(x, SKEWED_LABELS, 3, loss='wsm', learning_rate=0.05))
 
-@pytest.mark.parametrize('mu', [0.5, 2.0])
-def test_proximal_update_matches_numpy(mu):
-  x = _features(7, 0)
-  process = _build(proximal_strength=mu)
-  output = _run(process, [_dataset(x, SKEWED_LABELS, 2)])
-  _assert_update_close(
-      output.result[0].update,
-      _np_client_update(x, SKEWED_LABELS, 2, loss='wsm', mu=mu))
-
-
-@pytest.mark.parametrize('batch_size', [3, 8])
-def test_equal_proportions_give_plain_cross_entropy_update(batch_size):
-  # beta_j = 1/C for all j: p_beta = softmax(z), the plain CE gradient.
-  x = _features(len(BALANCED_LABELS), 2)
-  process = _build()
-  output = _run(process, [_dataset(x, BALANCED_LABELS, batch_size)])
-  _assert_update_close(
-      output.result[0].update,
-      _np_client_update(x, BALANCED_LABELS, batch_size, loss='plain'))
-
-
-def test_learning_rate_comes_from_the_state():
-  x = _features(7, 0)
-  process = _build()
-  output = _run(process, [_dataset(x, SKEWED_LABELS, 3)], learning_rate=0.05)
-  _assert_update_close(
-      output.result[0].update,
-      _np_client_update(x, SKEWED_LABELS, 3, loss='wsm', learning_rate=0.05))
-
-
-def test_reported_loss_is_plain_cross_entropy():
-  # The model's loss metric: example-weighted mean of each batch's plain CE,
-  # evaluated at the weights before that batch's step (WSM training path).
-  x, labels, batch_size = _features(7, 0), SKEWED_LABELS, 3
-  beta = _np_class_proportions(labels)
-  kernel, bias = KERNEL0.astype(np.float64), BIAS0.astype(np.float64)
-  loss_sum = 0.0
-  for start in range(0, len(labels), batch_size):
-    xb = x[start:start + batch_size].astype(np.float64)
-    yb = labels[start:start + batch_size]
-    z = xb @ kernel + bias
-    loss_sum += -np.log(_np_softmax(z)[np.arange(len(yb)), yb]).sum()
-    g = _np_reweighted_softmax(z, beta) - np.eye(NUM_CLASSES)[yb]
-    kernel -= LEARNING_RATE * xb.T @ g / len(xb)
-    bias -= LEARNING_RATE * g.sum(axis=0) / len(xb)
-  process = _build()
-  output = _run(process, [_dataset(x, labels, batch_size)])
-  train = output.measurements['train']
-  assert train['loss'] == pytest.approx(loss_sum / len(labels), abs=1e-5)
-  assert train['num_examples'] == len(labels)
-
-
-@pytest.mark.parametrize('weighting', [NUM_EXAMPLES, UNIFORM])
-def test_empty_dataset_gives_zero_update_and_zero_weight(weighting):
-  process = _build(client_weighting=weighting)
-  full = _dataset(_features(7, 0), SKEWED_LABELS, 3)
-  output = _run(process, [full.take(0), full])
-  empty = output.result[0]
-  assert empty.update_weight == 0.0
-  np.testing.assert_array_equal(empty.update[0], np.zeros_like(KERNEL0))
-  np.testing.assert_array_equal(empty.update[1], np.zeros_like(BIAS0))
-
-
-def test_scheduled_client_work_sets_the_learning_rate():
-  # build_scheduled_client_work (fed_win) sets hparams['learning_rate'] = 0.05
-  # for round 1.
-  x = _features(7, 0)
-  process = fed_win.build_scheduled_client_work(
-      _build(), lambda round_num: tf.constant(0.05))
-  output = process.next(
-      process.initialize(), [_initial_weights()],
-      [_dataset(x, SKEWED_LABELS, 3)])
-  _assert_update_close(
-      output.result[0].update,
-      _np_client_update(x, SKEWED_LABELS, 3, loss='wsm', learning_rate=0.05))
-
-
-@pytest.mark.parametrize('bad_label', [-1, NUM_CLASSES])
-def test_out_of_range_label_raises_the_wsm_error(bad_label):
-  labels = SKEWED_LABELS.copy()
-  labels[4] = bad_label
-  process = _build()
-  # The worker reports the failed TF assertion (a gRPC error in the remote
-  # execution context), with the WSM message.
-  with pytest.raises(
-      Exception, match=f'WSM labels are out of range.*num_classes = '
-                       f'{NUM_CLASSES}'):
-    _run(process, [_dataset(_features(7, 0), labels, 3)])
-
-
-@pytest.mark.parametrize(
-    'kwargs,error',
-    [
-        (dict(num_classes=0), ValueError),
-        (dict(num_classes=NUM_CLASSES, proximal_strength=-0.1), ValueError),
-        (dict(num_classes=NUM_CLASSES, client_weighting='num_examples'),
-         TypeError),
-        (dict(num_classes=NUM_CLASSES, label_key='label'), KeyError),
-    ],
-    ids=['num_classes', 'proximal_strength', 'client_weighting', 'label_key'],
-)
-def test_invalid_arguments_raise(kwargs, error):
-  with pytest.raises(error):
-    wsm_client_work.build_wsm_client_work(
-        _make_model_fn(), tff.learning.optimizers.build_sgdm(0.1), **kwargs)
+  @pytest.mark.parametrize('bad_label', [-1, NUM_CLASSES])
+  def test_out_of_range_label_raises_the_wsm_error(self, bad_label):
+    labels = SKEWED_LABELS.copy()
+    labels[4] = bad_label
+    process = _build()
+    # The worker reports the failed TF assertion (a gRPC error in the remote
+    # execution context), with the WSM message.
+    with pytest.raises(
+        Exception, match=f'WSM labels are out of range.*num_classes = '
+                         f'{NUM_CLASSES}'):
+      _run(process, [_dataset(_features(7, 0), labels, 3)])

@@ -1,31 +1,16 @@
-"""Re-weighted softmax (WSM) cross-entropy, Legate et al. (DESIGN.md sec. 2.2).
+"""The re-weighted softmax (WSM) cross-entropy (docs/design.md sec. 2).
 
-Paper: "Re-weighted softmax cross-entropy to control forgetting in federated
-learning" (/work/shared/papers/wsm_reweighted_softmax.md). A client with class
-proportions `beta_c = n_c / n` over its local training data minimizes, per
-example `(x, y)` with logits `z = f_w(x)`,
-
-  l(z, y) = -log(beta_y e^{z_y} / sum_c beta_c e^{z_c})
-          = -log softmax(z + log(beta))_y,
-
-the sparse softmax cross-entropy of the shifted logits `z + log(beta)`. It
-differs from the per-example term of the paper's Eq. 4,
-`-(z_y - log sum_c beta_c e^{z_c})`, only by the constant `-log(beta_y)`, so
-its gradient with respect to the logits is that of Eq. 4:
-
-  dl/dz_j = beta_j e^{z_j} / sum_c beta_c e^{z_c} - [j == y].
-
-Unlike Eq. 4 it is a proper cross-entropy: non-negative, and 0 for a client
-holding a single class. Classes with `beta_c = 0` drop out of the softmax
-denominator; they are masked with a large negative finite log-proportion, never
-`-inf`, so no NaN or inf appears. Evaluation uses the plain cross-entropy of
-Eq. 2 on the raw logits.
+`wsm_cross_entropy` is the per-example client training loss of Legate et al.,
+Eq. 4 (up to a per-example constant); `class_proportions_from_dataset` counts
+the client's class proportions beta it needs. Evaluation uses plain
+cross-entropy.
 """
 
-import collections.abc
 from typing import Union
 
 import tensorflow as tf
+
+from tff_fedwin.losses import labels as labels_lib
 
 # Stands in for log(0) = -inf for classes absent from a client. Shifted logits
 # of masked classes are then about 1e9 below those of present classes (for
@@ -101,8 +86,15 @@ def wsm_cross_entropy(
 ) -> tf.Tensor:
   """Per-example WSM cross-entropy `-log softmax(logits + log(beta))[labels]`.
 
-  Implements the re-weighted softmax loss of the paper's Eq. 4 (up to the
-  per-example constant `-log(beta_y)`, see the module docstring), with
+  With `z` the logits and `beta` the class proportions,
+
+    l(z, y) = -log(beta_y e^{z_y} / sum_c beta_c e^{z_c})
+            = -log softmax(z + log(beta))_y,
+
+  the re-weighted softmax loss of the paper's Eq. 4 up to the per-example
+  constant `-log(beta_y)`, so with the same gradient
+  `dl/dz_j = beta_j e^{z_j} / sum_c beta_c e^{z_c} - [j == y]`; unlike Eq. 4
+  it is non-negative (docs/design.md sec. 2). Computed with
   `tf.nn.sparse_softmax_cross_entropy_with_logits` for numerical stability.
   Classes with proportion 0 contribute nothing to the softmax denominator and
   receive an exactly-0 gradient; the result is finite for any finite logits of
@@ -151,19 +143,13 @@ def wsm_cross_entropy(
   )
 
 
-def _labels_of(element, label_key: str) -> tf.Tensor:
-  if isinstance(element, collections.abc.Mapping):
-    return element[label_key]
-  return element[1]
-
-
 def class_proportions_from_dataset(
     dataset: tf.data.Dataset, num_classes: int, label_key: str = 'y'
 ) -> tf.Tensor:
   """Client class proportions `beta_c = n_c / n` (paper Eq. 4), in one pass.
 
   Uses `dataset.reduce`, so it also runs inside a `tf.function` or a TFF
-  client computation (DESIGN.md sec. 2.2: computed once per round, before
+  client computation (docs/design.md sec. 2: computed once per round, before
   local training).
 
   Args:
@@ -185,24 +171,10 @@ def class_proportions_from_dataset(
     tf.errors.InvalidArgumentError: If a label is outside `[0, num_classes)`,
       with the same message as `wsm_cross_entropy`.
   """
-  spec = dataset.element_spec
-  if isinstance(spec, collections.abc.Mapping):
-    if label_key not in spec:
-      raise KeyError(
-          f'Dataset elements have no label key {label_key!r}; keys: '
-          f'{sorted(spec)}.'
-      )
-  elif not (isinstance(spec, (tuple, list)) and len(spec) >= 2):
-    raise TypeError(
-        'Dataset elements must be mappings with the labels under '
-        f'{label_key!r} or (x, y) tuples; got element_spec {spec}.'
-    )
-  label_spec = _labels_of(spec, label_key)
-  if not label_spec.dtype.is_integer:
-    raise TypeError(f'Labels must be integers; got {label_spec.dtype}.')
+  labels_lib.integer_label_spec(dataset.element_spec, label_key)
 
   def add_batch(counts, element):
-    labels = tf.reshape(_labels_of(element, label_key), [-1])
+    labels = tf.reshape(labels_lib.batch_labels(element, label_key), [-1])
     labels = _check_labels_in_range(labels, num_classes)
     return counts + tf.math.bincount(
         tf.cast(labels, tf.int32),

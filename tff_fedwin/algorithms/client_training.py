@@ -1,0 +1,364 @@
+"""One client's local training in FedJAX's shape: init, step, final.
+
+`build_client_training` returns three small `tf.function`s on one model:
+`client_init` loads the received weights (and counts the class proportions
+for the WSM loss), `client_step` takes one gradient step on a batch and
+`client_final` reads out the model delta and the counters. FedAvg, FedProx,
+WSM and SCAFFOLD clients differ only in the gradient transform and the
+optimizer step they plug in.
+"""
+
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple, Optional
+
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_fedwin import checks
+from tff_fedwin.losses import labels as labels_lib
+from tff_fedwin.losses import wsm
+
+CLIENT_LOSSES = ('ce', 'wsm')
+
+# (gradients, trainable weights, step_input) -> gradients.
+GradientTransform = Callable[[Any, Any, Any], Any]
+
+
+class ClientStepState(NamedTuple):
+  """What the loop over a client's batches carries (FedJAX's step state).
+
+  Attributes:
+    optimizer_state: The optimizer step's state (`()` for plain SGD).
+    step_input: What the gradient transform reads, constant over the loop:
+      w_global (trainable) for FedProx, c - c_i for SCAFFOLD, `()` without a
+      transform; kept flat, as a tuple (a `tf.data` loop state would stack
+      a list).
+    class_proportions: beta, float32 [num_classes], for `'wsm'`; `()` for
+      `'ce'`.
+    num_examples: int64, examples processed.
+    num_steps: int64, batches processed (K).
+    loss_sum: float32, sum over batches of the model's own batch loss times
+      the batch size (0 if the model reports no loss).
+  """
+
+  optimizer_state: Any
+  step_input: Any
+  class_proportions: Any
+  num_examples: Any
+  num_steps: Any
+  loss_sum: Any
+
+
+class ClientOutput(NamedTuple):
+  """What `client_final` reads out.
+
+  Attributes:
+    model_delta: w_global - w_trained on the trainable weights (TFF's sign).
+    all_finite: bool scalar, whether every entry of `model_delta` is finite.
+    num_examples: int64, examples processed.
+    num_steps: int64, batches processed.
+    loss_sum: float32, see `ClientStepState`.
+  """
+
+  model_delta: Any
+  all_finite: Any
+  num_examples: Any
+  num_steps: Any
+  loss_sum: Any
+
+
+class OptimizerStep(NamedTuple):
+  """How `client_step` moves the weights given the (transformed) gradients.
+
+  Attributes:
+    initialize: `(trainable_specs, hparams) -> optimizer_state`, with
+      `trainable_specs` a tuple of `tf.TensorSpec`s and `hparams` the
+      optimizer's hyperparameters or `None`.
+    next: `(optimizer_state, trainable, gradients) -> (optimizer_state,
+      new_trainable)` on tuples of tensors (variables are read).
+  """
+
+  initialize: Callable[[Any, Any], Any]
+  next: Callable[[Any, Any, Any], tuple[Any, Any]]
+
+
+class ClientTraining(NamedTuple):
+  """The parts returned by `build_client_training` (see there)."""
+
+  model: tff.learning.models.VariableModel
+  model_weights: tff.learning.models.ModelWeights
+  client_init: Callable[..., ClientStepState]
+  client_step: Callable[[ClientStepState, Any], ClientStepState]
+  client_final: Callable[[Any, ClientStepState], ClientOutput]
+
+
+def tff_optimizer_step(
+    optimizer: tff.learning.optimizers.Optimizer,
+) -> OptimizerStep:
+  """A step of a `tff.learning.optimizers.Optimizer` (model-delta clients)."""
+
+  def initialize(trainable_specs, hparams):
+    state = optimizer.initialize(trainable_specs)
+    if hparams is not None:
+      state = optimizer.set_hparams(state, hparams)
+    return state
+
+  return OptimizerStep(initialize=initialize, next=optimizer.next)
+
+
+def sgd_step(learning_rate: float) -> OptimizerStep:
+  """Plain SGD without state: `w <- w - lr * g` (SCAFFOLD's client step)."""
+
+  def next_fn(state, trainable, gradients):
+    new_trainable = tuple(
+        w - tf.cast(learning_rate, w.dtype) * g
+        for w, g in zip(trainable, gradients)
+    )
+    return state, new_trainable
+
+  return OptimizerStep(initialize=lambda specs, hparams: (), next=next_fn)
+
+
+def proximal_gradient(proximal_strength: float) -> GradientTransform:
+  """`g + mu (w - w_global)`: adds the gradient of (mu/2)||w - w_global||^2.
+
+  The FedProx term (Li et al. 2020, Eq. 2); `step_input` is w_global's
+  trainable weights.
+
+  Args:
+    proximal_strength: mu >= 0.
+
+  Returns:
+    A `GradientTransform`.
+  """
+
+  def transform(gradients, trainable, initial_trainable):
+    return tf.nest.map_structure(
+        lambda g, v, v0: g + tf.cast(proximal_strength, v.dtype) * (
+            v - tf.cast(v0, v.dtype)),
+        gradients, trainable, initial_trainable)
+
+  return transform
+
+
+def control_variate_correction(gradients, trainable, correction):
+  """`g + (c - c_i)`: SCAFFOLD's corrected gradient (Alg. 1, line 10).
+
+  A `GradientTransform` whose `step_input` is the correction c - c_i.
+  """
+  del trainable  # Unused.
+  return tf.nest.map_structure(tf.add, gradients, correction)
+
+
+def zero_all_if_any_non_finite(structure: Any, all_finite: Any) -> Any:
+  """`structure` if `all_finite`, else zeros of its shape (TFF's rule)."""
+  return tf.nest.map_structure(
+      lambda t: tf.where(all_finite, t, tf.zeros_like(t)), structure)
+
+
+def _all_finite(structure: Any) -> tf.Tensor:
+  flat = tf.nest.flatten(structure)
+  if not flat:
+    return tf.constant(True)
+  return functools.reduce(
+      tf.logical_and, [tf.reduce_all(tf.math.is_finite(t)) for t in flat])
+
+
+def _batch_size(output: Any) -> tf.Tensor:
+  """`output.num_examples`, else the predictions' batch dimension (int64)."""
+  if output.num_examples is None:
+    return tf.shape(output.predictions, out_type=tf.int64)[0]
+  return tf.cast(output.num_examples, tf.int64)
+
+
+def check_client_loss(client_loss: Any, num_classes: Any) -> None:
+  """Raises ValueError naming `client_loss` or `num_classes` if bad."""
+  checks.check_choice('client_loss', client_loss, CLIENT_LOSSES)
+  if client_loss == 'wsm' and num_classes is None:
+    raise ValueError(
+        "`num_classes` is required with client_loss='wsm' (the length of the "
+        'class proportions beta).')
+  if client_loss == 'wsm':
+    checks.check_int('num_classes', num_classes, minimum=1)
+
+
+def _batch_loss_fn(client_loss: str, label_key: str) -> Callable[..., Any]:
+  """`(output, batch, class_proportions) -> loss`: the training batch loss."""
+
+  def model_loss(output, batch, class_proportions):
+    del batch, class_proportions  # Unused.
+    return output.loss
+
+  def wsm_loss(output, batch, class_proportions):
+    return tf.reduce_mean(wsm.wsm_cross_entropy(
+        labels_lib.batch_labels(batch, label_key), output.predictions,
+        class_proportions))
+
+  return wsm_loss if client_loss == 'wsm' else model_loss
+
+
+def _build_client_init(model_weights, optimizer_step, *, num_classes,
+                       label_key):
+  """`client_init`; counts class proportions iff `num_classes` is set."""
+
+  @tf.function
+  def client_init(initial_weights, dataset, step_input=(),
+                  optimizer_hparams=None):
+    tf.nest.map_structure(
+        lambda v, t: v.assign(t), model_weights, initial_weights)
+    class_proportions = ()
+    if num_classes is not None:
+      class_proportions = wsm.class_proportions_from_dataset(
+          dataset, num_classes, label_key)
+    specs = tuple(tf.TensorSpec(v.shape, v.dtype)
+                  for v in tf.nest.flatten(model_weights.trainable))
+    return ClientStepState(
+        optimizer_state=optimizer_step.initialize(specs, optimizer_hparams),
+        step_input=tuple(tf.nest.flatten(step_input)),
+        class_proportions=class_proportions,
+        num_examples=tf.constant(0, tf.int64),
+        num_steps=tf.constant(0, tf.int64),
+        loss_sum=tf.constant(0.0, tf.float32),
+    )
+
+  return client_init
+
+
+def _build_client_step(model, trainable, optimizer_step, *, batch_loss,
+                       gradient_transform):
+  """`client_step`: one optimizer step on the batch's (transformed) gradient."""
+
+  @tf.function
+  def client_step(step_state, batch):
+    with tf.GradientTape() as tape:
+      output = model.forward_pass(batch, training=True)
+      loss = batch_loss(output, batch, step_state.class_proportions)
+    gradients = tape.gradient(loss, trainable)
+    gradients = tf.nest.map_structure(
+        lambda g, v: tf.zeros_like(v) if g is None else g, gradients,
+        trainable)
+    if gradient_transform is not None:
+      step_input = tf.nest.pack_sequence_as(trainable, step_state.step_input)
+      gradients = gradient_transform(gradients, trainable, step_input)
+    optimizer_state, new_trainable = optimizer_step.next(
+        step_state.optimizer_state, tuple(tf.nest.flatten(trainable)),
+        tuple(tf.nest.flatten(gradients)))
+    for variable, value in zip(tf.nest.flatten(trainable), new_trainable):
+      variable.assign(value)
+    batch_size = _batch_size(output)
+    loss_sum = step_state.loss_sum
+    if output.loss is not None:
+      loss_sum += tf.cast(output.loss, tf.float32) * tf.cast(
+          batch_size, tf.float32)
+    return step_state._replace(
+        optimizer_state=optimizer_state,
+        num_examples=step_state.num_examples + batch_size,
+        num_steps=step_state.num_steps + 1,
+        loss_sum=loss_sum,
+    )
+
+  return client_step
+
+
+def _build_client_final(trainable):
+  """`client_final`: the delta `initial - trained` and the counters."""
+
+  @tf.function
+  def client_final(initial_trainable, step_state):
+    model_delta = tf.nest.map_structure(
+        tf.subtract, initial_trainable, trainable)
+    return ClientOutput(
+        model_delta=model_delta,
+        all_finite=_all_finite(model_delta),
+        num_examples=step_state.num_examples,
+        num_steps=step_state.num_steps,
+        loss_sum=step_state.loss_sum,
+    )
+
+  return client_final
+
+
+def build_client_training(
+    model: tff.learning.models.VariableModel,
+    *,
+    optimizer_step: OptimizerStep,
+    client_loss: str = 'ce',
+    num_classes: Optional[int] = None,
+    label_key: str = labels_lib.DEFAULT_LABEL_KEY,
+    gradient_transform: Optional[GradientTransform] = None,
+) -> ClientTraining:
+  """Builds `client_init`, `client_step` and `client_final` on `model`.
+
+  Call inside the graph that runs them (a `tff.tensorflow.computation`), or
+  eagerly in tests. With w the model's trainable weights, each batch b takes
+  one step of `optimizer_step` with the gradient
+
+    g = transform(grad_w L_b(w), w, step_input),
+
+  L_b the model's own loss for `'ce'`, or for `'wsm'` the batch mean of
+  `tff_fedwin.losses.wsm_cross_entropy(labels, logits, beta)` (docs/design.md
+  sec. 2) with beta the client's class proportions. A gradient the tape does
+  not produce (a weight that does not reach the loss) is 0. The model's
+  metrics are updated by its own forward pass, whatever the training loss.
+
+  * `client_init(initial_weights, dataset, step_input=(),
+    optimizer_hparams=None) -> ClientStepState`: assigns `initial_weights`
+    (a `ModelWeights`), counts beta over `dataset` for `'wsm'` (one pass),
+    initializes the optimizer state, zeroes the counters.
+  * `client_step(step_state, batch) -> ClientStepState`: one step.
+  * `client_final(initial_trainable, step_state) -> ClientOutput`: the
+    delta `initial_trainable - w` and whether it is finite.
+
+  Args:
+    model: A `tff.learning.models.VariableModel`; for `'wsm'` its
+      `forward_pass(batch).predictions` must be logits [batch, num_classes].
+    optimizer_step: An `OptimizerStep`, e.g. `tff_optimizer_step(optimizer)`
+      or `sgd_step(learning_rate)`.
+    client_loss: One of `CLIENT_LOSSES`.
+    num_classes: The number of classes C >= 1; required for `'wsm'`.
+    label_key: The labels' key in mapping batches (else `batch[1]`).
+    gradient_transform: A `GradientTransform` or `None` (the plain gradient),
+      e.g. `proximal_gradient(mu)` or `control_variate_correction`.
+
+  Returns:
+    A `ClientTraining`.
+
+  Raises:
+    ValueError: If `client_loss` is not one of `CLIENT_LOSSES`, or `'wsm'`
+      lacks an integer `num_classes` >= 1.
+  """
+  check_client_loss(client_loss, num_classes)
+  model_weights = tff.learning.models.ModelWeights.from_model(model)
+  num_classes = num_classes if client_loss == 'wsm' else None
+  return ClientTraining(
+      model=model,
+      model_weights=model_weights,
+      client_init=_build_client_init(
+          model_weights, optimizer_step, num_classes=num_classes,
+          label_key=label_key),
+      client_step=_build_client_step(
+          model, model_weights.trainable, optimizer_step,
+          batch_loss=_batch_loss_fn(client_loss, label_key),
+          gradient_transform=gradient_transform),
+      client_final=_build_client_final(model_weights.trainable),
+  )
+
+
+def run_client_loop(
+    client_step: Callable[[ClientStepState, Any], ClientStepState],
+    step_state: ClientStepState,
+    dataset: tf.data.Dataset,
+    loop_implementation: tff.learning.LoopImplementation = (
+        tff.learning.LoopImplementation.DATASET_REDUCE),
+) -> ClientStepState:
+  """Runs `client_step` over the batches of `dataset`, in order.
+
+  Call inside a `tf.function`. `DATASET_REDUCE` uses `dataset.reduce`,
+  `DATASET_ITERATOR` a loop over `iter(dataset)` (as TFF's loop builder).
+  """
+  if loop_implementation == tff.learning.LoopImplementation.DATASET_REDUCE:
+    return dataset.reduce(step_state, client_step)
+  for batch in iter(dataset):
+    step_state = client_step(step_state, batch)
+  return step_state

@@ -1,0 +1,66 @@
+"""Argument checks of `build_scaffold`: each error names the argument."""
+
+import numbers
+from typing import Any
+
+import tensorflow as tf
+
+from tff_fedwin import checks
+from tff_fedwin.aggregators import window_math
+from tff_fedwin.algorithms.scaffold import client
+from tff_fedwin.losses import labels as labels_lib
+
+
+def check_rates_and_clients(
+    *, client_learning_rate: Any, server_learning_rate: Any,
+    total_clients: Any) -> int:
+  """Checks the positive learning rates and N; returns `int(total_clients)`."""
+  checks.check_number(
+      'client_learning_rate', client_learning_rate, positive=True)
+  checks.check_number(
+      'server_learning_rate', server_learning_rate, positive=True)
+  return checks.check_int('total_clients', total_clients, minimum=1)
+
+
+def check_window_args(
+    window_size: Any, window_mode: Any, window_start_round: Any
+) -> None:
+  """Raises TypeError (not an int) or ValueError naming the bad argument."""
+  checks.check_choice('window_mode', window_mode, window_math.MODES)
+  for name, value, minimum in (
+      ('window_size', window_size, 1),
+      ('window_start_round', window_start_round, 0),
+  ):
+    if name == 'window_size' and value is None:
+      continue
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+      raise TypeError(
+          f'`{name}` must be an int >= {minimum}'
+          + (' or None' if name == 'window_size' else '')
+          + f', got {value!r} of type {type(value).__name__}.'
+      )
+    checks.check_int(name, value, minimum=minimum)
+
+
+def check_model(model_fn: Any) -> None:
+  """Raises ValueError unless `model_fn` builds a float-weight model."""
+  if not callable(model_fn):
+    raise ValueError('`model_fn` must be a no-arg callable.')
+  for spec in tf.nest.flatten(client.model_weights_specs(model_fn)):
+    if not spec.dtype.is_floating:
+      raise ValueError(
+          '`model_fn` must build a model with floating-point weights; found '
+          f'a weight of dtype {spec.dtype.name}.'
+      )
+
+
+def check_wsm_labels(input_spec: Any) -> None:
+  """Raises ValueError unless WSM finds integer labels in `input_spec`."""
+  try:
+    labels_lib.integer_label_spec(input_spec, client.LABEL_KEY)
+  except (KeyError, TypeError) as error:
+    raise ValueError(
+        f"client_loss='wsm' needs integer class labels under "
+        f"{client.LABEL_KEY!r} or at index 1 of (x, y) batches; the model's "
+        f'input_spec is {input_spec}: {error.args[0]}'
+    ) from error

@@ -1,0 +1,163 @@
+"""The SCAFFOLD client: corrected local SGD, the option-II control variate."""
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_fedwin.algorithms import client_training
+from tff_fedwin.algorithms.scaffold import types
+
+ModelFn = Callable[[], tff.learning.models.VariableModel]
+
+CLIENT_LOSSES = client_training.CLIENT_LOSSES
+# Where WSM reads the labels of a mapping batch (tuple batches: element 1).
+LABEL_KEY = 'y'
+
+
+def model_weights_specs(model_fn: ModelFn) -> tff.learning.models.ModelWeights:
+  """The `tf.TensorSpec`s of the model's weights, built in a throwaway graph.
+
+  Raises:
+    ValueError: If `model_fn` does not build a `VariableModel`.
+  """
+  with tf.Graph().as_default():
+    model = model_fn()
+    if not isinstance(model, tff.learning.models.VariableModel):
+      raise ValueError(
+          '`model_fn` must return a `tff.learning.models.VariableModel`, got '
+          f'{type(model).__name__}.'
+      )
+    weights = tff.learning.models.ModelWeights.from_model(model)
+    return tf.nest.map_structure(
+        lambda v: tf.TensorSpec(v.shape, v.dtype), weights
+    )
+
+
+def initial_client_state(model_fn: ModelFn) -> types.ScaffoldClientState:
+  """The initial state of every client: c_i = 0, as numpy arrays.
+
+  Args:
+    model_fn: A no-arg callable returning a `tff.learning.models.VariableModel`.
+
+  Returns:
+    A `ScaffoldClientState` whose `control_variate` holds numpy zeros with the
+    structure, shapes and dtypes of the model's trainable weights (the
+    template of a `tff_fedwin.training.ClientStateStore`).
+  """
+  specs = model_weights_specs(model_fn)
+  return types.ScaffoldClientState(
+      control_variate=tf.nest.map_structure(
+          lambda s: np.zeros(s.shape, s.dtype.as_numpy_dtype), specs.trainable
+      )
+  )
+
+
+@tf.function
+def option_ii_control_variate(
+    client_control_variate: Any,
+    server_control_variate: Any,
+    model_delta: Any,
+    num_steps: tf.Tensor,
+    learning_rate: float,
+) -> Any:
+  """`c_i+ = c_i - c + (x - y) / (K lr)` (Karimireddy et al., Alg. 1 l. 12, II).
+
+  Args:
+    client_control_variate: c_i.
+    server_control_variate: c, same structure.
+    model_delta: x - y, same structure.
+    num_steps: K, int64; for K = 0 the result is c_i.
+    learning_rate: The client learning rate lr.
+
+  Returns:
+    c_i+, same structure as c_i.
+  """
+  has_data = num_steps > 0
+
+  def new_control_variate(c_i, c, delta):
+    # divide_no_nan keeps K = 0 finite; tf.where then keeps c_i.
+    scale = tf.cast(num_steps, delta.dtype) * tf.cast(
+        learning_rate, delta.dtype)
+    return tf.where(
+        has_data, c_i - c + tf.math.divide_no_nan(delta, scale), c_i)
+
+  return tf.nest.map_structure(
+      new_control_variate, client_control_variate, server_control_variate,
+      model_delta)
+
+
+def build_scaffold_client_update(
+    model_fn: ModelFn,
+    client_learning_rate: float,
+    *,
+    client_loss: str = 'ce',
+    num_classes: int | None = None,
+) -> Callable[..., tuple[types.ScaffoldClientState,
+                         types.ScaffoldClientResult]]:
+  """Builds the SCAFFOLD client step as a `tf.function` (builds the model).
+
+  Call inside the graph that runs the step (a `tff.tensorflow.computation`),
+  or eagerly in tests. The returned `client_update(initial_weights,
+  server_control_variate, client_state, dataset)` runs Algorithm 1 of
+  Karimireddy et al. (2020), lines 9-13 with option II, on the client-training
+  core: from y = x = `initial_weights`, one step `y <- y - lr (g(y) + c - c_i)`
+  per batch, then `c_i+ = c_i - c + (x - y) / (K lr)` with K the number of
+  batches. It returns `(ScaffoldClientState(c_i+), ScaffoldClientResult)`;
+  for an empty dataset `c_i+ = c_i`, dy = dc = 0 and the client weight is 0.
+
+  g is the gradient of the model's loss (`'ce'`) or of the mean WSM
+  cross-entropy with the client's class proportions (`'wsm'`, docs/design.md
+  sec. 2; labels `batch['y']` or `batch[1]`). `loss_sum` always uses the
+  model's own loss.
+
+  Args:
+    model_fn: A no-arg callable returning a `tff.learning.models.VariableModel`.
+    client_learning_rate: The client learning rate lr.
+    client_loss: One of `CLIENT_LOSSES`.
+    num_classes: The number of classes C; required for `'wsm'`.
+
+  Returns:
+    The client step, a `tf.function`.
+
+  Raises:
+    ValueError: If `client_loss` is not one of `CLIENT_LOSSES`, or `'wsm'` is
+      asked without a positive `num_classes`.
+  """
+  training = client_training.build_client_training(
+      model_fn(),
+      optimizer_step=client_training.sgd_step(client_learning_rate),
+      client_loss=client_loss,
+      num_classes=num_classes,
+      label_key=LABEL_KEY,
+      gradient_transform=client_training.control_variate_correction,
+  )
+
+  @tf.function
+  def client_update(initial_weights, server_control_variate, client_state,
+                    dataset):
+    client_control_variate = client_state.control_variate
+    correction = tf.nest.map_structure(
+        tf.subtract, server_control_variate, client_control_variate)
+    step_state = training.client_init(initial_weights, dataset, correction)
+    step_state = client_training.run_client_loop(
+        training.client_step, step_state, dataset)
+    output = training.client_final(initial_weights.trainable, step_state)
+    new_client_control_variate = option_ii_control_variate(
+        client_control_variate, server_control_variate, output.model_delta,
+        output.num_steps, client_learning_rate)
+    result = types.ScaffoldClientResult(
+        model_delta=tf.nest.map_structure(tf.negative, output.model_delta),
+        control_variate_delta=tf.nest.map_structure(
+            tf.subtract, new_client_control_variate, client_control_variate),
+        non_trainable_weights=tf.nest.map_structure(
+            tf.identity, training.model_weights.non_trainable),
+        client_weight=tf.cast(output.num_steps > 0, tf.float32),
+        num_examples=output.num_examples,
+        loss_sum=output.loss_sum,
+    )
+    return types.ScaffoldClientState(new_client_control_variate), result
+
+  return client_update

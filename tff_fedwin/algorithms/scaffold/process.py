@@ -1,0 +1,235 @@
+"""`build_scaffold`: the SCAFFOLD iterative process with client states."""
+
+from collections.abc import Callable
+
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_fedwin.aggregators import window_math
+from tff_fedwin.aggregators import window_readout
+from tff_fedwin.algorithms import client_training
+from tff_fedwin.algorithms.scaffold import checks
+from tff_fedwin.algorithms.scaffold import client
+from tff_fedwin.algorithms.scaffold import server
+from tff_fedwin.algorithms.scaffold import types
+
+ModelFn = Callable[[], tff.learning.models.VariableModel]
+
+
+class ScaffoldProcess(tff.templates.IterativeProcess):
+  """A `tff.templates.IterativeProcess` with `get_model_weights`.
+
+  TFF's `LearningProcess` cannot return CLIENTS-placed values (the updated
+  client states), so SCAFFOLD is an `IterativeProcess` whose `next` is
+  multi-argument; like `LearningProcess` it carries `get_model_weights`, a
+  `tff.Computation` `(S -> ModelWeights)` on the unplaced server state.
+  """
+
+  def __init__(
+      self,
+      initialize_fn: tff.Computation,
+      next_fn: tff.Computation,
+      get_model_weights_fn: tff.Computation,
+  ):
+    super().__init__(initialize_fn, next_fn, next_is_multi_arg=True)
+    state_type = initialize_fn.type_signature.result.member
+    parameter = get_model_weights_fn.type_signature.parameter
+    if parameter is None or not parameter.is_equivalent_to(state_type):
+      raise TypeError(
+          '`get_model_weights_fn` must take the unplaced server state '
+          f'{state_type}, got {parameter}.')
+    self._get_model_weights_fn = get_model_weights_fn
+
+  @property
+  def get_model_weights(self) -> tff.Computation:
+    """`(S -> ModelWeights)`: the window model, else the global model x."""
+    return self._get_model_weights_fn
+
+
+def model_weights_to_evaluate(
+    state: types.ScaffoldServerState,
+) -> tff.learning.models.ModelWeights:
+  """The model to evaluate, in numpy: the window model, else the global x.
+
+  A plain Python function (no TFF call) on a state returned by
+  `process.initialize()` or `process.next(...)[0]`; the same value as
+  `process.get_model_weights(state)`.
+
+  Args:
+    state: A `ScaffoldServerState`.
+
+  Returns:
+    A `tff.learning.models.ModelWeights` (`tff_fedwin.aggregators.
+    window_or_global_model_weights`): `state.global_model_weights` without a
+    window or while it is not active; in `'evaluate'` mode at active rounds
+    the window model m^t (trainable) with the global model's non-trainable
+    weights.
+
+  Raises:
+    ValueError: If `state` is not a `ScaffoldServerState`.
+  """
+  if not isinstance(state, types.ScaffoldServerState):
+    raise ValueError(
+        f'`state` must be a ScaffoldServerState, got {type(state).__name__}.')
+  return window_readout.window_or_global_model_weights(state)
+
+
+def _initial_state_computation(model_fn, *, window_size, window_mode,
+                               window_start_round) -> tff.Computation:
+  """`( -> S)`: x the model's initial weights, c = 0, round 0, empty window."""
+
+  @tff.tensorflow.computation
+  def initial_server_state_fn():
+    weights = tff.learning.models.ModelWeights.from_model(model_fn())
+    zeros = tf.nest.map_structure(tf.zeros_like, weights.trainable)
+    window = ()
+    if window_size is not None:
+      window = window_math.initial_window(
+          zeros, window_size=window_size, mode=window_mode,
+          start_round=window_start_round, read_every=1)
+    return types.ScaffoldServerState(
+        global_model_weights=weights,
+        control_variate=zeros,
+        round_num=tf.constant(0, tf.int64),
+        window=window,
+    )
+
+  return initial_server_state_fn
+
+
+def _next_computation(model_fn, *, server_state_type, data_type,
+                      client_learning_rate, server_learning_rate,
+                      total_clients, client_loss, num_classes,
+                      with_window) -> tff.Computation:
+  """`next`: broadcast x and c, map the client step, sum, map the server step."""
+  client_state_type = tff.types.to_type(
+      types.ScaffoldClientState(server_state_type.control_variate))
+
+  @tff.tensorflow.computation(
+      server_state_type.global_model_weights,
+      server_state_type.control_variate, client_state_type, data_type)
+  def client_update_fn(initial_weights, server_control_variate, client_state,
+                       dataset):
+    client_update = client.build_scaffold_client_update(
+        model_fn, client_learning_rate, client_loss=client_loss,
+        num_classes=num_classes)
+    new_client_state, result = client_update(
+        initial_weights, server_control_variate, client_state, dataset)
+    return new_client_state, server.round_sums_summand(result)
+
+  @tff.tensorflow.computation(
+      server_state_type, client_update_fn.type_signature.result[1])
+  def server_update_fn(state, sums):
+    return server.next_server_state(
+        state, sums, server_learning_rate=server_learning_rate,
+        total_clients=total_clients, with_window=with_window)
+
+  @tff.federated_computation(
+      tff.FederatedType(server_state_type, tff.SERVER),
+      tff.FederatedType(data_type, tff.CLIENTS),
+      tff.FederatedType(client_state_type, tff.CLIENTS),
+  )
+  def next_fn(state, client_data, client_states):
+    model_weights = tff.federated_broadcast(state.global_model_weights)
+    control_variate = tff.federated_broadcast(state.control_variate)
+    client_outputs = tff.federated_map(
+        client_update_fn,
+        (model_weights, control_variate, client_states, client_data))
+    sums = tff.federated_sum(client_outputs[1])
+    new_state, metrics = tff.federated_map(server_update_fn, (state, sums))
+    return new_state, client_outputs[0], metrics
+
+  return next_fn
+
+
+def build_scaffold(
+    model_fn: ModelFn,
+    *,
+    client_learning_rate: float,
+    server_learning_rate: float = 1.0,
+    total_clients: int,
+    client_loss: str = 'ce',
+    num_classes: int | None = None,
+    window_size: int | None = None,
+    window_mode: str = 'evaluate',
+    window_start_round: int = 0,
+) -> ScaffoldProcess:
+  """Builds SCAFFOLD (Karimireddy et al. 2020, Alg. 1, option II) for TFF.
+
+  Type signatures (docs/design.md sec. 3), S a `ScaffoldServerState`, C a
+  `ScaffoldClientState`, D the model's `input_spec`:
+
+  * `initialize`: `( -> S@SERVER)`, x the model's initial weights, c = 0,
+    `round_num` = 0;
+  * `next`: `(<S@SERVER, {D*}@CLIENTS, {C}@CLIENTS> ->
+    <S@SERVER, {C}@CLIENTS, M@SERVER>)`, the sampled clients' datasets and
+    states in, their updated states out (same order); M holds `train_loss`
+    (the model's own loss, example-weighted, also with `'wsm'`),
+    `num_examples` (int64), `num_clients_with_data` (int32) and, with a
+    window, `window` (`window_fill`, `window_active`, `window_distance`);
+  * `get_model_weights`: `(S -> ModelWeights)`, the window model (else x).
+
+  With `window_size` set, w^t is pushed into `S.window` after the server step
+  and in `'broadcast'` mode x becomes m^t at active rounds (docs/design.md
+  sec. 1). Use `initial_client_state(model_fn)` for c_i = 0.
+
+  Args:
+    model_fn: A no-arg callable returning a new
+      `tff.learning.models.VariableModel` with floating-point weights.
+    client_learning_rate: The client learning rate lr_l, positive.
+    server_learning_rate: The server learning rate lr_g, positive.
+    total_clients: N, the number of clients that may ever be sampled, >= 1.
+    client_loss: `'ce'` (the model's loss) or `'wsm'` (re-weighted softmax
+      with each client's class proportions, docs/design.md sec. 2; logits
+      predictions, integer labels under `'y'` or at index 1).
+    num_classes: The number of classes; required for `'wsm'`.
+    window_size: W >= 1 for a window of the last W global models; `None` for
+      plain SCAFFOLD.
+    window_mode: `'evaluate'` (WiMA) or `'broadcast'` (IMA).
+    window_start_round: The window is active from round
+      max(W, window_start_round) on.
+
+  Returns:
+    A `ScaffoldProcess`.
+
+  Raises:
+    ValueError: If a rate or N is not positive, `client_loss` or
+      `window_mode` is not allowed, `'wsm'` lacks `num_classes` or integer
+      labels, `window_size < 1`, `window_start_round < 0`, or `model_fn` does
+      not build a `VariableModel` with floating-point weights.
+    TypeError: If `window_size` or `window_start_round` is not an int.
+  """
+  total_clients = checks.check_rates_and_clients(
+      client_learning_rate=client_learning_rate,
+      server_learning_rate=server_learning_rate, total_clients=total_clients)
+  client_training.check_client_loss(client_loss, num_classes)
+  checks.check_window_args(window_size, window_mode, window_start_round)
+  checks.check_model(model_fn)
+  with tf.Graph().as_default():
+    input_spec = model_fn().input_spec
+  if client_loss == 'wsm':
+    checks.check_wsm_labels(input_spec)
+  data_type = tff.SequenceType(tff.types.tensorflow_to_type(input_spec))
+  with_window = window_size is not None
+
+  initial_server_state_fn = _initial_state_computation(
+      model_fn, window_size=window_size, window_mode=window_mode,
+      window_start_round=window_start_round)
+
+  @tff.federated_computation
+  def initialize_fn():
+    return tff.federated_eval(initial_server_state_fn, tff.SERVER)
+
+  server_state_type = initial_server_state_fn.type_signature.result
+  next_fn = _next_computation(
+      model_fn, server_state_type=server_state_type, data_type=data_type,
+      client_learning_rate=client_learning_rate,
+      server_learning_rate=server_learning_rate, total_clients=total_clients,
+      client_loss=client_loss, num_classes=num_classes,
+      with_window=with_window)
+
+  @tff.tensorflow.computation(server_state_type)
+  def get_model_weights_fn(state):
+    return server.evaluation_model_weights(state, with_window=with_window)
+
+  return ScaffoldProcess(initialize_fn, next_fn, get_model_weights_fn)

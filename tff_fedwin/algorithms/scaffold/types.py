@@ -1,0 +1,68 @@
+"""The immutable values SCAFFOLD passes around: states, client result, sums."""
+
+from typing import Any, NamedTuple
+
+
+class ScaffoldServerState(NamedTuple):
+  """The SCAFFOLD server state.
+
+  Attributes:
+    global_model_weights: The global model x, a
+      `tff.learning.models.ModelWeights` (trainable and non-trainable).
+    control_variate: The server control variate c, same structure as
+      `global_model_weights.trainable`.
+    round_num: Number of completed rounds, an int64 scalar.
+    window: With a window (`window_size` set), a
+      `tff_fedwin.aggregators.WindowBuffer` of the post-server-step trainable
+      weights w^t; `()` (an empty structure) without a window.
+  """
+
+  global_model_weights: Any
+  control_variate: Any
+  round_num: Any
+  window: Any = ()
+
+
+class ScaffoldClientState(NamedTuple):
+  """The persistent state of one SCAFFOLD client.
+
+  Attributes:
+    control_variate: The client control variate c_i, same structure as the
+      model's trainable weights.
+  """
+
+  control_variate: Any
+
+
+class ScaffoldClientResult(NamedTuple):
+  """What one client's local SCAFFOLD step reports.
+
+  Attributes:
+    model_delta: dy = y - x on the trainable weights (zeros for an empty
+      dataset).
+    control_variate_delta: dc = c_i+ - c_i (zeros for an empty dataset).
+    non_trainable_weights: The client model's final non-trainable weights.
+    client_weight: float32, 1 if the client processed at least one batch, else
+      0.
+    num_examples: int64, number of examples processed.
+    loss_sum: float32, sum over batches of (batch mean loss * batch size).
+  """
+
+  model_delta: Any
+  control_variate_delta: Any
+  non_trainable_weights: Any
+  client_weight: Any
+  num_examples: Any
+  loss_sum: Any
+
+
+class RoundSums(NamedTuple):
+  """The per-client values summed over the sampled clients in one round."""
+
+  weighted_model_delta: Any
+  weighted_non_trainable_weights: Any
+  control_variate_delta: Any
+  client_weight: Any
+  num_examples: Any
+  loss_sum: Any
+  num_clients_with_data: Any
