@@ -1,7 +1,7 @@
 """Tests for tff_fedwin.algorithms.runners: the RoundRunners of our processes.
 
 Each runner runs real `build_fed_win` / `build_scaffold` processes on the
-softmax task of tests/training/softmax_task.py; expected values come from the
+softmax task of tests/softmax_task.py; expected values come from the
 process's own `next` on the same inputs (the runner adds no arithmetic) and
 from numpy means of the global models for the window.
 """
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow_federated as tff
 
-from tests.training import softmax_task as task
+from tests import softmax_task as task
 from tff_fedwin.algorithms import fed_win
 from tff_fedwin.algorithms import runners
 from tff_fedwin.algorithms import scaffold

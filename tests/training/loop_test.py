@@ -1,6 +1,6 @@
 """Tests for tff_fedwin.training.loop.run_training.
 
-The task is tests/training/softmax_task.py. Expected values come from numpy
+The task is tests/softmax_task.py. Expected values come from numpy
 written here: the sampled ids from `np.random.default_rng([seed, t])`, the eval
 metrics from a numpy softmax on the recorded global models, the summary from
 the CSV, the client states from the states the process returned.
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import tensorflow_federated as tff
 
-from tests.training import softmax_task as task
+from tests import softmax_task as task
 from tff_fedwin import training
 from tff_fedwin.algorithms import fed_win
 from tff_fedwin.algorithms import runners

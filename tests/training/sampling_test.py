@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from tests.training import softmax_task as task
+from tests import softmax_task as task
 from tff_fedwin.training import sampling
 
 CLIENT_IDS = task.CLIENT_IDS
