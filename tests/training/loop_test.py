@@ -549,3 +549,19 @@ def test_runner_without_initial_client_state_raises(processes, tmp_path):
   with pytest.raises(ValueError, match='`initial_client_state`'):
     _run(runner, tmp_path)
   assert os.listdir(tmp_path) == []
+
+
+def test_runner_with_client_states_must_return_them(processes, tmp_path):
+
+  class ForgetfulRunner(runners.LearningProcessRunner):
+    """Declares client states but returns none."""
+
+    def initial_client_state(self):
+      return scaffold.initial_client_state(task.model_fn)
+
+    def run_round(self, state, datasets, client_states):
+      assert len(client_states) == 2
+      return super().run_round(state, datasets, None)
+
+  with pytest.raises(ValueError, match='returned no client states'):
+    _run(ForgetfulRunner(processes['fedavg']), tmp_path)

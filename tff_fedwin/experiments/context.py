@@ -1,6 +1,5 @@
 """The TFF execution context of an experiment, from `--workers`."""
 
-import contextlib
 from typing import ContextManager
 
 from tff_fedwin import runtime

@@ -147,6 +147,10 @@ class _Rounds:
     state, new_client_states, train_metrics = self._runner.run_round(
         state, datasets, client_states)
     if self._store is not None:
+      if new_client_states is None:
+        raise ValueError(
+            '`runner.run_round` returned no client states, but the runner '
+            'has an `initial_client_state()`.')
       self._store.update(sampled, list(new_client_states))
     round_time = time.monotonic() - start
     values = metrics_lib.flatten_scalar_metrics(
