@@ -8,7 +8,7 @@ plain global model dashed; x is the round, y the metric on the eval rounds.
       --run_dirs=/tmp/runs/fedavg,/tmp/runs/wima \
       --labels='fedavg,fedavg+WiMA W=10' --output=/tmp/fig1.png
 
-The reading and plotting live in `tff_fedwin.training.plots`.
+The reading and plotting live in `tff_fedwin.reporting.plots`.
 """
 
 import sys
@@ -21,10 +21,11 @@ log_levels.quiet_native_logs(sys.argv)  # Before TensorFlow is imported.
 from absl import app
 from absl import flags
 
-# tff_fedwin.training imports TFF; the runtime releases TFF's default context
-# at exit, so the exit prints no `ServiceManager.__del__` traceback.
+# tff_fedwin.reporting.plots imports TFF (through tff_fedwin.training); the
+# runtime releases TFF's default context at exit, so the exit prints no
+# `ServiceManager.__del__` traceback.
 from tff_fedwin import runtime  # pylint: disable=unused-import
-from tff_fedwin.training import plots
+from tff_fedwin.reporting import plots
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
 _RUN_DIRS = flags.DEFINE_list(

@@ -1,9 +1,9 @@
 r"""Re-runs the paper-claim experiments (scaled to 2 cores) and tabulates them.
 
 Each experiment is a list of named `ExperimentConfig`s; every config runs for
-each seed through `tff_fedwin.training.run_experiment` (resuming if its output
-exists, skipping it if its summary.json exists), and the table reports, per
-config, the mean +- std over seeds of the last-N-eval-round mean accuracy of
+each seed through `tff_fedwin.experiments.run_experiment` (resuming if its
+output exists, skipping it if its summary.json exists), and the table reports,
+per config, the mean +- std over seeds of the last-N-eval-round mean accuracy of
 the window model and of the global model, of their per-seed difference, of
 the smoothness (std of the accuracy over those eval rounds), and the round +
 eval time summed over seeds. Evaluate-mode windows leave training unchanged,
@@ -29,8 +29,8 @@ from absl import flags
 import attrs
 import numpy as np
 
-from tff_fedwin.training import experiment
-from tff_fedwin.training import plots
+from tff_fedwin import experiments
+from tff_fedwin.reporting import plots
 
 _EXPERIMENTS = flags.DEFINE_list(
     'experiments', ['mnist_wima', 'mnist_window_sweep', 'ima', 'wsm',
@@ -50,7 +50,7 @@ _PLOT_DIR = flags.DEFINE_string(
     'over seeds, window solid and global dashed) here (empty: do not).')
 
 # 100 clients, 10% participation, label skew (the papers' structure).
-_BASE = experiment.ExperimentConfig(
+_BASE = experiments.ExperimentConfig(
     task='mnist', num_clients=100, clients_per_round=10, client_epochs=1,
     client_batch_size=20, client_learning_rate=0.05, rounds_per_eval=2,
     rounds_per_checkpoint=10, summary_last_n=10)
@@ -58,13 +58,13 @@ _BASE = experiment.ExperimentConfig(
 
 def _experiments(
     total_rounds: Optional[int] = None,
-) -> dict[str, dict[str, experiment.ExperimentConfig]]:
+) -> dict[str, dict[str, experiments.ExperimentConfig]]:
   """{experiment: {row label: config}}; `total_rounds` overrides the defaults.
 
   Rounds are scaled to 2 cores: 40 per run (~1.6 min for MNIST), 120 for the
   window sweep so that W=100 is active over the whole summary span (the
-  window model is the global model before round W, DESIGN.md 2.1), 100 for
-  Shakespeare (~3 s per round, eval every 5 rounds).
+  window model is the global model before round W, docs/design.md sec. 1),
+  100 for Shakespeare (~3 s per round, eval every 5 rounds).
   """
   rounds = lambda default: total_rounds or default
   base = attrs.evolve(_BASE, total_rounds=rounds(40))
@@ -198,7 +198,7 @@ def main(argv):
         run_dirs[label].append(os.path.join(root, run_name))
         summary_path = os.path.join(root, run_name, 'summary.json')
         if not os.path.exists(summary_path):
-          experiment.run_experiment(run)
+          experiments.run_experiment(run)
         with open(summary_path) as f:
           summaries.append(json.load(f))
         records.append(_run_record(name, label, seed, config, summaries[-1]))

@@ -1,7 +1,7 @@
 r"""Federated training with window averaging (WiMA/IMA), WSM and SCAFFOLD.
 
-Flags become a `tff_fedwin.training.ExperimentConfig`; everything else lives in
-the library. Examples:
+Flags become a `tff_fedwin.experiments.ExperimentConfig`; everything else lives
+in the library. Examples:
 
   # Federated MNIST, label skew, FedAvg + WiMA (both curves in one run):
   .venv/bin/python scripts/run_experiment.py --task=mnist --num_clients=100 \
@@ -28,14 +28,14 @@ log_levels.quiet_native_logs(sys.argv)  # Before TensorFlow is imported.
 from absl import app
 from absl import flags
 
-from tff_fedwin.training import experiment
-from tff_fedwin.training import summary_text
+from tff_fedwin import experiments
+from tff_fedwin.reporting import summary_text
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
-_DEFAULTS = experiment.ExperimentConfig()
+_DEFAULTS = experiments.ExperimentConfig()
 
 # Task and data.
-flags.DEFINE_enum('task', _DEFAULTS.task, list(experiment.registry.TASKS),
+flags.DEFINE_enum('task', _DEFAULTS.task, list(experiments.TASKS),
                   'Which task to train.')
 flags.DEFINE_string('data_npz', None, 'With --task=npz: .npz with x_train, '
                     'y_train, x_test, y_test.')
@@ -52,16 +52,16 @@ flags.DEFINE_float('dirichlet_alpha', _DEFAULTS.dirichlet_alpha,
                    'mnist/npz: Dirichlet label skew; 0 = one class per client.')
 # Algorithm.
 flags.DEFINE_enum('algorithm', _DEFAULTS.algorithm,
-                  list(experiment.ALGORITHMS), 'Federated algorithm.')
+                  list(experiments.ALGORITHMS), 'Federated algorithm.')
 flags.DEFINE_enum('client_loss', _DEFAULTS.client_loss,
-                  list(experiment.CLIENT_LOSSES), 'ce or WSM re-weighted CE.')
+                  list(experiments.CLIENT_LOSSES), 'ce or WSM re-weighted CE.')
 flags.DEFINE_float('proximal_strength', _DEFAULTS.proximal_strength,
                    'FedProx mu (--algorithm=fedprox).')
 # Window.
 flags.DEFINE_integer('window_size', _DEFAULTS.window_size,
                      'W >= 1 models in the window; 0 = no window.')
 flags.DEFINE_enum('window_mode', _DEFAULTS.window_mode,
-                  list(experiment.WINDOW_MODES),
+                  list(experiments.WINDOW_MODES),
                   'evaluate (WiMA) or broadcast (IMA).')
 flags.DEFINE_integer('window_start_round', _DEFAULTS.window_start_round,
                      'Window model active from max(W, this round).')
@@ -69,7 +69,7 @@ flags.DEFINE_integer('window_read_every', _DEFAULTS.window_read_every,
                      'E: window model needed every E rounds (ceil(W/E) '
                      'slots); set --rounds_per_eval to a multiple of it.')
 flags.DEFINE_enum('client_lr_schedule', _DEFAULTS.client_lr_schedule,
-                  list(experiment.LR_SCHEDULES),
+                  list(experiments.LR_SCHEDULES),
                   'constant, or IMA: 0.99^t before the start round, 0.97 '
                   'per round after it.')
 # Training.
@@ -100,7 +100,7 @@ flags.DEFINE_string('experiment_name', _DEFAULTS.experiment_name,
 flags.DEFINE_string('workers', _DEFAULTS.workers, 'Empty: one local TFF '
                     'worker; N: N local workers; host:port,...: remote ones.')
 flags.DEFINE_enum('worker_bind', _DEFAULTS.worker_bind,
-                  list(experiment.WORKER_BINDS),
+                  list(experiments.WORKER_BINDS),
                   'Interfaces the workers this run starts listen on: '
                   'loopback (default; refuses to start if that cannot be '
                   'enforced) or all (unauthenticated; trusted networks only).')
@@ -108,7 +108,7 @@ flags.DEFINE_enum('worker_bind', _DEFAULTS.worker_bind,
 
 def _check_workers(value: str) -> bool:
   try:
-    experiment.parse_workers(value)
+    experiments.parse_workers(value)
   except ValueError as e:
     raise flags.ValidationError(str(e)) from None
   return True
@@ -119,9 +119,9 @@ flags.register_validator('workers', _check_workers)
 FLAGS = flags.FLAGS
 
 
-def config_from_flags() -> experiment.ExperimentConfig:
-  fields = [a.name for a in experiment.ExperimentConfig.__attrs_attrs__]
-  return experiment.ExperimentConfig(
+def config_from_flags() -> experiments.ExperimentConfig:
+  fields = [a.name for a in experiments.ExperimentConfig.__attrs_attrs__]
+  return experiments.ExperimentConfig(
       **{name: FLAGS[name].value for name in fields})
 
 
@@ -131,10 +131,10 @@ def main(argv):
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
   config = config_from_flags()
   try:
-    experiment.validate_config(config)
+    experiments.validate_config(config)
   except ValueError as e:
     raise app.UsageError(str(e)) from e
-  summary = experiment.run_experiment(config)
+  summary = experiments.run_experiment(config)
   print(summary_text.format_summary(summary, os.path.join(
       config.root_output_dir, config.experiment_name)), flush=True)
 
@@ -153,7 +153,7 @@ def _main_with_one_line_errors(argv):
   except app.UsageError as e:
     sys.exit(f'{os.path.basename(argv[0])}: {e}\n'
              'Pass --helpshort or --helpfull to see help on flags.')
-  except experiment.USER_ERRORS as e:
+  except experiments.USER_ERRORS as e:
     if verbose:
       raise
     sys.exit(f'{os.path.basename(argv[0])}: {e}')

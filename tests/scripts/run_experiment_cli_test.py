@@ -44,7 +44,7 @@ def _npz_flags(path, name='run', **overrides):
 
 @pytest.mark.parametrize('args, message', [
     (['--total_rounds=0'],
-     'run_experiment.py: --total_rounds must be an integer >= 1; got 0.'),
+     'run_experiment.py: --total_rounds must be an integer >= 1, got 0.'),
     (['--experiment_name=a/b'], 'run_experiment.py: --experiment_name must '
      'be one directory name (no "/", not "." or ".."); got \'a/b\'.'),
     (['--window_size=30', '--total_rounds=20'],

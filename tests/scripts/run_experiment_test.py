@@ -1,14 +1,17 @@
 """Smoke tests of scripts/run_experiment.py: flags -> main -> metrics.csv.
 
 Every task runs one round with two clients through `main`, the flags set with
-`flagsaver`; bad flag values must stop `main` with an `app.UsageError` that
-names the flag, before any TFF work (`--workers` is refused when it is set).
+`flagsaver`; its CSV row, summary.json and printed summary must agree with each
+other (round 1 is the last round, so it is evaluated). Bad flag values must
+stop `main` with an `app.UsageError` that names the flag, before any TFF work
+(`--workers` is refused when it is set).
 The script's entry point turns usage and user errors into one line and exit
 code 1 (what a user sees is in run_experiment_cli_test.py).
 """
 
 import csv
 import importlib.util
+import json
 import os
 
 from absl import app
@@ -51,16 +54,35 @@ TASK_FLAGS = {
 
 
 @pytest.mark.parametrize('task', sorted(TASK_FLAGS))
-def test_main_writes_one_round_of_metrics(task, tmp_path, request):
+def test_main_writes_one_round_of_metrics(task, tmp_path, request, capsys):
   values = dict(TASK_FLAGS[task], clients_per_round=2, total_rounds=1,
                 root_output_dir=str(tmp_path), experiment_name=task)
   if task == 'npz':
     values['data_npz'] = request.getfixturevalue('data_npz')
   with flagsaver.flagsaver(**values):
     run_experiment.main(['run_experiment'])
+  printed = capsys.readouterr().out.splitlines()
   with open(tmp_path / task / 'metrics.csv', newline='') as f:
     rows = list(csv.DictReader(f))
+  with open(tmp_path / task / 'summary.json') as f:
+    summary = json.load(f)
+
   assert [row['round_num'] for row in rows] == ['1']
+  row = rows[0]
+  assert summary['eval_rounds'] == [1]
+  assert summary['rounds_in_csv'] == 1
+  assert summary['total_round_and_eval_time_seconds'] == pytest.approx(
+      float(row['round_time_seconds']) + float(row['eval_time_seconds']))
+  for model in ('window', 'global'):
+    for metric in ('accuracy', 'loss'):
+      value = float(row[f'{model}/{metric}'])
+      assert summary[model][metric] == {'mean': value, 'std': 0.0,
+                                        'values': [value]}
+  assert (f'  accuracy: window {float(row["window/accuracy"]):.4f} +- '
+          f'0.0000, global {float(row["global/accuracy"]):.4f} +- 0.0000'
+          ) in printed
+  assert 0.0 <= float(row['global/accuracy']) <= 1.0
+  assert float(row['global/loss']) > 0.0
 
 
 def _bad(flag, **values):
@@ -105,7 +127,7 @@ def test_main_rejects_positional_arguments(tmp_path):
 
 
 @pytest.mark.parametrize('error', [
-    run_experiment.experiment.InputDataError('d.npz: no such file.'),
+    run_experiment.experiments.InputDataError('d.npz: no such file.'),
     registry.DataUnavailableError('Task emnist: downloading failed.'),
     runtime.WorkerConfinementError('TFF worker pid 1 listens on 0.0.0.0.'),
     divergence.TrainingDivergedError('e: loss is nan at round 3.', 3, 'loss',
@@ -119,7 +141,7 @@ def test_user_errors_exit_with_their_one_line(error, monkeypatch,
     del config
     raise error
 
-  monkeypatch.setattr(run_experiment.experiment, 'run_experiment', fail)
+  monkeypatch.setattr(run_experiment.experiments, 'run_experiment', fail)
   with pytest.raises(SystemExit) as exited:
     run_experiment._main_with_one_line_errors(['/x/run_experiment.py'])
   assert exited.value.code == f'run_experiment.py: {error}'
@@ -131,5 +153,5 @@ def test_usage_error_exits_with_one_line_and_hint(keep_log_levels):
     with pytest.raises(SystemExit) as exited:
       run_experiment._main_with_one_line_errors(['/x/run_experiment.py'])
   assert exited.value.code == (
-      'run_experiment.py: --total_rounds must be an integer >= 1; got 0.\n'
+      'run_experiment.py: --total_rounds must be an integer >= 1, got 0.\n'
       'Pass --helpshort or --helpfull to see help on flags.')

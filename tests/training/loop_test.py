@@ -1,10 +1,9 @@
-"""Tests for tff_fedwin.training.loop: runners and run_training.
+"""Tests for tff_fedwin.training.loop.run_training.
 
-The task is a 2-class linear softmax model on 3 features (a keras Dense layer
-with a fixed initial kernel, so every run starts from the same model) over 5
-clients of 4, 6, 8, 10 and 12 examples. Expected values come from numpy written
-here: the sampled ids from `np.random.default_rng([seed, t])`, the eval metrics
-from a numpy softmax on the recorded global models, the summary from the CSV.
+The task is tests/softmax_task.py. Expected values come from numpy
+written here: the sampled ids from `np.random.default_rng([seed, t])`, the eval
+metrics from a numpy softmax on the recorded global models, the summary from
+the CSV, the client states from the states the process returned.
 """
 
 import collections
@@ -16,72 +15,18 @@ import shutil
 
 import numpy as np
 import pytest
-import tensorflow as tf
 import tensorflow_federated as tff
 
+from tests import softmax_task as task
 from tff_fedwin import training
 from tff_fedwin.algorithms import fed_win
+from tff_fedwin.algorithms import runners
 from tff_fedwin.algorithms import scaffold
-from tff_fedwin.data import client_data_from_partition
 
-NUM_FEATURES = 3
-NUM_CLASSES = 2
-CLIENT_SIZES = (4, 6, 8, 10, 12)
-NUM_CLIENTS = len(CLIENT_SIZES)
-BATCH_SIZE = 3
-_RNG = np.random.default_rng(2024)
-INITIAL_KERNEL = (0.5 * _RNG.normal(size=(NUM_FEATURES, NUM_CLASSES))).astype(
-    np.float32)
-_TRUE_KERNEL = np.array([[1.0, -1.0], [0.5, 0.2], [-0.3, 0.3]])
-
-
-def _labelled(num_examples):
-  x = _RNG.normal(size=(num_examples, NUM_FEATURES)).astype(np.float32)
-  y = np.argmax(x @ _TRUE_KERNEL, axis=1).astype(np.int32)
-  return x, y
-
-
-TRAIN_X, TRAIN_Y = _labelled(sum(CLIENT_SIZES))
-TEST_X, TEST_Y = _labelled(30)
-_BOUNDS = np.cumsum((0,) + CLIENT_SIZES)
-PARTITION = [np.arange(a, b) for a, b in zip(_BOUNDS[:-1], _BOUNDS[1:])]
-CLIENT_DATA = client_data_from_partition(TRAIN_X, TRAIN_Y, PARTITION)
-CLIENT_IDS = list(CLIENT_DATA.client_ids)
-
-_INPUT_SPEC = collections.OrderedDict(
-    x=tf.TensorSpec([None, NUM_FEATURES], tf.float32),
-    y=tf.TensorSpec([None], tf.int32),
-)
-
-
-def model_fn():
-  keras_model = tf.keras.Sequential([
-      tf.keras.layers.Dense(
-          NUM_CLASSES,
-          kernel_initializer=tf.keras.initializers.Constant(INITIAL_KERNEL),
-          bias_initializer='zeros',
-          input_shape=(NUM_FEATURES,),
-      )
-  ])
-  return tff.learning.models.from_keras_model(
-      keras_model,
-      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-      input_spec=_INPUT_SPEC,
-  )
-
-
-def preprocess_fn(dataset):
-  return dataset.batch(BATCH_SIZE)
-
-
-def evaluate_fn(model_weights):
-  """Accuracy and mean softmax cross-entropy on the test set, in numpy."""
-  kernel, bias = (np.asarray(w, np.float64) for w in model_weights.trainable)
-  logits = TEST_X.astype(np.float64) @ kernel + bias
-  log_norm = np.log(np.sum(np.exp(logits), axis=1))
-  loss = np.mean(log_norm - logits[np.arange(len(TEST_Y)), TEST_Y])
-  accuracy = np.mean(np.argmax(logits, axis=1) == TEST_Y)
-  return {'accuracy': float(accuracy), 'loss': float(loss)}
+CLIENT_IDS = task.CLIENT_IDS
+NUM_CLIENTS = task.NUM_CLIENTS
+evaluate_fn = task.evaluate_fn
+_leaves = task.leaves
 
 
 class _Crash(Exception):
@@ -89,53 +34,60 @@ class _Crash(Exception):
 
 
 class _RecordingRunner:
-  """Delegates to a runner; records every round; can die at a given round."""
+  """Delegates to a runner; records every round; can die at a given round.
+
+  The clients of a round are read from the data of its datasets.
+  """
 
   def __init__(self, inner, crash_at_call=None):
     self._inner = inner
     self._crash_at_call = crash_at_call
     self.client_ids = []
     self.num_batches = []
+    self.client_states_in = []
+    self.client_states_out = []
     self.states = []
 
   def __getattr__(self, name):
     return getattr(self._inner, name)
 
-  def run_round(self, state, client_ids, datasets):
+  def run_round(self, state, datasets, client_states):
     if len(self.client_ids) + 1 == self._crash_at_call:
       raise _Crash()
-    self.client_ids.append(list(client_ids))
+    self.client_ids.append([task.client_of(ds) for ds in datasets])
     self.num_batches.append([sum(1 for _ in ds) for ds in datasets])
-    state, metrics = self._inner.run_round(state, client_ids, datasets)
+    self.client_states_in.append(client_states)
+    state, new_client_states, metrics = self._inner.run_round(
+        state, datasets, client_states)
+    self.client_states_out.append(new_client_states)
     self.states.append(state)
-    return state, metrics
+    return state, new_client_states, metrics
 
 
 @pytest.fixture(scope='module')
 def processes():
   sgd = tff.learning.optimizers.build_sgdm(learning_rate=0.5)
   return {
-      'fedavg': fed_win.build_fed_win(model_fn, sgd),
-      'window': fed_win.build_fed_win(model_fn, sgd, window_size=2),
+      'fedavg': fed_win.build_fed_win(task.model_fn, sgd),
+      'window': fed_win.build_fed_win(task.model_fn, sgd, window_size=2),
       'scaffold': scaffold.build_scaffold(
-          model_fn, client_learning_rate=0.2, total_clients=NUM_CLIENTS),
+          task.model_fn, client_learning_rate=0.2, total_clients=NUM_CLIENTS),
   }
 
 
 def _runner(processes, kind, crash_at_call=None):
   if kind == 'scaffold':
-    inner = training.ScaffoldRunner(
-        processes[kind],
-        training.ClientStateStore(scaffold.initial_client_state(model_fn)))
+    inner = runners.ScaffoldRunner(
+        processes[kind], scaffold.initial_client_state(task.model_fn))
   else:
-    inner = training.LearningProcessRunner(processes[kind])
+    inner = runners.LearningProcessRunner(processes[kind])
   return _RecordingRunner(inner, crash_at_call)
 
 
 def _run(runner, directory, **overrides):
   kwargs = dict(
-      train_client_data=CLIENT_DATA,
-      preprocess_fn=preprocess_fn,
+      train_client_data=task.CLIENT_DATA,
+      preprocess_fn=task.preprocess_fn,
       clients_per_round=2,
       total_rounds=4,
       seed=5,
@@ -155,27 +107,31 @@ def _read_csv(output_dir, experiment_name='exp'):
     return sorted(csv.DictReader(f), key=lambda row: int(row['round_num']))
 
 
-def _leaves(structure):
-  return [np.asarray(leaf) for leaf in tf.nest.flatten(structure)]
+def _saved_store(output_dir, round_num):
+  return training.ClientStateStore.load(
+      os.path.join(str(output_dir), 'exp', 'checkpoints',
+                   f'client_states_{round_num}.npz'),
+      scaffold.initial_client_state(task.model_fn))
 
 
-# Client sampling.
+def _assert_same_stores(actual, expected):
+  assert actual.client_ids == expected.client_ids
+  for a, e in zip(actual.get(expected.client_ids),
+                  expected.get(expected.client_ids)):
+    for leaf_a, leaf_e in zip(_leaves(a), _leaves(e)):
+      np.testing.assert_array_equal(leaf_a, leaf_e)
 
 
-@pytest.mark.parametrize('seed, round_num, clients_per_round', [
-    (0, 1, 1), (5, 3, 2), (123, 40, 5),
-])
-def test_sample_clients_reproduces_default_rng_of_seed_and_round(
-    seed, round_num, clients_per_round):
-  rng = np.random.default_rng([seed, round_num])
-  expected = [CLIENT_IDS[i] for i in rng.choice(
-      NUM_CLIENTS, size=clients_per_round, replace=False)]
+def _returned_states(runner):
+  """Each client's last returned state, in order of first appearance."""
+  latest = collections.OrderedDict()
+  for ids, states in zip(runner.client_ids, runner.client_states_out):
+    for client_id, state in zip(ids, states):
+      latest[client_id] = state
+  return latest
 
-  sampled = training.sample_clients(
-      CLIENT_IDS, clients_per_round, seed, round_num)
 
-  assert sampled == expected
-  assert len(set(sampled)) == clients_per_round
+# Sampling and client states.
 
 
 def test_each_round_trains_the_sampled_clients_preprocessed_datasets(
@@ -189,31 +145,43 @@ def test_each_round_trains_the_sampled_clients_preprocessed_datasets(
     indices = np.random.default_rng([7, t]).choice(5, size=3, replace=False)
     assert ids == [CLIENT_IDS[i] for i in indices]
     assert num_batches == [
-        math.ceil(CLIENT_SIZES[i] / BATCH_SIZE) for i in indices]
+        math.ceil(task.CLIENT_SIZES[i] / task.BATCH_SIZE) for i in indices]
   assert len(runner.client_ids) == 3
 
 
+def test_runner_without_client_states_gets_none_and_no_state_files(
+    processes, tmp_path):
+  runner = _runner(processes, 'fedavg')
+
+  _run(runner, tmp_path, total_rounds=2)
+
+  assert runner.client_states_in == [None, None]
+  checkpoint_files = os.listdir(os.path.join(str(tmp_path), 'exp',
+                                             'checkpoints'))
+  assert not [n for n in checkpoint_files if n.startswith('client_states_')]
+
+
+def test_each_round_gets_the_last_returned_states_of_its_clients(
+    processes, tmp_path):
+  runner = _runner(processes, 'scaffold')
+  template = scaffold.initial_client_state(task.model_fn)
+
+  _run(runner, tmp_path, total_rounds=6, clients_per_round=3)
+
+  latest = {}
+  seen_again = 0
+  for ids, states_in, states_out in zip(
+      runner.client_ids, runner.client_states_in, runner.client_states_out):
+    for client_id, state in zip(ids, states_in):
+      expected = latest.get(client_id, template)
+      seen_again += client_id in latest
+      for a, e in zip(_leaves(state), _leaves(expected)):
+        np.testing.assert_array_equal(a, e)
+    latest.update(zip(ids, states_out))
+  assert seen_again >= 3  # Clients come back with their own states.
+
+
 # Metrics.
-
-
-def test_flatten_scalar_metrics_keeps_numeric_scalars_with_paths():
-  point = collections.namedtuple('Point', ['a', 'b'])
-  metrics = collections.OrderedDict(
-      client_work=collections.OrderedDict(
-          train=collections.OrderedDict(loss=np.float32(0.5), n=np.int64(3))),
-      finalizer=point(a=np.bool_(True), b=np.zeros(3)),
-      items=[1.5, 'text'],
-      empty=(),
-  )
-
-  flat = training.flatten_scalar_metrics(metrics, 'train')
-
-  assert flat == collections.OrderedDict([
-      ('train/client_work/train/loss', 0.5),
-      ('train/client_work/train/n', 3),
-      ('train/finalizer/a', 1),
-      ('train/items/0', 1.5),
-  ])
 
 
 @pytest.mark.parametrize('total_rounds, rounds_per_eval, eval_rounds', [
@@ -359,13 +327,10 @@ def test_checkpoints_every_k_rounds_and_at_the_end_with_client_states(
 
   assert _program_state_versions(tmp_path) == expected
   assert _client_state_rounds(tmp_path) == expected
-  saved = training.ClientStateStore.load(
-      os.path.join(str(tmp_path), 'exp', 'checkpoints',
-                   f'client_states_{total_rounds}.npz'),
-      scaffold.initial_client_state(model_fn))
-  store = runner.client_state_store
-  assert saved.client_ids == store.client_ids
-  for a, b in zip(saved.get(store.client_ids), store.get(store.client_ids)):
+  saved = _saved_store(tmp_path, total_rounds)
+  returned = _returned_states(runner)
+  assert saved.client_ids == tuple(returned)
+  for a, b in zip(saved.get(list(returned)), returned.values()):
     for leaf_a, leaf_b in zip(_leaves(a), _leaves(b)):
       np.testing.assert_array_equal(leaf_a, leaf_b)
 
@@ -408,7 +373,7 @@ def uninterrupted_runs(processes, tmp_path_factory):
       output_dir = tmp_path_factory.mktemp(f'uninterrupted_{kind}')
       runner = _runner(processes, kind)
       _run(runner, output_dir)
-      runs[kind] = (runner, _read_csv(output_dir))
+      runs[kind] = (runner, _read_csv(output_dir), output_dir)
     return runs[kind]
 
   return get
@@ -434,7 +399,7 @@ def _without_times(row):
 def test_resumed_run_ends_exactly_as_uninterrupted_run(
     processes, uninterrupted_runs, tmp_path, monkeypatch, kind, crash,
     resumed_from):
-  reference, reference_rows = uninterrupted_runs(kind)
+  reference, reference_rows, _ = uninterrupted_runs(kind)
   crash_kind, crash_at = crash
   crashing = _runner(
       processes, kind, crash_at if crash_kind == 'round' else None)
@@ -471,21 +436,17 @@ def test_resumed_run_ends_exactly_as_uninterrupted_run(
 
 def test_resumed_scaffold_run_has_the_uninterrupted_client_states(
     processes, uninterrupted_runs, tmp_path):
-  reference, _ = uninterrupted_runs('scaffold')
+  reference, _, reference_dir = uninterrupted_runs('scaffold')
   with pytest.raises(_Crash):
     _run(_runner(processes, 'scaffold', crash_at_call=3), tmp_path)
   resumed = _runner(processes, 'scaffold')
 
   _run(resumed, tmp_path)
 
-  expected_store = reference.client_state_store
-  actual_store = resumed.client_state_store
-  assert actual_store.client_ids == expected_store.client_ids
-  assert len(actual_store.client_ids) >= 2
-  for actual, expected in zip(actual_store.get(expected_store.client_ids),
-                              expected_store.get(expected_store.client_ids)):
-    for a, e in zip(_leaves(actual), _leaves(expected)):
-      np.testing.assert_array_equal(a, e)
+  expected_store = _saved_store(reference_dir, 4)
+  assert len(expected_store.client_ids) >= 2
+  assert expected_store.client_ids == tuple(_returned_states(reference))
+  _assert_same_stores(_saved_store(tmp_path, 4), expected_store)
 
 
 def test_summary_ignores_rows_of_a_longer_crashed_run(processes, tmp_path):
@@ -538,7 +499,7 @@ def test_resume_with_other_arguments_raises(
     _run(_runner(processes, 'fedavg'), tmp_path, **overrides)
 
 
-# Argument validation and runners.
+# Argument validation.
 
 
 @pytest.mark.parametrize('overrides, argument', [
@@ -572,80 +533,35 @@ def test_runner_without_required_methods_raises(tmp_path):
     _run(object(), tmp_path)
 
 
-def test_learning_process_runner_without_window_evaluates_global_model(
-    processes):
-  runner = training.LearningProcessRunner(processes['fedavg'])
-  state, _ = runner.run_round(
-      runner.initialize(), CLIENT_IDS[:2],
-      [preprocess_fn(CLIENT_DATA.create_tf_dataset_for_client(c))
-       for c in CLIENT_IDS[:2]])
+def test_runner_without_initial_client_state_raises(processes, tmp_path):
 
-  window = runner.window_model_weights(state)
+  class OldRunner:
+    """A runner of the earlier interface: no `initial_client_state`."""
 
-  for actual, expected in zip(_leaves(window),
-                              _leaves(state.global_model_weights)):
-    np.testing.assert_array_equal(actual, expected)
+    def __init__(self, inner):
+      self.initialize = inner.initialize
+      self.run_round = inner.run_round
+      self.global_model_weights = inner.global_model_weights
+      self.window_model_weights = inner.window_model_weights
 
+  runner = OldRunner(runners.LearningProcessRunner(processes['fedavg']))
 
-def test_learning_process_runner_window_model_is_mean_of_last_two_models(
-    processes):
-  runner = training.LearningProcessRunner(processes['window'])
-  datasets = [preprocess_fn(CLIENT_DATA.create_tf_dataset_for_client(c))
-              for c in CLIENT_IDS[:2]]
-  state, _ = runner.run_round(runner.initialize(), CLIENT_IDS[:2], datasets)
-  first = _leaves(runner.global_model_weights(state).trainable)
-  state, _ = runner.run_round(state, CLIENT_IDS[:2], datasets)
-  second = _leaves(runner.global_model_weights(state).trainable)
-
-  window = _leaves(runner.window_model_weights(state).trainable)
-
-  for actual, a, b in zip(window, first, second):
-    np.testing.assert_allclose(
-        actual, (a.astype(np.float64) + b) / 2, rtol=1e-6)
-  assert not np.array_equal(first[0], second[0])
+  with pytest.raises(ValueError, match='`initial_client_state`'):
+    _run(runner, tmp_path)
+  assert os.listdir(tmp_path) == []
 
 
-def test_scaffold_runner_stores_the_returned_states_of_sampled_clients(
-    processes):
-  process = processes['scaffold']
-  template = scaffold.initial_client_state(model_fn)
-  runner = training.ScaffoldRunner(process, training.ClientStateStore(template))
-  ids = [CLIENT_IDS[3], CLIENT_IDS[1]]
-  datasets = [preprocess_fn(CLIENT_DATA.create_tf_dataset_for_client(c))
-              for c in ids]
-  _, expected_states, _ = process.next(
-      process.initialize(), datasets, [template, template])
+def test_runner_with_client_states_must_return_them(processes, tmp_path):
 
-  runner.run_round(runner.initialize(), ids, datasets)
+  class ForgetfulRunner(runners.LearningProcessRunner):
+    """Declares client states but returns none."""
 
-  assert runner.client_state_store.client_ids == tuple(ids)
-  for actual, expected in zip(runner.client_state_store.get(ids),
-                              expected_states):
-    for a, e in zip(_leaves(actual), _leaves(expected)):
-      np.testing.assert_array_equal(a, e)
-      assert np.any(a != 0)
+    def initial_client_state(self):
+      return scaffold.initial_client_state(task.model_fn)
 
+    def run_round(self, state, datasets, client_states):
+      assert len(client_states) == 2
+      return super().run_round(state, datasets, None)
 
-def test_scaffold_runner_without_window_evaluates_global_model(processes):
-  runner = training.ScaffoldRunner(
-      processes['scaffold'],
-      training.ClientStateStore(scaffold.initial_client_state(model_fn)))
-  state = runner.initialize()
-
-  for actual, expected in zip(_leaves(runner.window_model_weights(state)),
-                              _leaves(state.global_model_weights)):
-    np.testing.assert_array_equal(actual, expected)
-
-
-@pytest.mark.parametrize('make_runner, argument', [
-    (lambda p: training.LearningProcessRunner(p['scaffold']), '`process`'),
-    (lambda p: training.ScaffoldRunner(
-        p['fedavg'],
-        training.ClientStateStore(scaffold.initial_client_state(model_fn))),
-     '`process`'),
-    (lambda p: training.ScaffoldRunner(p['scaffold'], None),
-     '`client_state_store`'),
-])
-def test_runners_reject_wrong_arguments(processes, make_runner, argument):
-  with pytest.raises(ValueError, match=argument):
-    make_runner(processes)
+  with pytest.raises(ValueError, match='returned no client states'):
+    _run(ForgetfulRunner(processes['fedavg']), tmp_path)

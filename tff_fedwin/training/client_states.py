@@ -3,7 +3,7 @@
 Stateful algorithms such as SCAFFOLD (Karimireddy et al. 2020) keep a state
 per client that lives across rounds: the process's `next` takes the sampled
 clients' states and returns their new ones, and the training loop keeps all of
-them here between rounds (DESIGN.md sec. 2.3).
+them here between rounds (docs/design.md sec. 3).
 
 Memory: every client that has participated holds one full state in RAM, so the
 store takes N x (state size) bytes for N participating clients; for SCAFFOLD

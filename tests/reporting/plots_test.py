@@ -1,4 +1,4 @@
-"""Tests for tff_fedwin.training.plots and scripts/plot_runs.py.
+"""Tests for tff_fedwin.reporting.plots and scripts/plot_runs.py.
 
 Every test writes its own small metrics.csv (the layout of run_training's: a
 `round_num` key column, training columns on every row, eval columns filled on
@@ -18,8 +18,8 @@ from matplotlib import colors as mcolors
 import numpy as np
 import pytest
 
-from tff_fedwin.training import loop
-from tff_fedwin.training import plots
+from tff_fedwin.training import outputs
+from tff_fedwin.reporting import plots
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -81,9 +81,9 @@ def run_b(tmp_path):
 
 
 def test_constants_match_the_loop_outputs():
-  assert plots.CURVES == (loop.WINDOW_PREFIX, loop.GLOBAL_PREFIX) == (
+  assert plots.CURVES == (outputs.WINDOW_PREFIX, outputs.GLOBAL_PREFIX) == (
       'window', 'global')
-  assert plots.metrics_csv_path('/r') == os.path.join('/r', loop.METRICS_CSV)
+  assert plots.metrics_csv_path('/r') == os.path.join('/r', outputs.METRICS_CSV)
 
 
 @pytest.mark.parametrize('metric', ['accuracy', 'loss'])

@@ -4,7 +4,9 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
-_MODELS = ('window', 'global')
+from tff_fedwin.training import outputs
+
+_MODELS = (outputs.WINDOW_PREFIX, outputs.GLOBAL_PREFIX)
 
 
 def _rounds_text(rounds: list[int]) -> str:
@@ -43,6 +45,7 @@ def format_summary(summary: Mapping[str, Any], output_dir: str) -> str:
       if stats is not None:
         parts.append(f'{model} {stats["mean"]:.4f} +- {stats["std"]:.4f}')
     lines.append(f'  {metric}: ' + ', '.join(parts))
-  lines.append(f'  outputs: {output_dir} (metrics.csv, summary.json, '
-               'tensorboard/, checkpoints/)')
+  lines.append(f'  outputs: {output_dir} ({outputs.METRICS_CSV}, '
+               f'{outputs.SUMMARY_JSON}, {outputs.TENSORBOARD_DIR}/, '
+               f'{outputs.CHECKPOINT_DIR}/)')
   return '\n'.join(lines)

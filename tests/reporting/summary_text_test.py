@@ -1,6 +1,6 @@
-"""Tests for tff_fedwin.training.summary_text.format_summary."""
+"""Tests for tff_fedwin.reporting.summary_text.format_summary."""
 
-from tff_fedwin.training import summary_text
+from tff_fedwin.reporting import summary_text
 
 
 def _stats(mean, std):

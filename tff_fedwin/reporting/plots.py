@@ -24,12 +24,12 @@ from matplotlib import figure as figure_lib
 from matplotlib.backends import backend_agg
 import numpy as np
 
-from tff_fedwin.training import loop
+from tff_fedwin.training import outputs
 
 # Curve name -> column prefix in metrics.csv, in plotting order.
-CURVES = (loop.WINDOW_PREFIX, loop.GLOBAL_PREFIX)
+CURVES = (outputs.WINDOW_PREFIX, outputs.GLOBAL_PREFIX)
 # Line style of each curve; every run has one color for all its curves.
-CURVE_LINESTYLES = {loop.WINDOW_PREFIX: '-', loop.GLOBAL_PREFIX: '--'}
+CURVE_LINESTYLES = {outputs.WINDOW_PREFIX: '-', outputs.GLOBAL_PREFIX: '--'}
 # Lines with at most this many points also get a marker per eval round.
 MAX_POINTS_WITH_MARKERS = 50
 
@@ -43,7 +43,7 @@ class MetricNotFoundError(ValueError):
 
 def metrics_csv_path(run_dir: PathLike) -> str:
   """`<run_dir>/metrics.csv`."""
-  return os.path.join(os.fspath(run_dir), loop.METRICS_CSV)
+  return os.path.join(os.fspath(run_dir), outputs.METRICS_CSV)
 
 
 def _check_curves(curves: Sequence[str]) -> tuple[str, ...]:
@@ -103,15 +103,15 @@ def read_eval_curves(
   path = metrics_csv_path(run_dir)
   if not os.path.isfile(path):
     raise FileNotFoundError(
-        f'No {loop.METRICS_CSV} in run directory {os.fspath(run_dir)!r} '
+        f'No {outputs.METRICS_CSV} in run directory {os.fspath(run_dir)!r} '
         f'({path} does not exist).')
   with open(path, newline='') as f:
     reader = csv.DictReader(f)
     fieldnames = reader.fieldnames or []
     if not fieldnames:
       raise ValueError(f'{path} is empty: no header row.')
-    if loop.ROUND_KEY not in fieldnames:
-      raise ValueError(f'{path} has no {loop.ROUND_KEY!r} column.')
+    if outputs.ROUND_KEY not in fieldnames:
+      raise ValueError(f'{path} has no {outputs.ROUND_KEY!r} column.')
     columns = {curve: f'{curve}/{metric}' for curve in curves}
     missing = [c for c in columns.values() if c not in fieldnames]
     if missing:
@@ -125,7 +125,7 @@ def read_eval_curves(
     values = {curve: [] for curve in curves}
     for line_num, row in enumerate(reader, start=2):
       try:
-        round_num = int(row[loop.ROUND_KEY])
+        round_num = int(row[outputs.ROUND_KEY])
         for curve, column in columns.items():
           cell = (row.get(column) or '').strip()
           if cell:

@@ -1,0 +1,167 @@
+"""Tests for tff_fedwin.algorithms.runners: the RoundRunners of our processes.
+
+Each runner runs real `build_fed_win` / `build_scaffold` processes on the
+softmax task of tests/softmax_task.py; expected values come from the
+process's own `next` on the same inputs (the runner adds no arithmetic) and
+from numpy means of the global models for the window.
+"""
+
+import numpy as np
+import pytest
+import tensorflow_federated as tff
+
+from tests import softmax_task as task
+from tff_fedwin.algorithms import fed_win
+from tff_fedwin.algorithms import runners
+from tff_fedwin.algorithms import scaffold
+from tff_fedwin.training import runner as runner_lib
+
+_leaves = task.leaves
+_IDS = [task.CLIENT_IDS[3], task.CLIENT_IDS[1]]
+
+
+@pytest.fixture(scope='module')
+def processes():
+  sgd = tff.learning.optimizers.build_sgdm(learning_rate=0.5)
+  return {
+      'fedavg': fed_win.build_fed_win(task.model_fn, sgd),
+      'window': fed_win.build_fed_win(task.model_fn, sgd, window_size=2),
+      'scaffold': scaffold.build_scaffold(
+          task.model_fn, client_learning_rate=0.2,
+          total_clients=task.NUM_CLIENTS),
+      'scaffold_window': scaffold.build_scaffold(
+          task.model_fn, client_learning_rate=0.2,
+          total_clients=task.NUM_CLIENTS, window_size=2),
+  }
+
+
+def _template():
+  return scaffold.initial_client_state(task.model_fn)
+
+
+def _assert_equal_leaves(actual, expected):
+  actual, expected = _leaves(actual), _leaves(expected)
+  assert len(actual) == len(expected)
+  for a, e in zip(actual, expected):
+    np.testing.assert_array_equal(a, e)
+
+
+def _assert_window_is_mean_of_last_two(runner, state, datasets, states):
+  state, new_states, _ = runner.run_round(state, datasets, states)
+  first = _leaves(runner.global_model_weights(state).trainable)
+  state, _, _ = runner.run_round(state, datasets, new_states)
+  second = _leaves(runner.global_model_weights(state).trainable)
+
+  window = _leaves(runner.window_model_weights(state).trainable)
+
+  for actual, a, b in zip(window, first, second):
+    np.testing.assert_allclose(
+        actual, (a.astype(np.float64) + b) / 2, rtol=1e-6)
+  assert not np.array_equal(first[0], second[0])
+
+
+class TestLearningProcessRunner:
+
+  def test_is_a_round_runner(self, processes):
+    runner_lib.check_runner(runners.LearningProcessRunner(processes['fedavg']))
+
+  def test_keeps_no_client_states(self, processes):
+    runner = runners.LearningProcessRunner(processes['fedavg'])
+    assert runner.initial_client_state() is None
+
+  def test_run_round_is_one_process_next(self, processes):
+    process = processes['fedavg']
+    runner = runners.LearningProcessRunner(process)
+    expected = process.next(process.initialize(), task.datasets(_IDS))
+
+    state, new_client_states, metrics = runner.run_round(
+        runner.initialize(), task.datasets(_IDS), None)
+
+    assert new_client_states is None
+    _assert_equal_leaves(state, expected.state)
+    _assert_equal_leaves(metrics, expected.metrics)
+    assert not np.array_equal(
+        _leaves(state.global_model_weights)[0],
+        _leaves(process.initialize().global_model_weights)[0])
+
+  def test_run_round_rejects_client_states(self, processes):
+    runner = runners.LearningProcessRunner(processes['fedavg'])
+    with pytest.raises(ValueError, match='`client_states`'):
+      runner.run_round(runner.initialize(), task.datasets(_IDS), [1, 2])
+
+  def test_without_window_evaluates_global_model(self, processes):
+    runner = runners.LearningProcessRunner(processes['fedavg'])
+    state, _, _ = runner.run_round(
+        runner.initialize(), task.datasets(_IDS), None)
+
+    _assert_equal_leaves(runner.window_model_weights(state),
+                         state.global_model_weights)
+    _assert_equal_leaves(runner.global_model_weights(state),
+                         state.global_model_weights)
+
+  def test_window_model_is_mean_of_last_two_models(self, processes):
+    runner = runners.LearningProcessRunner(processes['window'])
+    _assert_window_is_mean_of_last_two(
+        runner, runner.initialize(), task.datasets(_IDS), None)
+
+  def test_rejects_a_process_that_is_no_learning_process(self, processes):
+    with pytest.raises(ValueError, match='`process`'):
+      runners.LearningProcessRunner(processes['scaffold'])
+
+
+class TestScaffoldRunner:
+
+  def test_is_a_round_runner(self, processes):
+    runner_lib.check_runner(
+        runners.ScaffoldRunner(processes['scaffold'], _template()))
+
+  def test_initial_client_state_is_the_given_one(self, processes):
+    template = _template()
+    runner = runners.ScaffoldRunner(processes['scaffold'], template)
+    assert runner.initial_client_state() is template
+    for leaf in _leaves(template):
+      np.testing.assert_array_equal(leaf, np.zeros_like(leaf))
+
+  def test_run_round_returns_the_process_client_states(self, processes):
+    process = processes['scaffold']
+    template = _template()
+    runner = runners.ScaffoldRunner(process, template)
+    expected_state, expected_states, expected_metrics = process.next(
+        process.initialize(), task.datasets(_IDS), [template, template])
+
+    state, new_client_states, metrics = runner.run_round(
+        runner.initialize(), task.datasets(_IDS), [template, template])
+
+    assert isinstance(new_client_states, list)
+    assert len(new_client_states) == 2
+    _assert_equal_leaves(state, expected_state)
+    _assert_equal_leaves(metrics, expected_metrics)
+    for actual, expected in zip(new_client_states, expected_states):
+      _assert_equal_leaves(actual, expected)
+      assert all(np.any(leaf != 0) for leaf in _leaves(actual))
+
+  def test_without_window_evaluates_global_model(self, processes):
+    runner = runners.ScaffoldRunner(processes['scaffold'], _template())
+    state = runner.initialize()
+
+    _assert_equal_leaves(runner.window_model_weights(state),
+                         state.global_model_weights)
+
+  def test_window_model_is_mean_of_last_two_models(self, processes):
+    template = _template()
+    runner = runners.ScaffoldRunner(processes['scaffold_window'], template)
+    _assert_window_is_mean_of_last_two(
+        runner, runner.initialize(), task.datasets(_IDS),
+        [template, template])
+
+  @pytest.mark.parametrize('kind, initial_state, argument', [
+      ('fedavg', 'template', '`process`'),
+      ('scaffold', None, '`initial_client_state`'),
+      ('scaffold', (), '`initial_client_state`'),
+  ])
+  def test_rejects_wrong_arguments(self, processes, kind, initial_state,
+                                   argument):
+    if initial_state == 'template':
+      initial_state = _template()
+    with pytest.raises(ValueError, match=argument):
+      runners.ScaffoldRunner(processes[kind], initial_state)

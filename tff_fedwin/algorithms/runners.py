@@ -1,0 +1,157 @@
+"""`tff_fedwin.training.RoundRunner`s for this package's processes.
+
+`LearningProcessRunner` runs any `tff.learning.templates.LearningProcess`
+(`build_fed_win`, TFF's builders, with or without a
+`WindowedModelAveragingFactory`); `ScaffoldRunner` runs `build_scaffold`, whose
+`next` takes and returns the sampled clients' states.
+"""
+
+from collections.abc import Sequence
+from typing import Any, Optional
+
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_fedwin.aggregators import window as window_lib
+from tff_fedwin.algorithms import scaffold as scaffold_lib
+
+ModelWeights = tff.learning.models.ModelWeights
+
+
+def _holds_window(state: Any) -> bool:
+  """Whether a process state has a window nested anywhere in it."""
+  return bool(window_lib.find_window_states(
+      state, (window_lib.WindowAggregatorState, window_lib.WindowBuffer)))
+
+
+class LearningProcessRunner:
+  """Runs a `tff.learning.templates.LearningProcess` one round at a time.
+
+  The process keeps no client states. The model to evaluate is
+  `tff_fedwin.aggregators.window_model_weights(state)` (numpy, no TFF call)
+  when the state holds a window, else the global model.
+  """
+
+  def __init__(self, process: tff.learning.templates.LearningProcess):
+    """Initializes the runner.
+
+    Args:
+      process: A `tff.learning.templates.LearningProcess`.
+
+    Raises:
+      ValueError: If `process` is not a `LearningProcess`.
+    """
+    if not isinstance(process, tff.learning.templates.LearningProcess):
+      raise ValueError(
+          '`process` must be a tff.learning.templates.LearningProcess, got '
+          f'{type(process).__name__}; use ScaffoldRunner for SCAFFOLD.')
+    self._process = process
+
+  @property
+  def process(self) -> tff.learning.templates.LearningProcess:
+    return self._process
+
+  def initialize(self) -> Any:
+    """The process's initial server state."""
+    return self._process.initialize()
+
+  def initial_client_state(self) -> None:
+    """None: a `LearningProcess` keeps no client states."""
+    return None
+
+  def run_round(
+      self, state: Any, datasets: Sequence[tf.data.Dataset],
+      client_states: Optional[list[Any]] = None,
+  ) -> tuple[Any, None, Any]:
+    """One `process.next`: `(state, datasets, None) -> (state, None, metrics)`.
+
+    Raises:
+      ValueError: If `client_states` is not None.
+    """
+    if client_states is not None:
+      raise ValueError('`client_states` must be None: a LearningProcess keeps '
+                       'no client states.')
+    output = self._process.next(state, list(datasets))
+    return output.state, None, output.metrics
+
+  def global_model_weights(self, state: Any) -> ModelWeights:
+    """The plain global model w^t, `state.global_model_weights`."""
+    return state.global_model_weights
+
+  def window_model_weights(self, state: Any) -> ModelWeights:
+    """The window model m^t if the state holds a window, else w^t."""
+    if _holds_window(state):
+      return window_lib.window_model_weights(state)
+    return state.global_model_weights
+
+
+class ScaffoldRunner:
+  """Runs `tff_fedwin.algorithms.build_scaffold`'s process.
+
+  Its `next` is `(server_state, datasets, client_states) -> (server_state,
+  client_states, metrics)`; the training loop keeps every client's state
+  (c_i, docs/design.md sec. 3) between rounds.
+  """
+
+  def __init__(self, process: tff.templates.IterativeProcess,
+               initial_client_state: Any):
+    """Initializes the runner.
+
+    Args:
+      process: The `tff.templates.IterativeProcess` of `build_scaffold`.
+      initial_client_state: Every client's state before its first round,
+        `tff_fedwin.algorithms.initial_client_state(model_fn)`.
+
+    Raises:
+      ValueError: If an argument has the wrong type.
+    """
+    if not isinstance(process, tff.templates.IterativeProcess) or isinstance(
+        process, tff.learning.templates.LearningProcess):
+      raise ValueError(
+          '`process` must be the tff.templates.IterativeProcess of '
+          f'build_scaffold, got {type(process).__name__}.')
+    if initial_client_state is None or not tf.nest.flatten(
+        initial_client_state):
+      raise ValueError(
+          '`initial_client_state` must be a ScaffoldClientState of arrays '
+          '(tff_fedwin.algorithms.initial_client_state(model_fn)), got '
+          f'{initial_client_state!r}.')
+    self._process = process
+    self._initial_client_state = initial_client_state
+
+  @property
+  def process(self) -> tff.templates.IterativeProcess:
+    return self._process
+
+  def initialize(self) -> Any:
+    """The process's initial server state."""
+    return self._process.initialize()
+
+  def initial_client_state(self) -> scaffold_lib.ScaffoldClientState:
+    """Every client's state before its first round (c_i = 0)."""
+    return self._initial_client_state
+
+  def run_round(
+      self, state: Any, datasets: Sequence[tf.data.Dataset],
+      client_states: Sequence[Any],
+  ) -> tuple[Any, list[Any], Any]:
+    """One SCAFFOLD round: `(state, datasets, c_i) -> (state, c_i+, metrics)`.
+
+    Args:
+      state: The `ScaffoldServerState`.
+      datasets: The sampled clients' datasets.
+      client_states: Their `ScaffoldClientState`s, in the order of `datasets`.
+    """
+    state, new_client_states, metrics = self._process.next(
+        state, list(datasets), list(client_states))
+    return state, list(new_client_states), metrics
+
+  def global_model_weights(self, state: Any) -> ModelWeights:
+    """The plain global model x, `state.global_model_weights`."""
+    return state.global_model_weights
+
+  def window_model_weights(self, state: Any) -> ModelWeights:
+    """The window model if the state holds a window, else the global model."""
+    if _holds_window(state):
+      return window_lib.window_model_weights(state)
+    return scaffold_lib.get_model_weights(state)

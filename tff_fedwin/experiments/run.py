@@ -1,0 +1,60 @@
+"""One experiment from its configuration: task, runner, workers, round loop."""
+
+from typing import Any
+
+from tff_fedwin.experiments import config as config_lib
+from tff_fedwin.experiments import context
+from tff_fedwin.experiments import registry
+from tff_fedwin.tasks import registry as tasks_registry
+from tff_fedwin.training import loop
+
+
+def _create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
+  """The task of `config`; its data errors name the file or the flags."""
+  try:
+    return tasks_registry.create_task(
+        config.task, batch_size=config.client_batch_size,
+        epochs=config.client_epochs, seed=config.seed,
+        num_clients=config.num_clients,
+        dirichlet_alpha=config.dirichlet_alpha, data_npz=config.data_npz,
+        cache_dir=config.cache_dir,
+        use_synthetic_data=config.use_synthetic_data,
+        scale_integer_features=config.scale_integer_features)
+  except ValueError as e:
+    raise config_lib.InputDataError(str(e)) from e
+  except tasks_registry.DataUnavailableError as e:
+    raise tasks_registry.DataUnavailableError(
+        f'{e} (flags: --cache_dir, --use_synthetic_data)') from e
+
+
+def run_experiment(config: config_lib.ExperimentConfig) -> dict[str, Any]:
+  """Validates `config`, builds task and process, trains; returns the summary.
+
+  The summary is `tff_fedwin.training.run_training`'s. Bad flags raise
+  ValueError, data that does not fit `InputDataError`, both before any worker
+  starts or output is written.
+  """
+  config_lib.validate_config(config)
+  task = _create_task(config)
+  num_train_clients = len(task.train_data.client_ids)
+  if config.clients_per_round > num_train_clients:
+    raise config_lib.InputDataError(
+        f'--clients_per_round ({config.clients_per_round}) must be <= the '
+        f'number of training clients of --task={config.task} '
+        f'({num_train_clients}).')
+  with context.execution_context(config.workers, config.worker_bind):
+    runner = registry.build_runner(config, task, num_train_clients)
+    return loop.run_training(
+        runner,
+        train_client_data=task.train_data,
+        preprocess_fn=task.preprocess_fn,
+        clients_per_round=config.clients_per_round,
+        total_rounds=config.total_rounds,
+        seed=config.seed,
+        evaluate_fn=task.build_evaluate_fn(),
+        rounds_per_eval=config.rounds_per_eval,
+        rounds_per_checkpoint=config.rounds_per_checkpoint,
+        output_dir=config.root_output_dir,
+        experiment_name=config.experiment_name,
+        summary_last_n=config.summary_last_n,
+    )

@@ -1,0 +1,1 @@
+"""Reports of finished runs: eval-curve plots and text summaries."""
