@@ -1,4 +1,4 @@
-"""Independent numpy arithmetic for the flag-wiring tests (no tff_fedwin imports).
+"""Independent numpy arithmetic for wiring_test.py (no tff_fedwin imports).
 
 Written from the papers' equations and TFF's documented optimizer updates, not
 from the code under test, in float64, for the one-hidden-layer ReLU network the
@@ -81,7 +81,8 @@ def client_sgd(model, w_global, batches, *, learning_rate, client_loss='ce',
 
   The step direction is g(w) + mu (w - w_global) + correction, with g the
   batch gradient of the client loss (WSM with the client's class proportions
-  over all its batches).
+  over all its batches). FedProx's Eq. 2 has mu >= 0; a negative mu gives the
+  term with the opposite sign, mu' (w_global - w) with mu' = -mu.
   """
   beta = None
   if client_loss == 'wsm':
@@ -145,8 +146,9 @@ def fedavg_family(model, w0, client_batches, *, rounds, server_optimizer,
                   proximal_strength=0.0):
   """FedAvg with a server optimizer: [w^0, w^1, ..., w^rounds].
 
-  Round t: every client trains from w^{t-1} with rate client_learning_rates[t-1];
-  u = sum_i n_i (w^{t-1} - w_i) / sum_i n_i; w^t = server_optimizer.step(u).
+  Round t: every client i trains from w^{t-1} to w_i with the rate
+  client_learning_rates[t-1]; u = sum_i n_i (w^{t-1} - w_i) / sum_i n_i;
+  w^t = server_optimizer.step(w^{t-1}, u).
   """
   models = [w0]
   for t in range(rounds):
