@@ -1,0 +1,191 @@
+"""Independent numpy arithmetic for wiring_test.py (no tff_fedwin imports).
+
+Written from the papers' equations and TFF's documented optimizer updates, not
+from the code under test, in float64, for the one-hidden-layer ReLU network the
+`npz` task builds for 1-D features: z = relu(x W1 + b1) W2 + b2 (logits). The
+weights are one flat vector `w` (`unflatten` splits it into W1, b1, W2, b2).
+
+* Client losses: the softmax cross-entropy (mean over the batch) and the WSM
+  re-weighted softmax (Legate et al., Eq. 4): with the client's class
+  proportions beta_c = n_c / n, dl/dz = beta e^z / sum_c beta_c e^{z_c} -
+  onehot(y).
+* Client SGD, one step per batch, optionally with the FedProx term
+  mu (w - w_global) (Li et al. 2020, Eq. 2) or the SCAFFOLD correction c - c_i.
+* Server optimizers on the averaged update u = w_global - mean(w_client), as
+  TFF 0.87's `tff.learning.optimizers` document them: SGD w -= lr u; SGD with
+  momentum a = m a + u, w -= lr a; Adam and Yogi with
+  lr_t = lr sqrt(1 - b2^t) / (1 - b1^t), w -= lr_t a / (sqrt(v) + eps).
+* SCAFFOLD (Karimireddy et al. 2020, Algorithm 1, option II).
+"""
+
+import numpy as np
+
+
+def unflatten(w, input_dim, hidden, num_classes):
+  """Splits the flat weights into (W1, b1, W2, b2)."""
+  sizes = [input_dim * hidden, hidden, hidden * num_classes, num_classes]
+  w1, b1, w2, b2 = np.split(w, np.cumsum(sizes)[:-1])
+  return (w1.reshape(input_dim, hidden), b1, w2.reshape(hidden, num_classes),
+          b2)
+
+
+class Mlp:
+  """z = relu(x W1 + b1) W2 + b2 on flat float64 weights."""
+
+  def __init__(self, input_dim, hidden, num_classes):
+    self.shape = (input_dim, hidden, num_classes)
+
+  def logits(self, w, x):
+    w1, b1, w2, b2 = unflatten(w, *self.shape)
+    return np.maximum(x @ w1 + b1, 0.0) @ w2 + b2
+
+  def gradient(self, w, x, dlogits):
+    """d/dw of sum(z * dlogits): backpropagation through the two layers."""
+    w1, b1, w2, _ = unflatten(w, *self.shape)
+    pre = x @ w1 + b1
+    hidden = np.maximum(pre, 0.0)
+    dpre = (dlogits @ w2.T) * (pre > 0)
+    return np.concatenate([(x.T @ dpre).ravel(), dpre.sum(0),
+                           (hidden.T @ dlogits).ravel(), dlogits.sum(0)])
+
+  def cross_entropy(self, w, x, y):
+    """Mean softmax cross-entropy of the labels `y` (the evaluation loss)."""
+    z = self.logits(w, x)
+    z = z - z.max(axis=1, keepdims=True)
+    log_p = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    return -np.mean(log_p[np.arange(len(y)), y])
+
+
+def _softmax(z):
+  z = z - z.max(axis=1, keepdims=True)
+  p = np.exp(z)
+  return p / p.sum(axis=1, keepdims=True)
+
+
+def batch_gradient(model, w, x, y, class_proportions=None):
+  """Gradient of the batch mean of CE, or of WSM given `class_proportions`.
+
+  CE: dl/dz = softmax(z) - onehot(y). WSM: dl/dz = beta e^z / sum beta e^z -
+  onehot(y), i.e. the softmax of z + log(beta).
+  """
+  z = model.logits(w, x)
+  if class_proportions is not None:
+    z = z + np.log(class_proportions)  # All classes present in these tests.
+  dlogits = _softmax(z) - np.eye(z.shape[1])[y]
+  return model.gradient(w, x, dlogits / len(x))
+
+
+def client_sgd(model, w_global, batches, *, learning_rate, client_loss='ce',
+               proximal_strength=0.0, correction=None):
+  """One SGD step per batch from w_global; returns (trained w, K batches).
+
+  The step direction is g(w) + mu (w - w_global) + correction, with g the
+  batch gradient of the client loss (WSM with the client's class proportions
+  over all its batches). FedProx's Eq. 2 has mu >= 0; a negative mu gives the
+  term with the opposite sign, mu' (w_global - w) with mu' = -mu.
+  """
+  beta = None
+  if client_loss == 'wsm':
+    labels = np.concatenate([y for _, y in batches])
+    num_classes = model.shape[2]
+    beta = np.bincount(labels, minlength=num_classes) / len(labels)
+  w = w_global.copy()
+  for x, y in batches:
+    step = batch_gradient(model, w, x, y, beta)
+    step = step + proximal_strength * (w - w_global)
+    if correction is not None:
+      step = step + correction
+    w = w - learning_rate * step
+  return w, len(batches)
+
+
+class Sgd:
+  """w -= lr u; with momentum m: a = m a + u, w -= lr a (TFF's SGDM)."""
+
+  def __init__(self, learning_rate, momentum=0.0):
+    self.lr, self.momentum, self.accumulator = learning_rate, momentum, 0.0
+
+  def step(self, w, update):
+    self.accumulator = self.momentum * self.accumulator + update
+    return w - self.lr * self.accumulator
+
+
+class Adam:
+  """TFF's Adam: epsilon outside the square root, bias correction in lr_t."""
+
+  def __init__(self, learning_rate, beta_1=0.9, beta_2=0.999, epsilon=1e-7):
+    self.lr, self.b1, self.b2, self.eps = (learning_rate, beta_1, beta_2,
+                                           epsilon)
+    self.t, self.m, self.v = 0, 0.0, 0.0
+
+  def _second_moment(self, update):
+    return self.b2 * self.v + (1 - self.b2) * update**2
+
+  def step(self, w, update):
+    self.t += 1
+    self.m = self.b1 * self.m + (1 - self.b1) * update
+    self.v = self._second_moment(update)
+    lr_t = self.lr * np.sqrt(1 - self.b2**self.t) / (1 - self.b1**self.t)
+    return w - lr_t * self.m / (np.sqrt(self.v) + self.eps)
+
+
+class Yogi(Adam):
+  """Yogi (Zaheer et al. 2018): v += (1 - b2) sign(u^2 - v) u^2, v0 = 1e-6."""
+
+  def __init__(self, learning_rate, beta_1=0.9, beta_2=0.999, epsilon=1e-3,
+               initial_preconditioner=1e-6):
+    super().__init__(learning_rate, beta_1, beta_2, epsilon)
+    self.v = initial_preconditioner
+
+  def _second_moment(self, update):
+    return self.v + (1 - self.b2) * np.sign(update**2 - self.v) * update**2
+
+
+def fedavg_family(model, w0, client_batches, *, rounds, server_optimizer,
+                  client_learning_rates, client_loss='ce',
+                  proximal_strength=0.0):
+  """FedAvg with a server optimizer: [w^0, w^1, ..., w^rounds].
+
+  Round t: every client i trains from w^{t-1} to w_i with the rate
+  client_learning_rates[t-1]; u = sum_i n_i (w^{t-1} - w_i) / sum_i n_i;
+  w^t = server_optimizer.step(w^{t-1}, u).
+  """
+  models = [w0]
+  for t in range(rounds):
+    w = models[-1]
+    updates, weights = [], []
+    for batches in client_batches:
+      trained, _ = client_sgd(
+          model, w, batches, learning_rate=client_learning_rates[t],
+          client_loss=client_loss, proximal_strength=proximal_strength)
+      updates.append(w - trained)
+      weights.append(sum(len(y) for _, y in batches))
+    update = np.average(updates, axis=0, weights=weights)
+    models.append(server_optimizer.step(w, update))
+  return models
+
+
+def scaffold(model, w0, client_batches, *, rounds, client_learning_rate,
+             server_learning_rate, client_loss='ce'):
+  """SCAFFOLD, all N clients every round: [x^0, ..., x^rounds].
+
+  Client i: y_i from x with steps lr_l (g(y) + c - c_i); c_i+ = c_i - c +
+  (x - y_i) / (K lr_l). Server: x += lr_g mean_i(y_i - x); c += |S|/N
+  mean_i(c_i+ - c_i) with |S| = N.
+  """
+  c = np.zeros_like(w0)
+  c_clients = [np.zeros_like(w0) for _ in client_batches]
+  models = [w0]
+  for _ in range(rounds):
+    x = models[-1]
+    deltas, control_deltas = [], []
+    for i, batches in enumerate(client_batches):
+      y, k = client_sgd(model, x, batches, learning_rate=client_learning_rate,
+                        client_loss=client_loss, correction=c - c_clients[i])
+      new_c_i = c_clients[i] - c + (x - y) / (k * client_learning_rate)
+      deltas.append(y - x)
+      control_deltas.append(new_c_i - c_clients[i])
+      c_clients[i] = new_c_i
+    models.append(x + server_learning_rate * np.mean(deltas, axis=0))
+    c = c + np.mean(control_deltas, axis=0)
+  return models
