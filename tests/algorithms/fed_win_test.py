@@ -292,7 +292,7 @@ class TestBuildFedWinArguments:
       [
           (dict(client_loss='focal'), '`client_loss` must be one of ce, wsm'),
           (dict(client_loss='wsm'), 'num_classes'),
-          (dict(proximal_strength=0.1), 'proximal_strength'),
+          (dict(proximal_strength=-0.1), 'proximal_strength'),
       ],
   )
   def test_bad_client_loss_arguments_raise(self, kwargs, pattern):

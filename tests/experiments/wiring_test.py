@@ -29,7 +29,7 @@ import tensorflow_federated as tff
 
 from tests.experiments import wiring_reference as ref
 from tff_fedwin.tasks import registry
-from tff_fedwin.training import experiment as experiments
+from tff_fedwin import experiments
 
 INPUT_DIM = 5
 HIDDEN = 128  # The npz task's MLP for 1-D features.
@@ -140,11 +140,11 @@ CASES = [
                  _fedavg_family(lambda: ref.Adam(0.01)), id='fedadam'),
     pytest.param(dict(algorithm='fedyogi', server_learning_rate=0.03),
                  _fedavg_family(lambda: ref.Yogi(0.03)), id='fedyogi'),
-    # TFF 0.87's FedProx client (templates/proximal_client_work.py) adds
-    # mu (w_global - w) to the gradient: Eq. 2's term with the opposite sign.
+    # FedProx Eq. 2: the clients add mu (w - w_global) to every gradient.
+    # (TFF 0.87's build_weighted_fed_prox adds it with the opposite sign.)
     pytest.param(dict(algorithm='fedprox', server_learning_rate=0.8),
                  _fedavg_family(lambda: ref.Sgd(0.8),
-                                proximal_strength=-PROXIMAL_STRENGTH),
+                                proximal_strength=PROXIMAL_STRENGTH),
                  id='fedprox'),
     # The base optimizer (client SGD) has no state, so Mime Lite's local steps
     # are plain SGD and its server step SGD on the mean update.

@@ -19,9 +19,11 @@ import tensorflow_federated as tff
 from tff_fedwin import checks
 from tff_fedwin.aggregators import window_math
 from tff_fedwin.aggregators.window_finalizer import build_window_finalizer
-from tff_fedwin.algorithms import wsm_client_work
+from tff_fedwin.algorithms import client_training
+from tff_fedwin.algorithms import client_work as client_work_lib
 
-CLIENT_LOSSES = ('ce', 'wsm')
+CLIENT_LOSSES = client_training.CLIENT_LOSSES
+WINDOW_MODES = window_math.MODES  # 'evaluate' (WiMA), 'broadcast' (IMA).
 
 ClientLearningRateFn = Callable[[tf.Tensor], tf.Tensor]
 
@@ -198,16 +200,17 @@ def build_fed_win(
     client_learning_rate_fn: Optional per-round client learning rate,
       round number (1-based int32 tensor) -> rate, traced with TensorFlow;
       `ima_client_learning_rate_fn` is IMA's schedule.
-    client_loss: `'ce'`: the model's own loss (TFF's model-delta client work);
+    client_loss: `'ce'`: the model's own loss;
       `'wsm'`: the WSM re-weighted softmax cross-entropy (docs/design.md
       sec. 2), each client computing its class proportions from its own data
       every round; the model's predictions must be logits and labels are
       under key `'y'`.
       Reported metrics always use the model's plain loss.
     num_classes: Number of classes; required for `client_loss='wsm'`.
-    proximal_strength: FedProx mu >= 0 (Li et al. 2020, Eq. 2), with
-      `client_loss='wsm'`; for cross-entropy FedProx compose
-      `WindowedModelAveragingFactory` into TFF's `build_weighted_fed_prox`.
+    proximal_strength: FedProx mu >= 0 (Li et al. 2020, Eq. 2): the clients
+      add mu (w - w_global) to every gradient, with either loss. (TFF 0.87's
+      `build_weighted_fed_prox` adds it with the opposite sign; docs/design.md
+      sec. 2.)
     client_weighting: A `tff.learning.ClientWeighting`.
     model_aggregator: Aggregation of client deltas; default
       `tff.aggregators.MeanFactory()`.
@@ -215,15 +218,12 @@ def build_fed_win(
     loop_implementation: The client's loop over its dataset, as in
       `tff.learning.algorithms.build_weighted_fed_avg`, whose default is
       `DATASET_REDUCE`; ours is `DATASET_ITERATOR`, the same arithmetic,
-      faster here (docs/design.md sec. 7). With `client_loss='ce'` only (the
-      WSM client work always reduces over the dataset).
+      faster here (docs/design.md sec. 7).
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
   """
-  _check_client_loss_args(
-      client_loss=client_loss, num_classes=num_classes,
-      proximal_strength=proximal_strength)
+  _check_client_loss_args(client_loss=client_loss, num_classes=num_classes)
   window_args = None
   if window_size is not None:
     window_args = dict(window_size=window_size, mode=window_mode,
@@ -266,17 +266,11 @@ def build_fed_win(
   return _with_window_model_weights(composed)
 
 
-def _check_client_loss_args(*, client_loss, num_classes, proximal_strength):
+def _check_client_loss_args(*, client_loss, num_classes):
   """Raises ValueError on a bad `client_loss` combination of `build_fed_win`."""
   checks.check_choice('client_loss', client_loss, CLIENT_LOSSES)
   if client_loss == 'wsm' and num_classes is None:
     raise ValueError("`num_classes` is required with client_loss='wsm'.")
-  if client_loss == 'ce' and proximal_strength:
-    raise ValueError(
-        "`proximal_strength` is supported with client_loss='wsm'; for FedProx "
-        'with the model loss pass WindowedModelAveragingFactory as '
-        '`model_aggregator` to '
-        'tff.learning.algorithms.build_weighted_fed_prox.')
 
 
 def _build_client_work(
@@ -284,19 +278,13 @@ def _build_client_work(
     proximal_strength, client_weighting, metrics_aggregator,
     loop_implementation,
 ) -> tff.learning.templates.ClientWorkProcess:
-  """The model-delta client work: TFF's (`'ce'`) or the WSM one (`'wsm'`)."""
-  if client_loss == 'wsm':
-    return wsm_client_work.build_wsm_client_work(
-        model_fn,
-        client_optimizer_fn,
-        num_classes=num_classes,
-        client_weighting=client_weighting,
-        metrics_aggregator=metrics_aggregator,
-        proximal_strength=proximal_strength,
-    )
-  return tff.learning.templates.build_model_delta_client_work(
+  """The model-delta client work on the client-training core (ce or wsm)."""
+  return client_work_lib.build_client_work(
       model_fn,
       client_optimizer_fn,
+      client_loss=client_loss,
+      num_classes=num_classes,
+      proximal_strength=proximal_strength,
       client_weighting=client_weighting,
       metrics_aggregator=metrics_aggregator,
       loop_implementation=loop_implementation,

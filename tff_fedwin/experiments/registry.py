@@ -9,8 +9,8 @@ import types
 
 import tensorflow_federated as tff
 
-from tff_fedwin.aggregators import window as window_lib
 from tff_fedwin.algorithms import fed_win
+from tff_fedwin.algorithms import mime_lite
 from tff_fedwin.algorithms import runners
 from tff_fedwin.algorithms import scaffold
 from tff_fedwin.experiments import config as config_lib
@@ -45,20 +45,10 @@ def _num_classes(config: config_lib.ExperimentConfig,
   return task.num_classes if config.client_loss == 'wsm' else None
 
 
-def _window_aggregator(config: config_lib.ExperimentConfig):
-  """The window as TFF model aggregator, or None without a window."""
-  if not config.window_size:
-    return None
-  return window_lib.WindowedModelAveragingFactory(
-      config.window_size, mode=config.window_mode,
-      start_round=config.window_start_round,
-      read_every=config.window_read_every)
-
-
 def _fed_win_runner(config: config_lib.ExperimentConfig,
                     task: tasks_registry.Task,
                     num_train_clients: int) -> runners.LearningProcessRunner:
-  """`build_fed_win` (FedAvg family, WSM, IMA schedule, prox term)."""
+  """`build_fed_win` (FedAvg family, FedProx, WSM, IMA schedule)."""
   del num_train_clients  # Unused.
   learning_rate_fn = None
   if config.client_lr_schedule == 'ima':
@@ -77,29 +67,16 @@ def _fed_win_runner(config: config_lib.ExperimentConfig,
   return runners.LearningProcessRunner(process)
 
 
-def _fedprox_runner(config: config_lib.ExperimentConfig,
-                    task: tasks_registry.Task,
-                    num_train_clients: int) -> runners.LearningProcessRunner:
-  """TFF's FedProx with the window as aggregator; with WSM, `build_fed_win`."""
-  if config.client_loss != 'ce':
-    return _fed_win_runner(config, task, num_train_clients)
-  process = tff.learning.algorithms.build_weighted_fed_prox(
-      task.model_fn, proximal_strength=config.proximal_strength,
-      client_optimizer_fn=_client_optimizer(config),
-      server_optimizer_fn=_server_optimizer(config),
-      model_aggregator=_window_aggregator(config))
-  return runners.LearningProcessRunner(process)
-
-
 def _mime_lite_runner(config: config_lib.ExperimentConfig,
                       task: tasks_registry.Task,
                       num_train_clients: int) -> runners.LearningProcessRunner:
   """TFF's Mime Lite with the window as aggregator (cross-entropy only)."""
   del num_train_clients  # Unused.
-  process = tff.learning.algorithms.build_weighted_mime_lite(
-      task.model_fn, base_optimizer=_client_optimizer(config),
-      server_optimizer=_server_optimizer(config),
-      model_aggregator=_window_aggregator(config))
+  process = mime_lite.build_mime_lite_with_window(
+      task.model_fn, _client_optimizer(config), _server_optimizer(config),
+      window_size=config.window_size or None, window_mode=config.window_mode,
+      window_start_round=config.window_start_round,
+      window_read_every=config.window_read_every)
   return runners.LearningProcessRunner(process)
 
 
@@ -123,7 +100,7 @@ RUNNER_BUILDERS: Mapping[str, RunnerBuilder] = types.MappingProxyType({
     'fedavgm': _fed_win_runner,
     'fedadam': _fed_win_runner,
     'fedyogi': _fed_win_runner,
-    'fedprox': _fedprox_runner,
+    'fedprox': _fed_win_runner,
     'mime_lite': _mime_lite_runner,
     'scaffold': _scaffold_runner,
 })
