@@ -12,24 +12,18 @@ from typing import Any, Optional
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tff_fedwin.aggregators import window as window_lib
+from tff_fedwin.aggregators import window_readout
 from tff_fedwin.algorithms import scaffold as scaffold_lib
 
 ModelWeights = tff.learning.models.ModelWeights
-
-
-def _holds_window(state: Any) -> bool:
-  """Whether a process state has a window nested anywhere in it."""
-  return bool(window_lib.find_window_states(
-      state, (window_lib.WindowAggregatorState, window_lib.WindowBuffer)))
 
 
 class LearningProcessRunner:
   """Runs a `tff.learning.templates.LearningProcess` one round at a time.
 
   The process keeps no client states. The model to evaluate is
-  `tff_fedwin.aggregators.window_model_weights(state)` (numpy, no TFF call)
-  when the state holds a window, else the global model.
+  `tff_fedwin.aggregators.window_or_global_model_weights(state)` (numpy, no
+  TFF call): the window model when the state holds a window, else w^t.
   """
 
   def __init__(self, process: tff.learning.templates.LearningProcess):
@@ -80,9 +74,7 @@ class LearningProcessRunner:
 
   def window_model_weights(self, state: Any) -> ModelWeights:
     """The window model m^t if the state holds a window, else w^t."""
-    if _holds_window(state):
-      return window_lib.window_model_weights(state)
-    return state.global_model_weights
+    return window_readout.window_or_global_model_weights(state)
 
 
 class ScaffoldRunner:
@@ -152,6 +144,4 @@ class ScaffoldRunner:
 
   def window_model_weights(self, state: Any) -> ModelWeights:
     """The window model if the state holds a window, else the global model."""
-    if _holds_window(state):
-      return window_lib.window_model_weights(state)
-    return scaffold_lib.get_model_weights(state)
+    return scaffold_lib.model_weights_to_evaluate(state)

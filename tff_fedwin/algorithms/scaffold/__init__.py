@@ -18,6 +18,3 @@ from tff_fedwin.algorithms.scaffold.types import ScaffoldClientResult
 from tff_fedwin.algorithms.scaffold.types import ScaffoldClientState
 from tff_fedwin.algorithms.scaffold.types import ScaffoldServerState
 
-# The former name of `model_weights_to_evaluate`, kept while
-# `tff_fedwin.algorithms.runners` still calls it.
-get_model_weights = model_weights_to_evaluate
