@@ -12,7 +12,8 @@ import attrs
 
 from tff_fedwin import checks
 from tff_fedwin import runtime
-from tff_fedwin.aggregators import window as window_lib
+from tff_fedwin.algorithms import client_training
+from tff_fedwin.algorithms import fed_win
 from tff_fedwin.tasks import registry
 from tff_fedwin.training import divergence
 from tff_fedwin.training import outputs
@@ -20,8 +21,8 @@ from tff_fedwin.training import outputs
 TASKS = registry.TASKS
 ALGORITHMS = ('fedavg', 'fedavgm', 'fedadam', 'fedyogi', 'fedprox',
               'mime_lite', 'scaffold')
-CLIENT_LOSSES = ('ce', 'wsm')
-WINDOW_MODES = window_lib.MODES
+CLIENT_LOSSES = client_training.CLIENT_LOSSES
+WINDOW_MODES = fed_win.WINDOW_MODES
 LR_SCHEDULES = ('constant', 'ima')
 WORKER_BINDS = ('loopback', 'all')
 
