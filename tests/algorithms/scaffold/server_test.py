@@ -17,10 +17,10 @@ class TestScaffoldServerUpdateExecution:
     new_weights, new_control = scaffold.scaffold_server_update(
         weights,
         [tf.constant([0.5, 0.5])],
-        [tf.constant([0.0, 0.0])],
-        [tf.constant(0.0)],
-        [tf.constant([0.4, -0.8])],
-        tf.constant(0.0),
+        weighted_model_delta_sum=[tf.constant([0.0, 0.0])],
+        weighted_non_trainable_sum=[tf.constant(0.0)],
+        control_variate_delta_sum=[tf.constant([0.4, -0.8])],
+        client_weight_sum=tf.constant(0.0),
         server_learning_rate=1.0,
         total_clients=4,
     )
@@ -37,10 +37,12 @@ class TestScaffoldServerUpdateExecution:
     new_weights, new_control = scaffold.scaffold_server_update(
         weights,
         [tf.constant([0.5, 0.5])],
-        [tf.constant([0.2, 0.4])],  # Sum of two clients' deltas.
-        [tf.constant(9.0)],  # Sum of two clients' non-trainable values.
-        [tf.constant([0.4, -0.8])],
-        tf.constant(2.0),
+        # Sum of two clients' deltas.
+        weighted_model_delta_sum=[tf.constant([0.2, 0.4])],
+        # Sum of two clients' non-trainable values.
+        weighted_non_trainable_sum=[tf.constant(9.0)],
+        control_variate_delta_sum=[tf.constant([0.4, -0.8])],
+        client_weight_sum=tf.constant(2.0),
         server_learning_rate=0.5,
         total_clients=4,
     )

@@ -33,11 +33,11 @@ def round_sums_summand(result: types.ScaffoldClientResult) -> types.RoundSums:
 def scaffold_server_update(
     model_weights,
     control_variate,
+    *,
     weighted_model_delta_sum,
     weighted_non_trainable_sum,
     control_variate_delta_sum,
     client_weight_sum,
-    *,
     server_learning_rate: float,
     total_clients: int,
 ):
@@ -124,10 +124,10 @@ def next_server_state(
   new_model_weights, new_control_variate = scaffold_server_update(
       state.global_model_weights,
       state.control_variate,
-      sums.weighted_model_delta,
-      sums.weighted_non_trainable_weights,
-      sums.control_variate_delta,
-      sums.client_weight,
+      weighted_model_delta_sum=sums.weighted_model_delta,
+      weighted_non_trainable_sum=sums.weighted_non_trainable_weights,
+      control_variate_delta_sum=sums.control_variate_delta,
+      client_weight_sum=sums.client_weight,
       server_learning_rate=server_learning_rate,
       total_clients=total_clients,
   )
