@@ -14,13 +14,15 @@ from tff_fedwin.training import divergence
     # TFF's optimizers skip a non-finite aggregate and set this flag.
     ({'train/loss': 0.0, 'train/finalizer/update_non_finite': 1},
      ('train/finalizer/update_non_finite', 1)),
-    # Only metrics whose last component is `loss` count: accuracy NaN is not
-    # a divergence, `lossy` and `loss_sum` are other metrics.
+    # Only metrics whose last component is `loss` or ends in `_loss` count:
+    # accuracy NaN is not a divergence, `lossy` and `loss_sum` are others.
     ({'window/accuracy': math.nan, 'lossy': math.inf,
       'train/loss_sum': math.nan}, None),
     ({'train/client_work/train/loss': math.nan},
      ('train/client_work/train/loss', math.nan)),
     ({'loss': math.inf}, ('loss', math.inf)),
+    # SCAFFOLD reports its mean client loss as `train_loss`.
+    ({'train/train_loss': math.nan}, ('train/train_loss', math.nan)),
     ({'global/loss': -math.inf}, ('global/loss', -math.inf)),
     # The first one in the mapping's order is reported.
     ({'a/loss': 1.0, 'b/loss': math.inf, 'c/loss': math.nan},

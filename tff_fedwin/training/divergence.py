@@ -37,7 +37,8 @@ def first_divergence_metric(
 
   Args:
     values: Flat metric names (`a/b/loss`) to numbers. A loss metric (last
-      path component `loss`) that is NaN or inf, or a server's
+      path component `loss` or `*_loss`, e.g. SCAFFOLD's `train_loss`) that
+      is NaN or inf, or a server's
       `update_non_finite` flag that is set, says so.
 
   Returns:
@@ -45,7 +46,8 @@ def first_divergence_metric(
   """
   for name, value in values.items():
     last = name.rsplit('/', 1)[-1]
-    if (last == LOSS_SUFFIX and not math.isfinite(value)) or (
+    is_loss = last == LOSS_SUFFIX or last.endswith('_' + LOSS_SUFFIX)
+    if (is_loss and not math.isfinite(value)) or (
         last == NON_FINITE_UPDATE_SUFFIX and value != 0):
       return name, value
   return None
