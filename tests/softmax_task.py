@@ -12,6 +12,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_fedwin.algorithms import fed_win
+from tff_fedwin.algorithms import scaffold
 from tff_fedwin.data import client_data_from_partition
 
 NUM_FEATURES = 3
@@ -89,3 +91,23 @@ def client_of(dataset):
 
 def leaves(structure):
   return [np.asarray(leaf) for leaf in tf.nest.flatten(structure)]
+
+
+def build_processes(*, with_scaffold_window=False):
+  """FedAvg, FedAvg + WiMA (W = 2) and SCAFFOLD processes on this task.
+
+  Client SGD 0.5 for the FedAvg pair, client lr 0.2 for SCAFFOLD; with
+  `with_scaffold_window` also SCAFFOLD + WiMA (W = 2) as `'scaffold_window'`.
+  """
+  sgd = tff.learning.optimizers.build_sgdm(learning_rate=0.5)
+  processes = {
+      'fedavg': fed_win.build_fed_win(model_fn, sgd),
+      'window': fed_win.build_fed_win(model_fn, sgd, window_size=2),
+      'scaffold': scaffold.build_scaffold(
+          model_fn, client_learning_rate=0.2, total_clients=NUM_CLIENTS),
+  }
+  if with_scaffold_window:
+    processes['scaffold_window'] = scaffold.build_scaffold(
+        model_fn, client_learning_rate=0.2, total_clients=NUM_CLIENTS,
+        window_size=2)
+  return processes

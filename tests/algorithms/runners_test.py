@@ -8,10 +8,8 @@ from numpy means of the global models for the window.
 
 import numpy as np
 import pytest
-import tensorflow_federated as tff
 
 from tests import softmax_task as task
-from tff_fedwin.algorithms import fed_win
 from tff_fedwin.algorithms import runners
 from tff_fedwin.algorithms import scaffold
 from tff_fedwin.training import runner as runner_lib
@@ -22,17 +20,7 @@ _IDS = [task.CLIENT_IDS[3], task.CLIENT_IDS[1]]
 
 @pytest.fixture(scope='module')
 def processes():
-  sgd = tff.learning.optimizers.build_sgdm(learning_rate=0.5)
-  return {
-      'fedavg': fed_win.build_fed_win(task.model_fn, sgd),
-      'window': fed_win.build_fed_win(task.model_fn, sgd, window_size=2),
-      'scaffold': scaffold.build_scaffold(
-          task.model_fn, client_learning_rate=0.2,
-          total_clients=task.NUM_CLIENTS),
-      'scaffold_window': scaffold.build_scaffold(
-          task.model_fn, client_learning_rate=0.2,
-          total_clients=task.NUM_CLIENTS, window_size=2),
-  }
+  return task.build_processes(with_scaffold_window=True)
 
 
 def _template():

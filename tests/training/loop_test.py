@@ -19,7 +19,6 @@ import tensorflow_federated as tff
 
 from tests import softmax_task as task
 from tff_fedwin import training
-from tff_fedwin.algorithms import fed_win
 from tff_fedwin.algorithms import runners
 from tff_fedwin.algorithms import scaffold
 
@@ -66,13 +65,7 @@ class _RecordingRunner:
 
 @pytest.fixture(scope='module')
 def processes():
-  sgd = tff.learning.optimizers.build_sgdm(learning_rate=0.5)
-  return {
-      'fedavg': fed_win.build_fed_win(task.model_fn, sgd),
-      'window': fed_win.build_fed_win(task.model_fn, sgd, window_size=2),
-      'scaffold': scaffold.build_scaffold(
-          task.model_fn, client_learning_rate=0.2, total_clients=NUM_CLIENTS),
-  }
+  return task.build_processes()
 
 
 def _runner(processes, kind, crash_at_call=None):
