@@ -28,8 +28,9 @@ _ROUNDS = flags.DEFINE_integer('rounds', 3, 'Timed rounds per row (>= 1).')
 _CLIENTS = flags.DEFINE_integer('clients', 10, 'Clients per round.')
 _STEPS = flags.DEFINE_integer('steps', 10, 'Local steps (batches) per client.')
 _BATCH = flags.DEFINE_integer('batch_size', 20, 'Client batch size.')
-_WORKERS = flags.DEFINE_list('workers', ['1', '2', '4'],
-                            'Local worker counts for the FedAvg rows.')
+_WORKERS = flags.DEFINE_list(
+    'workers', ['1', '2', '4'], 'Local worker counts for the FedAvg rows.'
+)
 _OUTPUT = flags.DEFINE_string('output', None, 'Also write the table here.')
 
 _LR = 0.05
@@ -42,39 +43,69 @@ def _rows() -> list[bench.Row]:
   sgd = lambda: tff.learning.optimizers.build_sgdm(_LR)
   baseline = bench.learning_process_row(bench.fed_avg_baseline(_LR))
   wima = lambda: algorithms.build_fed_win(
-      model_fn, sgd(), window_size=100, window_read_every=10)
+      model_fn, sgd(), window_size=100, window_read_every=10
+  )
   rows = [
       bench.Row(_BASELINE, baseline),
-      bench.Row('TFF build_weighted_fed_avg, loop_implementation='
-                'DATASET_ITERATOR', bench.learning_process_row(
-                    lambda: tff.learning.algorithms.build_weighted_fed_avg(
-                        model_fn, sgd(), loop_implementation=(
-                            tff.learning.LoopImplementation.DATASET_ITERATOR)
-                    ))),
-      bench.Row('FedAvg via build_fed_win', bench.learning_process_row(
-          lambda: algorithms.build_fed_win(model_fn, sgd()))),
-      bench.Row('FedAvg via build_fed_win, loop_implementation='
-                'DATASET_REDUCE', bench.learning_process_row(
-                    lambda: algorithms.build_fed_win(
-                        model_fn, sgd(), loop_implementation=(
-                            tff.learning.LoopImplementation.DATASET_REDUCE)
-                    ))),
-      bench.Row(_BOUND, bench.bound_row(tasks.create_cnn_dropout_model,
-                                        _LR), num_workers=0),
-      bench.Row('same client training, plain TensorFlow, `for batch in '
-                'dataset` (not a bound)',
-                bench.plain_tensorflow_row(tasks.create_cnn_dropout_model,
-                                           _LR), num_workers=0),
-      bench.Row('build_fed_win WiMA W=100 E=10',
-                bench.learning_process_row(wima)),
-      bench.Row('build_fed_win WiMA W=100 E=10, 10 rounds per call',
-                bench.multi_round_row(wima, 10)),
+      bench.Row(
+          'TFF build_weighted_fed_avg, loop_implementation=' 'DATASET_ITERATOR',
+          bench.learning_process_row(
+              lambda: tff.learning.algorithms.build_weighted_fed_avg(
+                  model_fn,
+                  sgd(),
+                  loop_implementation=(
+                      tff.learning.LoopImplementation.DATASET_ITERATOR
+                  ),
+              )
+          ),
+      ),
+      bench.Row(
+          'FedAvg via build_fed_win',
+          bench.learning_process_row(
+              lambda: algorithms.build_fed_win(model_fn, sgd())
+          ),
+      ),
+      bench.Row(
+          'FedAvg via build_fed_win, loop_implementation=' 'DATASET_REDUCE',
+          bench.learning_process_row(
+              lambda: algorithms.build_fed_win(
+                  model_fn,
+                  sgd(),
+                  loop_implementation=(
+                      tff.learning.LoopImplementation.DATASET_REDUCE
+                  ),
+              )
+          ),
+      ),
+      bench.Row(
+          _BOUND,
+          bench.bound_row(tasks.create_cnn_dropout_model, _LR),
+          num_workers=0,
+      ),
+      bench.Row(
+          'same client training, plain TensorFlow, `for batch in '
+          'dataset` (not a bound)',
+          bench.plain_tensorflow_row(tasks.create_cnn_dropout_model, _LR),
+          num_workers=0,
+      ),
+      bench.Row(
+          'build_fed_win WiMA W=100 E=10', bench.learning_process_row(wima)
+      ),
+      bench.Row(
+          'build_fed_win WiMA W=100 E=10, 10 rounds per call',
+          bench.multi_round_row(wima, 10),
+      ),
       bench.Row('SCAFFOLD', bench.scaffold_row(model_fn, _LR)),
   ]
   for n in (int(w) for w in _WORKERS.value):
     if n > 1:
-      rows.append(bench.Row(f'TFF build_weighted_fed_avg on {n} local '
-                            'workers', baseline, num_workers=n))
+      rows.append(
+          bench.Row(
+              f'TFF build_weighted_fed_avg on {n} local ' 'workers',
+              baseline,
+              num_workers=n,
+          )
+      )
   rows.append(rows[0])
   return rows
 
@@ -85,10 +116,15 @@ def main(argv):
   if _ROUNDS.value < 1:
     raise app.UsageError('--rounds must be >= 1.')
   bench.run_and_report(
-      _rows(), baseline_name=_BASELINE, bound_name=_BOUND,
+      _rows(),
+      baseline_name=_BASELINE,
+      bound_name=_BOUND,
       rounds=_ROUNDS.value,
-      clients=_CLIENTS.value, steps=_STEPS.value, batch_size=_BATCH.value,
-      output=_OUTPUT.value)
+      clients=_CLIENTS.value,
+      steps=_STEPS.value,
+      batch_size=_BATCH.value,
+      output=_OUTPUT.value,
+  )
 
 
 if __name__ == '__main__':

@@ -23,10 +23,12 @@ _ROUNDS = flags.DEFINE_integer('rounds', 3, 'Timed rounds per row (>= 1).')
 _CLIENTS = flags.DEFINE_integer('clients', 10, 'Clients per round.')
 _STEPS = flags.DEFINE_integer('steps', 10, 'Local steps (batches) per client.')
 _BATCH = flags.DEFINE_integer('batch_size', 20, 'Client batch size.')
-_WINDOWS = flags.DEFINE_list('window_sizes', ['1', '10', '100'],
-                             'Window sizes W.')
-_READ_EVERY = flags.DEFINE_list('read_every', ['1', '10'],
-                                'Window read periods E.')
+_WINDOWS = flags.DEFINE_list(
+    'window_sizes', ['1', '10', '100'], 'Window sizes W.'
+)
+_READ_EVERY = flags.DEFINE_list(
+    'read_every', ['1', '10'], 'Window read periods E.'
+)
 _SCAFFOLD = flags.DEFINE_bool('scaffold', True, 'Include the SCAFFOLD row.')
 _OUTPUT = flags.DEFINE_string('output', None, 'Also write the table here.')
 
@@ -38,40 +40,79 @@ _BOUND = bench.BOUND_NAME
 def _rows() -> list[bench.Row]:
   model_fn = bench.emnist_model_fn
   sgd = lambda: tff.learning.optimizers.build_sgdm(_LR)
-  fed_win = lambda **kw: (lambda: algorithms.build_fed_win(
-      model_fn, sgd(), **kw))
-  rows = [bench.Row(_BASELINE, bench.learning_process_row(
-      bench.fed_avg_baseline(_LR))),
-          bench.Row(_BOUND, bench.bound_row(tasks.create_cnn_dropout_model,
-                                            _LR), num_workers=0)]
-  rows.append(bench.Row('build_fed_win, no window',
-                        bench.learning_process_row(fed_win())))
+  fed_win = lambda **kw: (
+      lambda: algorithms.build_fed_win(model_fn, sgd(), **kw)
+  )
+  rows = [
+      bench.Row(
+          _BASELINE, bench.learning_process_row(bench.fed_avg_baseline(_LR))
+      ),
+      bench.Row(
+          _BOUND,
+          bench.bound_row(tasks.create_cnn_dropout_model, _LR),
+          num_workers=0,
+      ),
+  ]
+  rows.append(
+      bench.Row(
+          'build_fed_win, no window', bench.learning_process_row(fed_win())
+      )
+  )
   windows = [int(w) for w in _WINDOWS.value]
   periods = [int(e) for e in _READ_EVERY.value]
   for e in periods:
     for w in windows:
-      rows.append(bench.Row(
-          f'build_fed_win WiMA W={w} E={e}', bench.learning_process_row(
-              fed_win(window_size=w, window_read_every=e))))
+      rows.append(
+          bench.Row(
+              f'build_fed_win WiMA W={w} E={e}',
+              bench.learning_process_row(
+                  fed_win(window_size=w, window_read_every=e)
+              ),
+          )
+      )
   w, e = max(windows), max(periods)
   factory = lambda: tff.learning.algorithms.build_weighted_fed_avg(
-      model_fn, sgd(), model_aggregator=(
-          aggregators.WindowedModelAveragingFactory(w, read_every=e)))
-  rows.append(bench.Row(f'TFF fed_avg + WindowedModelAveragingFactory W={w} '
-                        f'E={e}', bench.learning_process_row(factory)))
+      model_fn,
+      sgd(),
+      model_aggregator=(
+          aggregators.WindowedModelAveragingFactory(w, read_every=e)
+      ),
+  )
+  rows.append(
+      bench.Row(
+          f'TFF fed_avg + WindowedModelAveragingFactory W={w} ' f'E={e}',
+          bench.learning_process_row(factory),
+      )
+  )
   if e > 1:
-    rows.append(bench.Row(
-        f'build_fed_win WiMA W={w} E={e}, {e} rounds per call',
-        bench.multi_round_row(fed_win(window_size=w, window_read_every=e), e)))
-    rows.append(bench.Row(
-        f'TFF fed_avg + WindowedModelAveragingFactory W={w} E={e}, {e} rounds '
-        'per call', bench.multi_round_row(factory, e)))
-    rows.append(bench.Row(
-        f'TFF build_weighted_fed_avg, {e} rounds per call',
-        bench.multi_round_row(bench.fed_avg_baseline(_LR), e)))
+    rows.append(
+        bench.Row(
+            f'build_fed_win WiMA W={w} E={e}, {e} rounds per call',
+            bench.multi_round_row(
+                fed_win(window_size=w, window_read_every=e), e
+            ),
+        )
+    )
+    rows.append(
+        bench.Row(
+            f'TFF fed_avg + WindowedModelAveragingFactory W={w} E={e}, {e} rounds '
+            'per call',
+            bench.multi_round_row(factory, e),
+        )
+    )
+    rows.append(
+        bench.Row(
+            f'TFF build_weighted_fed_avg, {e} rounds per call',
+            bench.multi_round_row(bench.fed_avg_baseline(_LR), e),
+        )
+    )
   if _SCAFFOLD.value:
-    rows.append(bench.Row('SCAFFOLD (client states in and out)',
-                          bench.scaffold_row(model_fn, _LR)))
+    rows.append(
+        bench.Row(
+            'SCAFFOLD (client states in and out)',
+            bench.scaffold_row(model_fn, _LR),
+        )
+    )
   rows.append(rows[0])
   return rows
 
@@ -82,10 +123,15 @@ def main(argv):
   if _ROUNDS.value < 1:
     raise app.UsageError('--rounds must be >= 1.')
   bench.run_and_report(
-      _rows(), baseline_name=_BASELINE, bound_name=_BOUND,
+      _rows(),
+      baseline_name=_BASELINE,
+      bound_name=_BOUND,
       rounds=_ROUNDS.value,
-      clients=_CLIENTS.value, steps=_STEPS.value, batch_size=_BATCH.value,
-      output=_OUTPUT.value)
+      clients=_CLIENTS.value,
+      steps=_STEPS.value,
+      batch_size=_BATCH.value,
+      output=_OUTPUT.value,
+  )
 
 
 if __name__ == '__main__':

@@ -33,27 +33,45 @@ from tff_fedwin import experiments
 from tff_fedwin.reporting import plots
 
 _EXPERIMENTS = flags.DEFINE_list(
-    'experiments', ['mnist_wima', 'mnist_window_sweep', 'ima', 'wsm',
-                    'shakespeare'], 'Which experiments to run.')
+    'experiments',
+    ['mnist_wima', 'mnist_window_sweep', 'ima', 'wsm', 'shakespeare'],
+    'Which experiments to run.',
+)
 _SEEDS = flags.DEFINE_list('seeds', ['0', '1', '2'], 'Seeds.')
 _ROUNDS = flags.DEFINE_integer(
-    'total_rounds', None, 'Rounds per run; default: each experiment\'s own '
-    '(see `_experiments`).')
+    'total_rounds',
+    None,
+    "Rounds per run; default: each experiment's own " '(see `_experiments`).',
+)
 _ROOT = flags.DEFINE_string('root_output_dir', 'runs/reproduce', 'Output root.')
-_OUTPUT = flags.DEFINE_string('output', 'results/tables.md',
-                               'Write the tables here too (empty: do not).')
+_OUTPUT = flags.DEFINE_string(
+    'output', 'results/tables.md', 'Write the tables here too (empty: do not).'
+)
 _RUNS_CSV = flags.DEFINE_string(
-    'runs_csv', 'results/runs.csv', 'Write one line per run (experiment, row, '
-    'seed, rounds, times, accuracies) here (empty: do not).')
+    'runs_csv',
+    'results/runs.csv',
+    'Write one line per run (experiment, row, '
+    'seed, rounds, times, accuracies) here (empty: do not).',
+)
 _PLOT_DIR = flags.DEFINE_string(
-    'plot_dir', 'results', 'Write <experiment>.png (accuracy per round, mean '
-    'over seeds, window solid and global dashed) here (empty: do not).')
+    'plot_dir',
+    'results',
+    'Write <experiment>.png (accuracy per round, mean '
+    'over seeds, window solid and global dashed) here (empty: do not).',
+)
 
 # 100 clients, 10% participation, label skew (the papers' structure).
 _BASE = experiments.ExperimentConfig(
-    task='mnist', num_clients=100, clients_per_round=10, client_epochs=1,
-    client_batch_size=20, client_learning_rate=0.05, rounds_per_eval=2,
-    rounds_per_checkpoint=10, summary_last_n=10)
+    task='mnist',
+    num_clients=100,
+    clients_per_round=10,
+    client_epochs=1,
+    client_batch_size=20,
+    client_learning_rate=0.05,
+    rounds_per_eval=2,
+    rounds_per_checkpoint=10,
+    summary_last_n=10,
+)
 
 
 def _experiments(
@@ -71,53 +89,88 @@ def _experiments(
   table = {}
   table['mnist_wima'] = {
       f'{alg} alpha={alpha} W=10': attrs.evolve(
-          base, algorithm=alg, dirichlet_alpha=alpha, window_size=10,
-          server_learning_rate=1.0)
-      for alpha in (0.0, 0.05) for alg in ('fedavg', 'fedavgm', 'scaffold')
+          base,
+          algorithm=alg,
+          dirichlet_alpha=alpha,
+          window_size=10,
+          server_learning_rate=1.0,
+      )
+      for alpha in (0.0, 0.05)
+      for alg in ('fedavg', 'fedavgm', 'scaffold')
   }
   table['mnist_window_sweep'] = {
       f'fedavg alpha=0.05 W={w}': attrs.evolve(
-          base, dirichlet_alpha=0.05, window_size=w, window_read_every=2,
-          total_rounds=rounds(120)) for w in (5, 10, 50, 100)
+          base,
+          dirichlet_alpha=0.05,
+          window_size=w,
+          window_read_every=2,
+          total_rounds=rounds(120),
+      )
+      for w in (5, 10, 50, 100)
   }
   # IMA starts at 0.75 T; the summary covers only rounds after the start.
   ima_rounds = rounds(40)
   start = int(0.75 * ima_rounds)
   ima_base = attrs.evolve(
-      base, total_rounds=ima_rounds,
-      summary_last_n=max(1, (ima_rounds - start) // base.rounds_per_eval))
+      base,
+      total_rounds=ima_rounds,
+      summary_last_n=max(1, (ima_rounds - start) // base.rounds_per_eval),
+  )
   # Rows per algorithm: no window (constant client lr); IMA (P=5 window in
   # broadcast mode from t_s, with IMA's client lr schedule); and the schedule
   # alone (a W=1 window is the global model, so broadcasting it is a no-op),
   # which separates the window's share of the gain from the schedule's.
   ima_rows = {
       'no window': {},
-      'IMA': dict(window_size=5, window_mode='broadcast',
-                  window_start_round=start, client_lr_schedule='ima'),
+      'IMA': dict(
+          window_size=5,
+          window_mode='broadcast',
+          window_start_round=start,
+          client_lr_schedule='ima',
+      ),
       'IMA schedule only W=1': dict(
-          window_size=1, window_mode='broadcast', window_start_round=start,
-          client_lr_schedule='ima'),
+          window_size=1,
+          window_mode='broadcast',
+          window_start_round=start,
+          client_lr_schedule='ima',
+      ),
   }
   table['ima'] = {
       f'{alg} alpha=0.1 {row}': attrs.evolve(
-          ima_base, algorithm=alg, dirichlet_alpha=0.1,
-          server_learning_rate=(0.01 if alg == 'fedadam' else 1.0), **kwargs)
-      for alg in ('fedavg', 'fedadam') for row, kwargs in ima_rows.items()
+          ima_base,
+          algorithm=alg,
+          dirichlet_alpha=0.1,
+          server_learning_rate=(0.01 if alg == 'fedadam' else 1.0),
+          **kwargs,
+      )
+      for alg in ('fedavg', 'fedadam')
+      for row, kwargs in ima_rows.items()
       # The ablation for FedAvg only: 2 cores' time.
       if alg == 'fedavg' or row != 'IMA schedule only W=1'
   }
   table['wsm'] = {
       f'{alg} alpha=0.1 {loss} W=10': attrs.evolve(
-          base, algorithm=alg, dirichlet_alpha=0.1, client_loss=loss,
-          window_size=10)
-      for alg in ('fedavg', 'scaffold') for loss in ('ce', 'wsm')
+          base,
+          algorithm=alg,
+          dirichlet_alpha=0.1,
+          client_loss=loss,
+          window_size=10,
+      )
+      for alg in ('fedavg', 'scaffold')
+      for loss in ('ce', 'wsm')
   }
   table['shakespeare'] = {
       'fedavg shakespeare W=10': attrs.evolve(
-          base, task='shakespeare', client_batch_size=10,
-          client_learning_rate=1.0, window_size=10, total_rounds=rounds(100),
+          base,
+          task='shakespeare',
+          client_batch_size=10,
+          client_learning_rate=1.0,
+          window_size=10,
+          total_rounds=rounds(100),
           # One eval of both models on the full test set takes ~17 s.
-          rounds_per_eval=5, summary_last_n=4),
+          rounds_per_eval=5,
+          summary_last_n=4,
+      ),
   }
   return table
 
@@ -125,17 +178,25 @@ def _experiments(
 def _row(name, config, summaries):
   def fmt(values):
     return f'{np.mean(values):.4f} +- {np.std(values):.4f}'
+
   def stat(model, key):
     return fmt([s[model]['accuracy'][key] for s in summaries])
+
   # Per seed, window minus global on the same trajectory (paired).
-  gain = fmt([s['window']['accuracy']['mean'] - s['global']['accuracy']['mean']
-              for s in summaries])
+  gain = fmt(
+      [
+          s['window']['accuracy']['mean'] - s['global']['accuracy']['mean']
+          for s in summaries
+      ]
+  )
   # Round + eval time summed over the CSV rows: counts resumed runs fully.
   wall = sum(s['total_round_and_eval_time_seconds'] for s in summaries)
-  return (f'| {name} | {config.total_rounds} | {len(summaries)} | '
-          f'{stat("window", "mean")} | {stat("global", "mean")} | {gain} | '
-          f'{stat("window", "std")} | {stat("global", "std")} | '
-          f'{wall / 60:.1f} |')
+  return (
+      f'| {name} | {config.total_rounds} | {len(summaries)} | '
+      f'{stat("window", "mean")} | {stat("global", "mean")} | {gain} | '
+      f'{stat("window", "std")} | {stat("global", "std")} | '
+      f'{wall / 60:.1f} |'
+  )
 
 
 def _plot(name, configs, run_dirs, plot_dir):
@@ -144,30 +205,53 @@ def _plot(name, configs, run_dirs, plot_dir):
   for label in configs:
     # Without a window the loop records the global model as window/* too:
     # both lines of such a row coincide.
-    runs.append((label, plots.mean_curves(
-        [plots.read_eval_curves(d) for d in run_dirs[label]])))
+    runs.append(
+        (
+            label,
+            plots.mean_curves(
+                [plots.read_eval_curves(d) for d in run_dirs[label]]
+            ),
+        )
+    )
   path = os.path.join(plot_dir, f'{name}.png')
-  plots.plot_runs(runs, path, figsize=(10.0, 6.5),
-                  title=f'{name}: test accuracy, mean over seeds (window '
-                  'solid, global dashed)')
+  plots.plot_runs(
+      runs,
+      path,
+      figsize=(10.0, 6.5),
+      title=f'{name}: test accuracy, mean over seeds (window '
+      'solid, global dashed)',
+  )
   print(f'wrote {path}')
 
 
-_RUN_FIELDS = ('experiment', 'row', 'seed', 'total_rounds',
-               'round_and_eval_seconds', 'last_call_wall_seconds',
-               'resumed_from_round', 'window_accuracy', 'global_accuracy')
+_RUN_FIELDS = (
+    'experiment',
+    'row',
+    'seed',
+    'total_rounds',
+    'round_and_eval_seconds',
+    'last_call_wall_seconds',
+    'resumed_from_round',
+    'window_accuracy',
+    'global_accuracy',
+)
 
 
 def _run_record(name, label, seed, config, summary):
   """One line of --runs_csv: the time and last-N accuracies of one run."""
   return dict(
-      experiment=name, row=label, seed=seed, total_rounds=config.total_rounds,
+      experiment=name,
+      row=label,
+      seed=seed,
+      total_rounds=config.total_rounds,
       round_and_eval_seconds=round(
-          summary['total_round_and_eval_time_seconds'], 1),
+          summary['total_round_and_eval_time_seconds'], 1
+      ),
       last_call_wall_seconds=round(summary['wall_time_seconds'], 1),
       resumed_from_round=summary['resumed_from_round'],
       window_accuracy=round(summary['window']['accuracy']['mean'], 4),
-      global_accuracy=round(summary['global']['accuracy']['mean'], 4))
+      global_accuracy=round(summary['global']['accuracy']['mean'], 4),
+  )
 
 
 def main(argv):
@@ -176,16 +260,21 @@ def main(argv):
   table = _experiments(_ROUNDS.value)
   unknown = set(_EXPERIMENTS.value) - set(table)
   if unknown:
-    raise app.UsageError(f'--experiments: unknown {sorted(unknown)}; allowed '
-                         f'{sorted(table)}.')
+    raise app.UsageError(
+        f'--experiments: unknown {sorted(unknown)}; allowed '
+        f'{sorted(table)}.'
+    )
   lines = []
   records = []
   for name in _EXPERIMENTS.value:
-    lines += [f'### {name}', '',
-              '| config | rounds | seeds | window acc (last N) | global acc '
-              '(last N) | window - global (paired) | window smoothness | '
-              'global smoothness | round+eval min |',
-              '|---|---:|---:|---:|---:|---:|---:|---:|---:|']
+    lines += [
+        f'### {name}',
+        '',
+        '| config | rounds | seeds | window acc (last N) | global acc '
+        '(last N) | window - global (paired) | window smoothness | '
+        'global smoothness | round+eval min |',
+        '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ]
     run_dirs = {}
     for label, config in table[name].items():
       summaries = []
@@ -193,8 +282,12 @@ def main(argv):
       for seed in _SEEDS.value:
         run_name = f'{label.replace(" ", "_")}_seed{seed}'
         root = os.path.join(_ROOT.value, name)
-        run = attrs.evolve(config, seed=int(seed), experiment_name=run_name,
-                           root_output_dir=root)
+        run = attrs.evolve(
+            config,
+            seed=int(seed),
+            experiment_name=run_name,
+            root_output_dir=root,
+        )
         run_dirs[label].append(os.path.join(root, run_name))
         summary_path = os.path.join(root, run_name, 'summary.json')
         if not os.path.exists(summary_path):
@@ -214,8 +307,9 @@ def main(argv):
     with open(_OUTPUT.value, 'w') as f:
       f.write(text + '\n')
   if _RUNS_CSV.value:
-    os.makedirs(os.path.dirname(os.path.abspath(_RUNS_CSV.value)),
-                exist_ok=True)
+    os.makedirs(
+        os.path.dirname(os.path.abspath(_RUNS_CSV.value)), exist_ok=True
+    )
     with open(_RUNS_CSV.value, 'w', newline='') as f:
       writer = csv.DictWriter(f, fieldnames=_RUN_FIELDS)
       writer.writeheader()

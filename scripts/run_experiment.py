@@ -30,80 +30,153 @@ from absl import flags
 
 from tff_fedwin import experiments
 from tff_fedwin.reporting import summary_text
+
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
 _DEFAULTS = experiments.ExperimentConfig()
 
 # Task and data.
-flags.DEFINE_enum('task', _DEFAULTS.task, list(experiments.TASKS),
-                  'Which task to train.')
-flags.DEFINE_string('data_npz', None, 'With --task=npz: .npz with x_train, '
-                    'y_train, x_test, y_test.')
-flags.DEFINE_bool('scale_integer_features', _DEFAULTS.scale_integer_features,
-                  'npz: integer features (e.g. uint8 pixels) scaled to [0, 1] '
-                  '(/255, or /65535 for 16-bit); off: cast unscaled.')
-flags.DEFINE_string('cache_dir', None, 'emnist/stackoverflow: directory with '
-                    'the extracted TFF sqlite files (no download).')
-flags.DEFINE_bool('use_synthetic_data', False, 'emnist/stackoverflow: TFF '
-                  'synthetic clients (tests; no download).')
-flags.DEFINE_integer('num_clients', _DEFAULTS.num_clients,
-                     'mnist/npz: number of clients.')
-flags.DEFINE_float('dirichlet_alpha', _DEFAULTS.dirichlet_alpha,
-                   'mnist/npz: Dirichlet label skew; 0 = one class per client.')
+flags.DEFINE_enum(
+    'task', _DEFAULTS.task, list(experiments.TASKS), 'Which task to train.'
+)
+flags.DEFINE_string(
+    'data_npz',
+    None,
+    'With --task=npz: .npz with x_train, ' 'y_train, x_test, y_test.',
+)
+flags.DEFINE_bool(
+    'scale_integer_features',
+    _DEFAULTS.scale_integer_features,
+    'npz: integer features (e.g. uint8 pixels) scaled to [0, 1] '
+    '(/255, or /65535 for 16-bit); off: cast unscaled.',
+)
+flags.DEFINE_string(
+    'cache_dir',
+    None,
+    'emnist/stackoverflow: directory with '
+    'the extracted TFF sqlite files (no download).',
+)
+flags.DEFINE_bool(
+    'use_synthetic_data',
+    False,
+    'emnist/stackoverflow: TFF ' 'synthetic clients (tests; no download).',
+)
+flags.DEFINE_integer(
+    'num_clients', _DEFAULTS.num_clients, 'mnist/npz: number of clients.'
+)
+flags.DEFINE_float(
+    'dirichlet_alpha',
+    _DEFAULTS.dirichlet_alpha,
+    'mnist/npz: Dirichlet label skew; 0 = one class per client.',
+)
 # Algorithm.
-flags.DEFINE_enum('algorithm', _DEFAULTS.algorithm,
-                  list(experiments.ALGORITHMS), 'Federated algorithm.')
-flags.DEFINE_enum('client_loss', _DEFAULTS.client_loss,
-                  list(experiments.CLIENT_LOSSES), 'ce or WSM re-weighted CE.')
-flags.DEFINE_float('proximal_strength', _DEFAULTS.proximal_strength,
-                   'FedProx mu (--algorithm=fedprox).')
+flags.DEFINE_enum(
+    'algorithm',
+    _DEFAULTS.algorithm,
+    list(experiments.ALGORITHMS),
+    'Federated algorithm.',
+)
+flags.DEFINE_enum(
+    'client_loss',
+    _DEFAULTS.client_loss,
+    list(experiments.CLIENT_LOSSES),
+    'ce or WSM re-weighted CE.',
+)
+flags.DEFINE_float(
+    'proximal_strength',
+    _DEFAULTS.proximal_strength,
+    'FedProx mu (--algorithm=fedprox).',
+)
 # Window.
-flags.DEFINE_integer('window_size', _DEFAULTS.window_size,
-                     'W >= 1 models in the window; 0 = no window.')
-flags.DEFINE_enum('window_mode', _DEFAULTS.window_mode,
-                  list(experiments.WINDOW_MODES),
-                  'evaluate (WiMA) or broadcast (IMA).')
-flags.DEFINE_integer('window_start_round', _DEFAULTS.window_start_round,
-                     'Window model active from max(W, this round).')
-flags.DEFINE_integer('window_read_every', _DEFAULTS.window_read_every,
-                     'E: window model needed every E rounds (ceil(W/E) '
-                     'slots); set --rounds_per_eval to a multiple of it.')
-flags.DEFINE_enum('client_lr_schedule', _DEFAULTS.client_lr_schedule,
-                  list(experiments.LR_SCHEDULES),
-                  'constant, or IMA: 0.99^t before the start round, 0.97 '
-                  'per round after it.')
+flags.DEFINE_integer(
+    'window_size',
+    _DEFAULTS.window_size,
+    'W >= 1 models in the window; 0 = no window.',
+)
+flags.DEFINE_enum(
+    'window_mode',
+    _DEFAULTS.window_mode,
+    list(experiments.WINDOW_MODES),
+    'evaluate (WiMA) or broadcast (IMA).',
+)
+flags.DEFINE_integer(
+    'window_start_round',
+    _DEFAULTS.window_start_round,
+    'Window model active from max(W, this round).',
+)
+flags.DEFINE_integer(
+    'window_read_every',
+    _DEFAULTS.window_read_every,
+    'E: window model needed every E rounds (ceil(W/E) '
+    'slots); set --rounds_per_eval to a multiple of it.',
+)
+flags.DEFINE_enum(
+    'client_lr_schedule',
+    _DEFAULTS.client_lr_schedule,
+    list(experiments.LR_SCHEDULES),
+    'constant, or IMA: 0.99^t before the start round, 0.97 '
+    'per round after it.',
+)
 # Training.
 flags.DEFINE_integer('total_rounds', _DEFAULTS.total_rounds, 'Rounds.')
-flags.DEFINE_integer('clients_per_round', _DEFAULTS.clients_per_round,
-                     'Clients sampled per round.')
-flags.DEFINE_integer('client_epochs', _DEFAULTS.client_epochs,
-                     'Local epochs.')
-flags.DEFINE_integer('client_batch_size', _DEFAULTS.client_batch_size,
-                     'Local batch size.')
-flags.DEFINE_float('client_learning_rate', _DEFAULTS.client_learning_rate,
-                   'Client SGD learning rate.')
-flags.DEFINE_float('server_learning_rate', _DEFAULTS.server_learning_rate,
-                   'Server learning rate.')
-flags.DEFINE_integer('seed', _DEFAULTS.seed, 'Seed (partition, sampling, '
-                     'model init).')
+flags.DEFINE_integer(
+    'clients_per_round',
+    _DEFAULTS.clients_per_round,
+    'Clients sampled per round.',
+)
+flags.DEFINE_integer('client_epochs', _DEFAULTS.client_epochs, 'Local epochs.')
+flags.DEFINE_integer(
+    'client_batch_size', _DEFAULTS.client_batch_size, 'Local batch size.'
+)
+flags.DEFINE_float(
+    'client_learning_rate',
+    _DEFAULTS.client_learning_rate,
+    'Client SGD learning rate.',
+)
+flags.DEFINE_float(
+    'server_learning_rate',
+    _DEFAULTS.server_learning_rate,
+    'Server learning rate.',
+)
+flags.DEFINE_integer(
+    'seed', _DEFAULTS.seed, 'Seed (partition, sampling, ' 'model init).'
+)
 # Outputs.
-flags.DEFINE_integer('rounds_per_eval', _DEFAULTS.rounds_per_eval,
-                     'Evaluate every this many rounds.')
-flags.DEFINE_integer('rounds_per_checkpoint', _DEFAULTS.rounds_per_checkpoint,
-                     'Checkpoint every this many rounds.')
-flags.DEFINE_integer('summary_last_n', _DEFAULTS.summary_last_n,
-                     'Summary: mean over the last N eval rounds.')
-flags.DEFINE_string('root_output_dir', _DEFAULTS.root_output_dir,
-                    'Root of all outputs.')
-flags.DEFINE_string('experiment_name', _DEFAULTS.experiment_name,
-                    'Subdirectory of this run.')
-flags.DEFINE_string('workers', _DEFAULTS.workers, 'Empty: one local TFF '
-                    'worker; N: N local workers; host:port,...: remote ones.')
-flags.DEFINE_enum('worker_bind', _DEFAULTS.worker_bind,
-                  list(experiments.WORKER_BINDS),
-                  'Interfaces the workers this run starts listen on: '
-                  'loopback (default; refuses to start if that cannot be '
-                  'enforced) or all (unauthenticated; trusted networks only).')
+flags.DEFINE_integer(
+    'rounds_per_eval',
+    _DEFAULTS.rounds_per_eval,
+    'Evaluate every this many rounds.',
+)
+flags.DEFINE_integer(
+    'rounds_per_checkpoint',
+    _DEFAULTS.rounds_per_checkpoint,
+    'Checkpoint every this many rounds.',
+)
+flags.DEFINE_integer(
+    'summary_last_n',
+    _DEFAULTS.summary_last_n,
+    'Summary: mean over the last N eval rounds.',
+)
+flags.DEFINE_string(
+    'root_output_dir', _DEFAULTS.root_output_dir, 'Root of all outputs.'
+)
+flags.DEFINE_string(
+    'experiment_name', _DEFAULTS.experiment_name, 'Subdirectory of this run.'
+)
+flags.DEFINE_string(
+    'workers',
+    _DEFAULTS.workers,
+    'Empty: one local TFF '
+    'worker; N: N local workers; host:port,...: remote ones.',
+)
+flags.DEFINE_enum(
+    'worker_bind',
+    _DEFAULTS.worker_bind,
+    list(experiments.WORKER_BINDS),
+    'Interfaces the workers this run starts listen on: '
+    'loopback (default; refuses to start if that cannot be '
+    'enforced) or all (unauthenticated; trusted networks only).',
+)
 
 
 def _check_workers(value: str) -> bool:
@@ -122,7 +195,8 @@ FLAGS = flags.FLAGS
 def config_from_flags() -> experiments.ExperimentConfig:
   fields = [a.name for a in experiments.ExperimentConfig.__attrs_attrs__]
   return experiments.ExperimentConfig(
-      **{name: FLAGS[name].value for name in fields})
+      **{name: FLAGS[name].value for name in fields}
+  )
 
 
 def main(argv):
@@ -135,8 +209,12 @@ def main(argv):
   except ValueError as e:
     raise app.UsageError(str(e)) from e
   summary = experiments.run_experiment(config)
-  print(summary_text.format_summary(summary, os.path.join(
-      config.root_output_dir, config.experiment_name)), flush=True)
+  print(
+      summary_text.format_summary(
+          summary, os.path.join(config.root_output_dir, config.experiment_name)
+      ),
+      flush=True,
+  )
 
 
 def _main_with_one_line_errors(argv):
@@ -151,8 +229,10 @@ def _main_with_one_line_errors(argv):
   try:
     main(argv)
   except app.UsageError as e:
-    sys.exit(f'{os.path.basename(argv[0])}: {e}\n'
-             'Pass --helpshort or --helpfull to see help on flags.')
+    sys.exit(
+        f'{os.path.basename(argv[0])}: {e}\n'
+        'Pass --helpshort or --helpfull to see help on flags.'
+    )
   except experiments.USER_ERRORS as e:
     if verbose:
       raise

@@ -9,9 +9,15 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def test_build_file_is_current():
   result = subprocess.run(
-      [sys.executable, os.path.join(_ROOT, 'scripts', 'generate_build.py'),
-       '--check'],
-      capture_output=True, text=True, check=False)
+      [
+          sys.executable,
+          os.path.join(_ROOT, 'scripts', 'generate_build.py'),
+          '--check',
+      ],
+      capture_output=True,
+      text=True,
+      check=False,
+  )
   assert result.returncode == 0, result.stderr
 
 
@@ -19,8 +25,12 @@ def test_every_tracked_module_has_a_target():
   with open(os.path.join(_ROOT, 'BUILD')) as f:
     build = f.read()
   tracked = subprocess.run(
-      ['git', 'ls-files', 'tff_fedwin', 'tests', 'scripts'], cwd=_ROOT,
-      capture_output=True, text=True, check=True).stdout.split()
+      ['git', 'ls-files', 'tff_fedwin', 'tests', 'scripts'],
+      cwd=_ROOT,
+      capture_output=True,
+      text=True,
+      check=True,
+  ).stdout.split()
   for path in tracked:
     if path.endswith('.py') and not path.endswith('conftest.py'):
       assert f'"{path}"' in build, path

@@ -16,15 +16,17 @@ def test_check_int_accepts_integers_in_range(value):
 
 @pytest.mark.parametrize('value', [True, np.bool_(True), 1.0, '1', None, -1, 8])
 def test_check_int_refuses_with_one_line_naming_argument(value):
-  with pytest.raises(ValueError, match=r'^`n` must be an integer >= 0 and '
-                     r'<= 7, got .*\.$') as info:
+  with pytest.raises(
+      ValueError, match=r'^`n` must be an integer >= 0 and ' r'<= 7, got .*\.$'
+  ) as info:
     checks.check_int('n', value, minimum=0, maximum=7)
   assert '\n' not in str(info.value)
 
 
 def test_flag_names_are_shown_as_flags():
-  with pytest.raises(ValueError, match=r'^--total_rounds must be an integer '
-                     r'>= 1, got 0\.$'):
+  with pytest.raises(
+      ValueError, match=r'^--total_rounds must be an integer ' r'>= 1, got 0\.$'
+  ):
     checks.check_int('--total_rounds', 0, minimum=1)
 
 
@@ -41,8 +43,10 @@ def test_check_number_positive_refuses(value):
 
 def test_check_number_bounds_and_infinity():
   assert checks.check_number('a', 0.0, minimum=0) == 0.0
-  assert checks.check_number('a', math.inf, minimum=0,
-                             allow_infinity=True) == math.inf
+  assert (
+      checks.check_number('a', math.inf, minimum=0, allow_infinity=True)
+      == math.inf
+  )
   with pytest.raises(ValueError, match=r'>= 0 and <= 1'):
     checks.check_number('a', 1.5, minimum=0, maximum=1)
   with pytest.raises(ValueError, match='`a`'):

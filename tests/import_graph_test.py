@@ -32,13 +32,21 @@ def _imported_packages(path: pathlib.Path) -> set[str]:
   """The `tff_fedwin` subpackages and modules that `path` imports."""
   found = set()
   for node in ast.walk(ast.parse(path.read_text())):
-    if isinstance(node, ast.ImportFrom) and node.module and (
-        node.module == 'tff_fedwin' or node.module.startswith('tff_fedwin.')):
+    if (
+        isinstance(node, ast.ImportFrom)
+        and node.module
+        and (
+            node.module == 'tff_fedwin' or node.module.startswith('tff_fedwin.')
+        )
+    ):
       parts = node.module.split('.')
       found |= {parts[1]} if len(parts) > 1 else {a.name for a in node.names}
     elif isinstance(node, ast.Import):
-      found |= {a.name.split('.')[1] for a in node.names
-                if a.name.startswith('tff_fedwin.')}
+      found |= {
+          a.name.split('.')[1]
+          for a in node.names
+          if a.name.startswith('tff_fedwin.')
+      }
   return found
 
 
@@ -65,7 +73,9 @@ def test_package_imports_only_what_its_layer_allows(package):
 def test_the_rule_detects_an_upward_import(tmp_path):
   # The scanner itself: an import of algorithms from a training-like file.
   module = tmp_path / 'loop.py'
-  module.write_text('from tff_fedwin.algorithms import scaffold\n'
-                    'import tff_fedwin.aggregators.window\n'
-                    'from tff_fedwin import checks\n')
+  module.write_text(
+      'from tff_fedwin.algorithms import scaffold\n'
+      'import tff_fedwin.aggregators.window\n'
+      'from tff_fedwin import checks\n'
+  )
   assert _imported_packages(module) == {'algorithms', 'aggregators', 'checks'}

@@ -24,14 +24,16 @@ _INPUT_SPEC = collections.OrderedDict(
 
 
 def model_fn():
-  keras_model = tf.keras.Sequential([
-      tf.keras.layers.Dense(
-          1,
-          use_bias=False,
-          kernel_initializer=tf.keras.initializers.Constant(W0),
-          input_shape=(INPUT_DIM,),
-      )
-  ])
+  keras_model = tf.keras.Sequential(
+      [
+          tf.keras.layers.Dense(
+              1,
+              use_bias=False,
+              kernel_initializer=tf.keras.initializers.Constant(W0),
+              input_shape=(INPUT_DIM,),
+          )
+      ]
+  )
   return tff.learning.models.from_keras_model(
       keras_model,
       loss=tf.keras.losses.MeanSquaredError(),
@@ -57,16 +59,21 @@ BATCH_SIZE = 2
 def client_datasets():
   return [
       tf.data.Dataset.from_tensor_slices(
-          collections.OrderedDict(x=x, y=y)).batch(BATCH_SIZE)
+          collections.OrderedDict(x=x, y=y)
+      ).batch(BATCH_SIZE)
       for x, y in CLIENT_ARRAYS
   ]
 
 
 def numpy_batches():
   return [
-      [(x[i:i + BATCH_SIZE].astype(np.float64),
-        y[i:i + BATCH_SIZE].astype(np.float64))
-       for i in range(0, len(x), BATCH_SIZE)]
+      [
+          (
+              x[i : i + BATCH_SIZE].astype(np.float64),
+              y[i : i + BATCH_SIZE].astype(np.float64),
+          )
+          for i in range(0, len(x), BATCH_SIZE)
+      ]
       for x, y in CLIENT_ARRAYS
   ]
 
@@ -78,15 +85,23 @@ def kernel(model_weights):
 def simulate(window_size, mode, start_round, rounds, **kwargs):
   """`numpy_reference.simulate` on this task."""
   return ref.simulate(
-      W0, numpy_batches(), rounds=rounds, client_learning_rate=CLIENT_LR,
-      window_size=window_size, mode=mode, start_round=start_round, **kwargs)
+      W0,
+      numpy_batches(),
+      rounds=rounds,
+      client_learning_rate=CLIENT_LR,
+      window_size=window_size,
+      mode=mode,
+      start_round=start_round,
+      **kwargs,
+  )
 
 
 # A 3-class linear softmax task for the WSM loss: labels are skewed per client
 # and client 2 never sees class 2 (a zero class proportion).
 NUM_CLASSES = 3
-SOFTMAX_W0 = np.array([[0.2, -0.1, 0.0], [0.0, 0.3, -0.2], [-0.1, 0.1, 0.1]],
-                      np.float32)
+SOFTMAX_W0 = np.array(
+    [[0.2, -0.1, 0.0], [0.0, 0.3, -0.2], [-0.1, 0.1, 0.1]], np.float32
+)
 _SOFTMAX_INPUT_SPEC = collections.OrderedDict(
     x=tf.TensorSpec([None, INPUT_DIM], tf.float32),
     y=tf.TensorSpec([None], tf.int32),
@@ -94,14 +109,16 @@ _SOFTMAX_INPUT_SPEC = collections.OrderedDict(
 
 
 def softmax_model_fn():
-  keras_model = tf.keras.Sequential([
-      tf.keras.layers.Dense(
-          NUM_CLASSES,
-          use_bias=False,
-          kernel_initializer=tf.keras.initializers.Constant(SOFTMAX_W0),
-          input_shape=(INPUT_DIM,),
-      )
-  ])
+  keras_model = tf.keras.Sequential(
+      [
+          tf.keras.layers.Dense(
+              NUM_CLASSES,
+              use_bias=False,
+              kernel_initializer=tf.keras.initializers.Constant(SOFTMAX_W0),
+              input_shape=(INPUT_DIM,),
+          )
+      ]
+  )
   return tff.learning.models.from_keras_model(
       keras_model,
       loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
@@ -112,8 +129,13 @@ def softmax_model_fn():
 def _softmax_client_arrays():
   rng = np.random.default_rng(99)
   labels = ([0, 0, 0, 1, 2], [1, 1, 0], [0, 1, 1, 1])
-  return [(rng.normal(size=(len(y), INPUT_DIM)).astype(np.float32),
-           np.array(y, np.int32)) for y in labels]
+  return [
+      (
+          rng.normal(size=(len(y), INPUT_DIM)).astype(np.float32),
+          np.array(y, np.int32),
+      )
+      for y in labels
+  ]
 
 
 SOFTMAX_CLIENT_ARRAYS = _softmax_client_arrays()
@@ -122,14 +144,17 @@ SOFTMAX_CLIENT_ARRAYS = _softmax_client_arrays()
 def softmax_client_datasets():
   return [
       tf.data.Dataset.from_tensor_slices(
-          collections.OrderedDict(x=x, y=y)).batch(BATCH_SIZE)
+          collections.OrderedDict(x=x, y=y)
+      ).batch(BATCH_SIZE)
       for x, y in SOFTMAX_CLIENT_ARRAYS
   ]
 
 
 def softmax_numpy_batches():
   return [
-      [(x[i:i + BATCH_SIZE].astype(np.float64), y[i:i + BATCH_SIZE])
-       for i in range(0, len(x), BATCH_SIZE)]
+      [
+          (x[i : i + BATCH_SIZE].astype(np.float64), y[i : i + BATCH_SIZE])
+          for i in range(0, len(x), BATCH_SIZE)
+      ]
       for x, y in SOFTMAX_CLIENT_ARRAYS
   ]

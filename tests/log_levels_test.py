@@ -9,16 +9,19 @@ import pytest
 from tff_fedwin import log_levels
 
 
-@pytest.mark.parametrize('args, expected', [
-    ([], False),
-    (['--task=mnist'], False),
-    (['--verbose_name=x', '--vv=1', '-vx'], False),
-    (['--verbosity=1'], True),
-    (['--verbosity', '0'], True),
-    (['-v=2'], True),
-    (['-v', '1'], True),
-    (['--v=1'], True),
-])
+@pytest.mark.parametrize(
+    'args, expected',
+    [
+        ([], False),
+        (['--task=mnist'], False),
+        (['--verbose_name=x', '--vv=1', '-vx'], False),
+        (['--verbosity=1'], True),
+        (['--verbosity', '0'], True),
+        (['-v=2'], True),
+        (['-v', '1'], True),
+        (['--v=1'], True),
+    ],
+)
 def test_verbosity_requested(args, expected):
   assert log_levels.verbosity_requested(['prog', *args]) == expected
 
@@ -31,10 +34,13 @@ def test_quiet_native_logs_silences_tensorflow_and_grpc(monkeypatch):
   assert os.environ['GRPC_VERBOSITY'] == 'ERROR'
 
 
-@pytest.mark.parametrize('env, argv', [
-    ('0', ['prog']),                     # The user's environment wins.
-    (None, ['prog', '--verbosity=0']),   # Asked for logs.
-])
+@pytest.mark.parametrize(
+    'env, argv',
+    [
+        ('0', ['prog']),  # The user's environment wins.
+        (None, ['prog', '--verbosity=0']),  # Asked for logs.
+    ],
+)
 def test_quiet_native_logs_leaves_users_choice(monkeypatch, env, argv):
   monkeypatch.delenv('GRPC_VERBOSITY', raising=False)
   if env is None:
@@ -45,12 +51,16 @@ def test_quiet_native_logs_leaves_users_choice(monkeypatch, env, argv):
   assert os.environ.get('TF_CPP_MIN_LOG_LEVEL') == env
 
 
-@pytest.mark.parametrize('verbosity_set, absl_level, tf_level', [
-    (False, absl_logging.WARNING, logging.WARNING),
-    (True, absl_logging.DEBUG, logging.DEBUG),  # Left as they were.
-])
-def test_set_python_log_levels(keep_log_levels, verbosity_set, absl_level,
-                               tf_level):
+@pytest.mark.parametrize(
+    'verbosity_set, absl_level, tf_level',
+    [
+        (False, absl_logging.WARNING, logging.WARNING),
+        (True, absl_logging.DEBUG, logging.DEBUG),  # Left as they were.
+    ],
+)
+def test_set_python_log_levels(
+    keep_log_levels, verbosity_set, absl_level, tf_level
+):
   del keep_log_levels
   absl_logging.set_verbosity(absl_logging.DEBUG)
   logging.getLogger('tensorflow').setLevel(logging.DEBUG)

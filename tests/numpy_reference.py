@@ -52,13 +52,13 @@ def linear_wsm_client_update(w, batches, learning_rate):
   return w - trained, n
 
 
-def fedavg_aggregate(w, client_batches, learning_rate,
-                     client_update=linear_mse_client_update):
+def fedavg_aggregate(
+    w, client_batches, learning_rate, client_update=linear_mse_client_update
+):
   """Example-weighted mean of the client deltas (FedAvg, Eq. 3 of WiMA)."""
-  deltas, weights = zip(*[
-      client_update(w, batches, learning_rate)
-      for batches in client_batches
-  ])
+  deltas, weights = zip(
+      *[client_update(w, batches, learning_rate) for batches in client_batches]
+  )
   return sum(n * d for d, n in zip(deltas, weights)) / sum(weights)
 
 
@@ -76,8 +76,11 @@ def window_mean_eq6(models, t, window_size):
   t_prime = t - window_size
   total = models[t_prime].copy()
   for tau in range(t_prime, t):
-    total -= (t_prime + window_size - tau) / window_size * (
-        models[tau] - models[tau + 1])
+    total -= (
+        (t_prime + window_size - tau)
+        / window_size
+        * (models[tau] - models[tau + 1])
+    )
   return total
 
 
@@ -109,8 +112,9 @@ def simulate(
   active = [False]
   accumulator = np.zeros_like(aggregated[0])
   for t in range(1, rounds + 1):
-    update = fedavg_aggregate(sent[-1], client_batches, client_learning_rate,
-                              client_update)
+    update = fedavg_aggregate(
+        sent[-1], client_batches, client_learning_rate, client_update
+    )
     accumulator = server_momentum * accumulator + update
     w_t = sent[-1] - server_learning_rate * accumulator
     aggregated.append(w_t)

@@ -285,9 +285,7 @@ def np_simulate(
         )
         for i in sampled
     ]
-    w_t, control = np_server_update(
-        x, control, results, server_learning_rate
-    )
+    w_t, control = np_server_update(x, control, results, server_learning_rate)
     for i, r in zip(sampled, results):
       client_controls[i] = r.new_control
     aggregated.append(w_t)

@@ -23,7 +23,8 @@ NUM_CLIENTS = len(CLIENT_SIZES)
 BATCH_SIZE = 3
 _RNG = np.random.default_rng(2024)
 INITIAL_KERNEL = (0.5 * _RNG.normal(size=(NUM_FEATURES, NUM_CLASSES))).astype(
-    np.float32)
+    np.float32
+)
 _TRUE_KERNEL = np.array([[1.0, -1.0], [0.5, 0.2], [-0.3, 0.3]])
 
 
@@ -47,14 +48,16 @@ _INPUT_SPEC = collections.OrderedDict(
 
 
 def model_fn():
-  keras_model = tf.keras.Sequential([
-      tf.keras.layers.Dense(
-          NUM_CLASSES,
-          kernel_initializer=tf.keras.initializers.Constant(INITIAL_KERNEL),
-          bias_initializer='zeros',
-          input_shape=(NUM_FEATURES,),
-      )
-  ])
+  keras_model = tf.keras.Sequential(
+      [
+          tf.keras.layers.Dense(
+              NUM_CLASSES,
+              kernel_initializer=tf.keras.initializers.Constant(INITIAL_KERNEL),
+              bias_initializer='zeros',
+              input_shape=(NUM_FEATURES,),
+          )
+      ]
+  )
   return tff.learning.models.from_keras_model(
       keras_model,
       loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
@@ -68,8 +71,10 @@ def preprocess_fn(dataset):
 
 def datasets(client_ids):
   """The preprocessed datasets of `client_ids`."""
-  return [preprocess_fn(CLIENT_DATA.create_tf_dataset_for_client(c))
-          for c in client_ids]
+  return [
+      preprocess_fn(CLIENT_DATA.create_tf_dataset_for_client(c))
+      for c in client_ids
+  ]
 
 
 def evaluate_fn(model_weights):
@@ -104,10 +109,14 @@ def build_processes(*, with_scaffold_window=False):
       'fedavg': fed_win.build_fed_win(model_fn, sgd),
       'window': fed_win.build_fed_win(model_fn, sgd, window_size=2),
       'scaffold': scaffold.build_scaffold(
-          model_fn, client_learning_rate=0.2, total_clients=NUM_CLIENTS),
+          model_fn, client_learning_rate=0.2, total_clients=NUM_CLIENTS
+      ),
   }
   if with_scaffold_window:
     processes['scaffold_window'] = scaffold.build_scaffold(
-        model_fn, client_learning_rate=0.2, total_clients=NUM_CLIENTS,
-        window_size=2)
+        model_fn,
+        client_learning_rate=0.2,
+        total_clients=NUM_CLIENTS,
+        window_size=2,
+    )
   return processes

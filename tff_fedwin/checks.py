@@ -48,12 +48,14 @@ def check_int(
   Raises:
     ValueError: naming `name`, if `value` is not an integer in range.
   """
-  wanted = 'an integer' + _bounds_text(minimum, maximum,
-                                       exclusive_minimum=False)
+  wanted = 'an integer' + _bounds_text(
+      minimum, maximum, exclusive_minimum=False
+  )
   if _is_bool(value) or not isinstance(value, numbers.Integral):
     raise ValueError(f'{display_name(name)} must be {wanted}, got {value!r}.')
   if (minimum is not None and value < minimum) or (
-      maximum is not None and value > maximum):
+      maximum is not None and value > maximum
+  ):
     raise ValueError(f'{display_name(name)} must be {wanted}, got {value!r}.')
   return int(value)
 
@@ -83,8 +85,7 @@ def check_number(
     ValueError: naming `name`, if `value` is not a real number in range.
   """
   lower = 0 if positive else minimum
-  wanted = 'a number' + _bounds_text(lower, maximum,
-                                     exclusive_minimum=positive)
+  wanted = 'a number' + _bounds_text(lower, maximum, exclusive_minimum=positive)
   if _is_bool(value) or not isinstance(value, numbers.Real):
     raise ValueError(f'{display_name(name)} must be {wanted}, got {value!r}.')
   number = float(value)
@@ -93,7 +94,8 @@ def check_number(
       or (math.isinf(number) and not allow_infinity)
       or (positive and not number > 0)
       or (not positive and minimum is not None and number < minimum)
-      or (maximum is not None and number > maximum))
+      or (maximum is not None and number > maximum)
+  )
   if out_of_range:
     raise ValueError(f'{display_name(name)} must be {wanted}, got {value!r}.')
   return number
@@ -106,6 +108,8 @@ def check_choice(name: str, value: Any, allowed: Collection[str]) -> str:
     ValueError: naming `name` and listing `allowed`, otherwise.
   """
   if not isinstance(value, str) or value not in allowed:
-    raise ValueError(f'{display_name(name)} must be one of '
-                     f'{", ".join(allowed)}; got {value!r}.')
+    raise ValueError(
+        f'{display_name(name)} must be one of '
+        f'{", ".join(allowed)}; got {value!r}.'
+    )
   return value

@@ -20,48 +20,73 @@ WEIGHTS_TYPE = tff.learning.models.weights_type_from_model(task.model_fn)
 
 def _finalizer(mode='evaluate', window_size=2, **kwargs):
   return build_window_finalizer(
-      tff.learning.optimizers.build_sgdm(learning_rate=0.5), WEIGHTS_TYPE,
-      window_size=window_size, mode=mode, **kwargs)
+      tff.learning.optimizers.build_sgdm(learning_rate=0.5),
+      WEIGHTS_TYPE,
+      window_size=window_size,
+      mode=mode,
+      **kwargs,
+  )
 
 
 def _window_type(num_slots):
-  return tff.to_type(WindowBuffer(
-      slots=[(np.float32, [num_slots, 3, 1])],
-      window_sum=[(np.float32, [3, 1])],
-      cursor=np.int32, num_models=np.int32, window_size=np.int32,
-      read_every=np.int32, start_round=np.int32, broadcast=np.bool_))
+  return tff.to_type(
+      WindowBuffer(
+          slots=[(np.float32, [num_slots, 3, 1])],
+          window_sum=[(np.float32, [3, 1])],
+          cursor=np.int32,
+          num_models=np.int32,
+          window_size=np.int32,
+          read_every=np.int32,
+          start_round=np.int32,
+          broadcast=np.bool_,
+      )
+  )
 
 
 class TestBuildWindowFinalizerComputation:
 
-  @pytest.mark.parametrize('window_size,read_every,num_slots',
-                           [(2, 1, 2), (5, 2, 3)])
+  @pytest.mark.parametrize(
+      'window_size,read_every,num_slots', [(2, 1, 2), (5, 2, 3)]
+  )
   def test_type_signature(self, window_size, read_every, num_slots):
     finalizer = _finalizer(window_size=window_size, read_every=read_every)
     state_type = tff.FederatedType(
-        tff.to_type(WindowFinalizerState(
-            optimizer=collections.OrderedDict(learning_rate=np.float32),
-            window=_window_type(num_slots))),
-        tff.SERVER)
+        tff.to_type(
+            WindowFinalizerState(
+                optimizer=collections.OrderedDict(learning_rate=np.float32),
+                window=_window_type(num_slots),
+            )
+        ),
+        tff.SERVER,
+    )
     tff.test.assert_types_identical(
-        finalizer.initialize.type_signature,
-        tff.FunctionType(None, state_type))
+        finalizer.initialize.type_signature, tff.FunctionType(None, state_type)
+    )
     measurements_type = tff.FederatedType(
-        tff.to_type(collections.OrderedDict(
-            optimizer=collections.OrderedDict(update_non_finite=np.int32),
-            window=collections.OrderedDict(
-                window_fill=np.int32, window_active=np.bool_,
-                window_distance=np.float32))),
-        tff.SERVER)
+        tff.to_type(
+            collections.OrderedDict(
+                optimizer=collections.OrderedDict(update_non_finite=np.int32),
+                window=collections.OrderedDict(
+                    window_fill=np.int32,
+                    window_active=np.bool_,
+                    window_distance=np.float32,
+                ),
+            )
+        ),
+        tff.SERVER,
+    )
     next_type = finalizer.next.type_signature
     tff.test.assert_types_identical(next_type.parameter[0], state_type)
     tff.test.assert_types_identical(
-        next_type.parameter[1], tff.FederatedType(WEIGHTS_TYPE, tff.SERVER))
+        next_type.parameter[1], tff.FederatedType(WEIGHTS_TYPE, tff.SERVER)
+    )
     tff.test.assert_types_identical(next_type.result.state, state_type)
     tff.test.assert_types_identical(
-        next_type.result.result, tff.FederatedType(WEIGHTS_TYPE, tff.SERVER))
-    tff.test.assert_types_identical(next_type.result.measurements,
-                                    measurements_type)
+        next_type.result.result, tff.FederatedType(WEIGHTS_TYPE, tff.SERVER)
+    )
+    tff.test.assert_types_identical(
+        next_type.result.measurements, measurements_type
+    )
 
   def test_window_runs_on_the_server_only(self):
     # The finalizer aggregates nothing across clients, securely or not.
@@ -83,35 +108,45 @@ class TestBuildWindowFinalizerExecution:
     finalizer = _finalizer(mode)
     state = finalizer.initialize()
     weights = tff.learning.models.ModelWeights(
-        [np.float32([[1.0], [2.0], [3.0]])], [])
-    output = finalizer.next(state, weights, [np.float32([[2.0], [0.0],
-                                                         [-2.0]])])
-    np.testing.assert_array_equal(output.result.trainable[0],
-                                  [[0.0], [2.0], [4.0]])
+        [np.float32([[1.0], [2.0], [3.0]])], []
+    )
+    output = finalizer.next(
+        state, weights, [np.float32([[2.0], [0.0], [-2.0]])]
+    )
+    np.testing.assert_array_equal(
+        output.result.trainable[0], [[0.0], [2.0], [4.0]]
+    )
     assert not output.measurements['window']['window_active']
-    output = finalizer.next(output.state, output.result,
-                            [np.float32([[0.0], [4.0], [2.0]])])
-    want = [[0.0], [1.0], [3.5]] if mode == 'broadcast' else [[0.0], [0.0],
-                                                               [3.0]]
+    output = finalizer.next(
+        output.state, output.result, [np.float32([[0.0], [4.0], [2.0]])]
+    )
+    want = (
+        [[0.0], [1.0], [3.5]] if mode == 'broadcast' else [[0.0], [0.0], [3.0]]
+    )
     np.testing.assert_array_equal(output.result.trainable[0], want)
     measured = output.measurements['window']
     assert measured['window_active']
     assert measured['window_fill'] == 2
-    np.testing.assert_allclose(measured['window_distance'], np.sqrt(1.25),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        measured['window_distance'], np.sqrt(1.25), rtol=1e-6
+    )
     # The window holds w^1 + w^2 = [0, 2, 7] in both modes.
-    np.testing.assert_array_equal(output.state.window.window_sum[0],
-                                  [[0.0], [2.0], [7.0]])
+    np.testing.assert_array_equal(
+        output.state.window.window_sum[0], [[0.0], [2.0], [7.0]]
+    )
     assert output.measurements['optimizer']['update_non_finite'] == 0
 
 
 class TestBuildWindowFinalizerArguments:
 
-  @pytest.mark.parametrize('kwargs,pattern', [
-      (dict(window_size=0), '`window_size` must be an integer >= 1'),
-      (dict(mode='average'), '`mode` must be one of evaluate, broadcast'),
-      (dict(mode='broadcast', read_every=3), '`read_every` must be 1'),
-  ])
+  @pytest.mark.parametrize(
+      'kwargs,pattern',
+      [
+          (dict(window_size=0), '`window_size` must be an integer >= 1'),
+          (dict(mode='average'), '`mode` must be one of evaluate, broadcast'),
+          (dict(mode='broadcast', read_every=3), '`read_every` must be 1'),
+      ],
+  )
   def test_bad_window_arguments(self, kwargs, pattern):
     with pytest.raises(ValueError, match=pattern):
       _finalizer(**kwargs)

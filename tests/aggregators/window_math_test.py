@@ -14,42 +14,65 @@ from tff_fedwin.aggregators import window_math
 from tff_fedwin.aggregators.window_state import WindowBuffer
 
 
-def _empty(model_like, window_size, *, mode='evaluate', start_round=0,
-           read_every=1):
+def _empty(
+    model_like, window_size, *, mode='evaluate', start_round=0, read_every=1
+):
   return window_math.initial_window(
-      model_like, window_size=window_size, mode=mode, start_round=start_round,
-      read_every=read_every)
+      model_like,
+      window_size=window_size,
+      mode=mode,
+      start_round=start_round,
+      read_every=read_every,
+  )
 
 
-def _numpy_window(*, num_models, window_size, start_round=0, read_every=1,
-                  broadcast=False, window_sum=None):
+def _numpy_window(
+    *,
+    num_models,
+    window_size,
+    start_round=0,
+    read_every=1,
+    broadcast=False,
+    window_sum=None,
+):
   """A `WindowBuffer` as a returned state holds it (numpy values)."""
   return WindowBuffer(
-      slots=None, window_sum=window_sum, cursor=np.int32(0),
-      num_models=np.int32(num_models), window_size=np.int32(window_size),
-      read_every=np.int32(read_every), start_round=np.int32(start_round),
-      broadcast=np.bool_(broadcast))
+      slots=None,
+      window_sum=window_sum,
+      cursor=np.int32(0),
+      num_models=np.int32(num_models),
+      window_size=np.int32(window_size),
+      read_every=np.int32(read_every),
+      start_round=np.int32(start_round),
+      broadcast=np.bool_(broadcast),
+  )
 
 
 class TestCheckWindowArgs:
 
   def test_valid_arguments_pass(self):
     window_math.check_window_args(
-        window_size=3, mode='broadcast', start_round=np.int64(2), read_every=1)
+        window_size=3, mode='broadcast', start_round=np.int64(2), read_every=1
+    )
 
   @pytest.mark.parametrize(
       'kwargs,pattern',
       [
           (dict(window_size=0), '`window_size` must be an integer >= 1'),
           (dict(window_size=1.0), '`window_size` must be an integer >= 1'),
-          (dict(start_round=-1),
-           '`window_start_round` must be an integer >= 0'),
-          (dict(read_every=0),
-           '`window_read_every` must be an integer >= 1'),
-          (dict(mode='ima'),
-           '`window_mode` must be one of evaluate, broadcast'),
-          (dict(mode='broadcast', read_every=2),
-           "`window_read_every` must be 1 with window_mode='broadcast'"),
+          (
+              dict(start_round=-1),
+              '`window_start_round` must be an integer >= 0',
+          ),
+          (dict(read_every=0), '`window_read_every` must be an integer >= 1'),
+          (
+              dict(mode='ima'),
+              '`window_mode` must be one of evaluate, broadcast',
+          ),
+          (
+              dict(mode='broadcast', read_every=2),
+              "`window_read_every` must be 1 with window_mode='broadcast'",
+          ),
       ],
   )
   def test_bad_argument_is_named_with_prefix(self, kwargs, pattern):
@@ -60,10 +83,12 @@ class TestCheckWindowArgs:
 
   def test_float_structure_check_names_the_argument(self):
     window_math.check_float_structure(
-        tff.to_type([(np.float32, [2]), np.float64]), 'value_type')
+        tff.to_type([(np.float32, [2]), np.float64]), 'value_type'
+    )
     with pytest.raises(TypeError, match='`weights` must be .* floating'):
       window_math.check_float_structure(
-          tff.to_type([(np.float32, [2]), np.int32]), 'weights')
+          tff.to_type([(np.float32, [2]), np.int32]), 'weights'
+      )
 
   def test_num_slots_is_ceil_of_window_over_read_every(self):
     # Hand values: ceil(5/2) = 3, ceil(6/3) = 2, ceil(3/10) = 1.
@@ -88,19 +113,29 @@ class TestActiveTest:
 
   @pytest.mark.parametrize('window_size,start_round,read_every,active', CASES)
   def test_tf_active_test_matches_hand_table(
-      self, window_size, start_round, read_every, active):
-    window = _empty([tf.zeros([1])], window_size, start_round=start_round,
-                    read_every=read_every)
+      self, window_size, start_round, read_every, active
+  ):
+    window = _empty(
+        [tf.zeros([1])],
+        window_size,
+        start_round=start_round,
+        read_every=read_every,
+    )
     for t in range(10):
       window = window._replace(num_models=tf.constant(t, tf.int32))
       assert bool(window_math.window_is_active(window)) == (t in active), t
 
   @pytest.mark.parametrize('window_size,start_round,read_every,active', CASES)
   def test_numpy_active_test_matches_hand_table(
-      self, window_size, start_round, read_every, active):
+      self, window_size, start_round, read_every, active
+  ):
     for t in range(10):
-      window = _numpy_window(num_models=t, window_size=window_size,
-                             start_round=start_round, read_every=read_every)
+      window = _numpy_window(
+          num_models=t,
+          window_size=window_size,
+          start_round=start_round,
+          read_every=read_every,
+      )
       assert window_math.window_is_active_numpy(window) == (t in active), t
 
   def test_numpy_read_out_reads_the_mean_only_in_evaluate_mode(self):
@@ -126,33 +161,46 @@ class TestWindowPushAndMean:
     #   t=6: advance to 1: [9, 0], sum 14 - 5 = 9; add: [9, 6] sum 15
     # Read rounds (even t >= 3): t=4: 9 = 2+3+4, mean 3; t=6: 15 = 4+5+6,
     # mean 5.
-    expected = {1: ([1, 0], 1, 0), 2: ([1, 2], 3, 1), 3: ([1, 5], 6, 1),
-                4: ([4, 5], 9, 0), 5: ([9, 5], 14, 0), 6: ([9, 6], 15, 1)}
+    expected = {
+        1: ([1, 0], 1, 0),
+        2: ([1, 2], 3, 1),
+        3: ([1, 5], 6, 1),
+        4: ([4, 5], 9, 0),
+        5: ([9, 5], 14, 0),
+        6: ([9, 6], 15, 1),
+    }
     window = _empty([tf.zeros([1]), tf.zeros([2])], 3, read_every=2)
     assert window.slots[0].shape == (2, 1)
     for t in range(1, 7):
-      model = [tf.constant([t], tf.float32),
-               tf.constant([10.0 * t, -t], tf.float32)]
+      model = [
+          tf.constant([t], tf.float32),
+          tf.constant([10.0 * t, -t], tf.float32),
+      ]
       window = window_math.window_push(window, model)
       slots, total, cursor = expected[t]
       np.testing.assert_array_equal(window.slots[0][:, 0], slots)
       np.testing.assert_array_equal(
-          window.slots[1], [[10.0 * s, -s] for s in slots])
+          window.slots[1], [[10.0 * s, -s] for s in slots]
+      )
       np.testing.assert_array_equal(window.window_sum[0], [total])
-      np.testing.assert_array_equal(window.window_sum[1],
-                                    [10.0 * total, -total])
+      np.testing.assert_array_equal(
+          window.window_sum[1], [10.0 * total, -total]
+      )
       assert int(window.cursor) == cursor
       assert int(window.num_models) == t
     np.testing.assert_array_equal(window_math.window_mean(window)[0], [5.0])
     np.testing.assert_array_equal(
-        window_math.window_mean(window)[1], [50.0, -5.0])
+        window_math.window_mean(window)[1], [50.0, -5.0]
+    )
 
   def test_numpy_mean_divides_the_sum_by_window_size(self):
     # [3, 6] / 3 = [1, 2].
-    window = _numpy_window(num_models=3, window_size=3,
-                           window_sum=[np.float32([3.0, 6.0])])
-    np.testing.assert_array_equal(window_math.window_mean_numpy(window)[0],
-                                  [1.0, 2.0])
+    window = _numpy_window(
+        num_models=3, window_size=3, window_sum=[np.float32([3.0, 6.0])]
+    )
+    np.testing.assert_array_equal(
+        window_math.window_mean_numpy(window)[0], [1.0, 2.0]
+    )
 
 
 class TestServerSteps:
@@ -164,23 +212,26 @@ class TestServerSteps:
     # distance ||m^2 - w^2|| = ||[-1, -2]|| = sqrt(5).
     window = _empty([tf.zeros([2])], 2, mode=mode)
     non_trainable = [tf.constant(7.0)]
-    weights = tff.learning.models.ModelWeights([tf.constant([1.0, 0.0])],
-                                               non_trainable)
+    weights = tff.learning.models.ModelWeights(
+        [tf.constant([1.0, 0.0])], non_trainable
+    )
     window, sent, measured = window_math.window_step(window, weights)
     np.testing.assert_array_equal(sent.trainable[0], [1.0, 0.0])
     assert not bool(measured['window_active'])
     assert int(measured['window_fill']) == 1
     assert float(measured['window_distance']) == 0.0
-    weights = tff.learning.models.ModelWeights([tf.constant([3.0, 4.0])],
-                                               non_trainable)
+    weights = tff.learning.models.ModelWeights(
+        [tf.constant([3.0, 4.0])], non_trainable
+    )
     window, sent, measured = window_math.window_step(window, weights)
     want = [2.0, 2.0] if mode == 'broadcast' else [3.0, 4.0]
     np.testing.assert_array_equal(sent.trainable[0], want)
     np.testing.assert_array_equal(sent.non_trainable[0], 7.0)
     assert bool(measured['window_active'])
     assert int(measured['window_fill']) == 2
-    np.testing.assert_allclose(measured['window_distance'], np.sqrt(5.0),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        measured['window_distance'], np.sqrt(5.0), rtol=1e-6
+    )
 
   @pytest.mark.parametrize('mode', ['evaluate', 'broadcast'])
   def test_delta_window_step_follows_positions(self, mode):
@@ -192,29 +243,36 @@ class TestServerSteps:
     window = _empty([tf.zeros([2])], 2, mode=mode)
     position = [tf.zeros([2])]
     window, position, result, measured = window_math.delta_window_step(
-        window, position, [tf.constant([1.0, -2.0])])
+        window, position, [tf.constant([1.0, -2.0])]
+    )
     np.testing.assert_array_equal(position[0], [-1.0, 2.0])
     np.testing.assert_array_equal(result[0], [1.0, -2.0])
     assert not bool(measured['window_active'])
     window, position, result, measured = window_math.delta_window_step(
-        window, position, [tf.constant([1.0, 2.0])])
+        window, position, [tf.constant([1.0, 2.0])]
+    )
     if mode == 'broadcast':
       np.testing.assert_array_equal(position[0], [-1.5, 1.0])
       np.testing.assert_array_equal(result[0], [0.5, 1.0])
     else:
       np.testing.assert_array_equal(position[0], [-2.0, 0.0])
       np.testing.assert_array_equal(result[0], [1.0, 2.0])
-    np.testing.assert_allclose(measured['window_distance'], np.sqrt(1.25),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        measured['window_distance'], np.sqrt(1.25), rtol=1e-6
+    )
 
-  @pytest.mark.parametrize('mode,pushes,want', [
-      # W=2 after pushing [1] and [3]: m = [2]; the global model is [9].
-      ('evaluate', 2, [2.0]),   # active, evaluate: the window mean.
-      ('broadcast', 2, [9.0]),  # broadcast: the global model already is m.
-      ('evaluate', 1, [9.0]),   # inactive: the global model.
-  ])
-  def test_evaluated_trainable_chooses_window_or_global(self, mode, pushes,
-                                                        want):
+  @pytest.mark.parametrize(
+      'mode,pushes,want',
+      [
+          # W=2 after pushing [1] and [3]: m = [2]; the global model is [9].
+          ('evaluate', 2, [2.0]),  # active, evaluate: the window mean.
+          ('broadcast', 2, [9.0]),  # broadcast: the global model already is m.
+          ('evaluate', 1, [9.0]),  # inactive: the global model.
+      ],
+  )
+  def test_evaluated_trainable_chooses_window_or_global(
+      self, mode, pushes, want
+  ):
     window = _empty([tf.zeros([1])], 2, mode=mode)
     for model in ([1.0], [3.0])[:pushes]:
       window = window_math.window_push(window, [tf.constant(model)])

@@ -24,8 +24,9 @@ KERNEL0 = np.array([[0.2, -0.1, 0.3], [-0.3, 0.25, 0.1]], np.float32)
 BIAS0 = np.array([0.1, -0.2, 0.05], np.float32)
 KERNEL1 = np.array([[0.5, 0.0, -0.2], [0.1, 0.2, -0.3]], np.float32)
 BIAS1 = np.array([-0.1, 0.3, 0.2], np.float32)
-X = np.array([[1.0, -0.5], [0.3, 0.8], [-1.2, 0.4], [0.6, 0.6], [0.0, -1.0]],
-             np.float32)
+X = np.array(
+    [[1.0, -0.5], [0.3, 0.8], [-1.2, 0.4], [0.6, 0.6], [0.0, -1.0]], np.float32
+)
 Y = np.array([0, 1, 1, 0, 1], np.int32)  # Class 2 absent: beta_2 = 0.
 
 
@@ -33,8 +34,7 @@ class _Unused(tf.keras.layers.Layer):
   """Identity with a trainable weight that never reaches the loss."""
 
   def build(self, input_shape):
-    self.unused = self.add_weight(name='unused', shape=(2,),
-                                  initializer='ones')
+    self.unused = self.add_weight(name='unused', shape=(2,), initializer='ones')
 
   def call(self, inputs):
     return inputs
@@ -50,32 +50,39 @@ def _model(with_unused=False):
       loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
       input_spec=collections.OrderedDict(
           x=tf.TensorSpec([None, INPUT_DIM], tf.float32),
-          y=tf.TensorSpec([None], tf.int32)),
+          y=tf.TensorSpec([None], tf.int32),
+      ),
   )
 
 
 def _weights(kernel, bias, extra=()):
   return tff.learning.models.ModelWeights(
       trainable=list(extra) + [tf.constant(kernel), tf.constant(bias)],
-      non_trainable=[])
+      non_trainable=[],
+  )
 
 
 def _dataset(batch_size):
   return tf.data.Dataset.from_tensor_slices(
-      collections.OrderedDict(x=X, y=Y)).batch(batch_size)
+      collections.OrderedDict(x=X, y=Y)
+  ).batch(batch_size)
 
 
 def _batch(start, stop):
-  return collections.OrderedDict(x=tf.constant(X[start:stop]),
-                                 y=tf.constant(Y[start:stop]))
+  return collections.OrderedDict(
+      x=tf.constant(X[start:stop]), y=tf.constant(Y[start:stop])
+  )
 
 
-def _build(client_loss='ce', gradient_transform=None, optimizer_step=None,
-           with_unused=False):
+def _build(
+    client_loss='ce',
+    gradient_transform=None,
+    optimizer_step=None,
+    with_unused=False,
+):
   return client_training.build_client_training(
       _model(with_unused),
-      optimizer_step=optimizer_step or client_training.sgd_step(
-          LEARNING_RATE),
+      optimizer_step=optimizer_step or client_training.sgd_step(LEARNING_RATE),
       client_loss=client_loss,
       num_classes=NUM_CLASSES if client_loss == 'wsm' else None,
       gradient_transform=gradient_transform,
@@ -107,8 +114,13 @@ def _np_beta(y):
 def _np_sgd(batch_size, beta=None, learning_rate=LEARNING_RATE):
   kernel, bias = KERNEL0.astype(np.float64), BIAS0.astype(np.float64)
   for start in range(0, len(Y), batch_size):
-    gw, gb, _ = _np_gradients(kernel, bias, X[start:start + batch_size],
-                              Y[start:start + batch_size], beta)
+    gw, gb, _ = _np_gradients(
+        kernel,
+        bias,
+        X[start : start + batch_size],
+        Y[start : start + batch_size],
+        beta,
+    )
     kernel, bias = kernel - learning_rate * gw, bias - learning_rate * gb
   return kernel, bias
 
@@ -141,28 +153,36 @@ class TestClientInit:
   def test_keeps_step_input_flat(self):
     training = _build()
     state = training.client_init(
-        _weights(KERNEL0, BIAS0), _dataset(2),
-        [tf.constant(KERNEL1), tf.constant(BIAS1)])
+        _weights(KERNEL0, BIAS0),
+        _dataset(2),
+        [tf.constant(KERNEL1), tf.constant(BIAS1)],
+    )
 
     assert isinstance(state.step_input, tuple)
     np.testing.assert_array_equal(state.step_input[0], KERNEL1)
     np.testing.assert_array_equal(state.step_input[1], BIAS1)
 
   def test_tff_optimizer_state_takes_the_hparams(self):
-    training = _build(optimizer_step=client_training.tff_optimizer_step(
-        tff.learning.optimizers.build_sgdm(0.9)))
+    training = _build(
+        optimizer_step=client_training.tff_optimizer_step(
+            tff.learning.optimizers.build_sgdm(0.9)
+        )
+    )
     state = training.client_init(
-        _weights(KERNEL0, BIAS0), _dataset(2), (),
-        collections.OrderedDict(learning_rate=tf.constant(0.05)))
+        _weights(KERNEL0, BIAS0),
+        _dataset(2),
+        (),
+        collections.OrderedDict(learning_rate=tf.constant(0.05)),
+    )
 
-    assert state.optimizer_state['learning_rate'].numpy() == pytest.approx(
-        0.05)
+    assert state.optimizer_state['learning_rate'].numpy() == pytest.approx(0.05)
 
 
 class TestClientStep:
 
-  def _step(self, training, start=0, stop=3, weights=(KERNEL0, BIAS0),
-            step_input=()):
+  def _step(
+      self, training, start=0, stop=3, weights=(KERNEL0, BIAS0), step_input=()
+  ):
     state = training.client_init(_weights(*weights), _dataset(3), step_input)
     return training.client_step(state, _batch(start, stop))
 
@@ -172,8 +192,9 @@ class TestClientStep:
     state = self._step(training)
 
     beta = _np_beta(Y) if client_loss == 'wsm' else None
-    gw, gb, loss = _np_gradients(KERNEL0.astype(np.float64), BIAS0, X[:3],
-                                 Y[:3], beta)
+    gw, gb, loss = _np_gradients(
+        KERNEL0.astype(np.float64), BIAS0, X[:3], Y[:3], beta
+    )
     kernel, bias = _trainable(training)
     np.testing.assert_allclose(kernel, KERNEL0 - LEARNING_RATE * gw, atol=1e-6)
     np.testing.assert_allclose(bias, BIAS0 - LEARNING_RATE * gb, atol=1e-6)
@@ -184,37 +205,50 @@ class TestClientStep:
 
   def test_proximal_gradient_adds_mu_times_distance(self):
     mu = 0.5
-    training = _build(
-        gradient_transform=client_training.proximal_gradient(mu))
+    training = _build(gradient_transform=client_training.proximal_gradient(mu))
     # Start at w = (KERNEL1, BIAS1) with w_global = (KERNEL0, BIAS0).
-    self._step(training, weights=(KERNEL1, BIAS1),
-               step_input=[tf.constant(KERNEL0), tf.constant(BIAS0)])
+    self._step(
+        training,
+        weights=(KERNEL1, BIAS1),
+        step_input=[tf.constant(KERNEL0), tf.constant(BIAS0)],
+    )
 
     gw, gb, _ = _np_gradients(KERNEL1.astype(np.float64), BIAS1, X[:3], Y[:3])
     kernel, bias = _trainable(training)
     np.testing.assert_allclose(
-        kernel, KERNEL1 - LEARNING_RATE * (gw + mu * (KERNEL1 - KERNEL0)),
-        atol=1e-6)
+        kernel,
+        KERNEL1 - LEARNING_RATE * (gw + mu * (KERNEL1 - KERNEL0)),
+        atol=1e-6,
+    )
     np.testing.assert_allclose(
-        bias, BIAS1 - LEARNING_RATE * (gb + mu * (BIAS1 - BIAS0)), atol=1e-6)
+        bias, BIAS1 - LEARNING_RATE * (gb + mu * (BIAS1 - BIAS0)), atol=1e-6
+    )
 
   def test_control_variate_correction_adds_the_correction(self):
-    correction = [np.full(KERNEL0.shape, 0.2, np.float32),
-                  np.array([0.1, -0.3, 0.0], np.float32)]
+    correction = [
+        np.full(KERNEL0.shape, 0.2, np.float32),
+        np.array([0.1, -0.3, 0.0], np.float32),
+    ]
     training = _build(
-        gradient_transform=client_training.control_variate_correction)
+        gradient_transform=client_training.control_variate_correction
+    )
     self._step(training, step_input=[tf.constant(c) for c in correction])
 
     gw, gb, _ = _np_gradients(KERNEL0.astype(np.float64), BIAS0, X[:3], Y[:3])
     kernel, bias = _trainable(training)
     np.testing.assert_allclose(
-        kernel, KERNEL0 - LEARNING_RATE * (gw + correction[0]), atol=1e-6)
+        kernel, KERNEL0 - LEARNING_RATE * (gw + correction[0]), atol=1e-6
+    )
     np.testing.assert_allclose(
-        bias, BIAS0 - LEARNING_RATE * (gb + correction[1]), atol=1e-6)
+        bias, BIAS0 - LEARNING_RATE * (gb + correction[1]), atol=1e-6
+    )
 
   def test_tff_optimizer_step_with_momentum(self):
-    training = _build(optimizer_step=client_training.tff_optimizer_step(
-        tff.learning.optimizers.build_sgdm(LEARNING_RATE, momentum=0.5)))
+    training = _build(
+        optimizer_step=client_training.tff_optimizer_step(
+            tff.learning.optimizers.build_sgdm(LEARNING_RATE, momentum=0.5)
+        )
+    )
     state = training.client_init(_weights(KERNEL0, BIAS0), _dataset(3))
     state = training.client_step(state, _batch(0, 3))
     state = training.client_step(state, _batch(3, 5))
@@ -235,8 +269,8 @@ class TestClientStep:
   def test_missing_gradient_is_zero(self):
     training = _build(with_unused=True)
     state = training.client_init(
-        _weights(KERNEL0, BIAS0, extra=[tf.constant([2.0, 3.0])]),
-        _dataset(3))
+        _weights(KERNEL0, BIAS0, extra=[tf.constant([2.0, 3.0])]), _dataset(3)
+    )
     training.client_step(state, _batch(0, 3))
 
     np.testing.assert_array_equal(_trainable(training)[0], [2.0, 3.0])
@@ -247,11 +281,14 @@ class TestClientFinal:
   def test_reads_delta_and_counters(self):
     training = _build()
     state = training.client_init(_weights(KERNEL1, BIAS1), _dataset(3))
-    state = state._replace(num_examples=tf.constant(7, tf.int64),
-                           num_steps=tf.constant(2, tf.int64),
-                           loss_sum=tf.constant(1.5))
-    output = training.client_final([tf.constant(KERNEL0),
-                                    tf.constant(BIAS0)], state)
+    state = state._replace(
+        num_examples=tf.constant(7, tf.int64),
+        num_steps=tf.constant(2, tf.int64),
+        loss_sum=tf.constant(1.5),
+    )
+    output = training.client_final(
+        [tf.constant(KERNEL0), tf.constant(BIAS0)], state
+    )
 
     np.testing.assert_allclose(output.model_delta[0], KERNEL0 - KERNEL1)
     np.testing.assert_allclose(output.model_delta[1], BIAS0 - BIAS1)
@@ -266,19 +303,23 @@ class TestClientFinal:
     bad = BIAS0.copy()
     bad[1] = np.nan
     output = training.client_final(
-        [tf.constant(KERNEL0), tf.constant(bad)], state)
+        [tf.constant(KERNEL0), tf.constant(bad)], state
+    )
 
     assert not bool(output.all_finite)
     zeroed = client_training.zero_all_if_any_non_finite(
-        output.model_delta, output.all_finite)
+        output.model_delta, output.all_finite
+    )
     np.testing.assert_array_equal(zeroed[0], np.zeros_like(KERNEL0))
     np.testing.assert_array_equal(zeroed[1], np.zeros_like(BIAS0))
 
 
 def test_batch_size_falls_back_to_the_predictions():
   output = tff.learning.models.BatchOutput(
-      loss=tf.constant(0.0), predictions=tf.zeros([4, NUM_CLASSES]),
-      num_examples=None)
+      loss=tf.constant(0.0),
+      predictions=tf.zeros([4, NUM_CLASSES]),
+      num_examples=None,
+  )
   assert client_training._batch_size(output).numpy() == 4
 
 
@@ -291,15 +332,16 @@ def test_loop_over_dataset_matches_numpy_sgd(loop, client_loss):
   def run(dataset):
     state = training.client_init(_weights(KERNEL0, BIAS0), dataset)
     state = client_training.run_client_loop(
-        training.client_step, state, dataset, loop)
+        training.client_step, state, dataset, loop
+    )
     return training.client_final(
-        [tf.constant(KERNEL0), tf.constant(BIAS0)], state)
+        [tf.constant(KERNEL0), tf.constant(BIAS0)], state
+    )
 
   output = run(_dataset(2))  # Batches of 2, 2, 1.
 
   kernel, bias = _np_sgd(2, _np_beta(Y) if client_loss == 'wsm' else None)
-  np.testing.assert_allclose(output.model_delta[0], KERNEL0 - kernel,
-                             atol=1e-6)
+  np.testing.assert_allclose(output.model_delta[0], KERNEL0 - kernel, atol=1e-6)
   np.testing.assert_allclose(output.model_delta[1], BIAS0 - bias, atol=1e-6)
   assert output.num_steps.numpy() == 3
   assert output.num_examples.numpy() == 5
@@ -307,10 +349,14 @@ def test_loop_over_dataset_matches_numpy_sgd(loop, client_loss):
 
 @pytest.mark.parametrize(
     'kwargs, argument',
-    [(dict(client_loss='mse'), 'client_loss'),
-     (dict(client_loss='wsm'), 'num_classes'),
-     (dict(client_loss='wsm', num_classes=0), 'num_classes')])
+    [
+        (dict(client_loss='mse'), 'client_loss'),
+        (dict(client_loss='wsm'), 'num_classes'),
+        (dict(client_loss='wsm', num_classes=0), 'num_classes'),
+    ],
+)
 def test_build_rejects_bad_loss_arguments(kwargs, argument):
   with pytest.raises(ValueError, match=argument):
     client_training.build_client_training(
-        _model(), optimizer_step=client_training.sgd_step(0.1), **kwargs)
+        _model(), optimizer_step=client_training.sgd_step(0.1), **kwargs
+    )

@@ -13,7 +13,8 @@ from tff_fedwin.algorithms import build_multi_round_process
 
 def _tff_fed_avg():
   return tff.learning.algorithms.build_weighted_fed_avg(
-      task.model_fn, tff.learning.optimizers.build_sgdm(task.CLIENT_LR))
+      task.model_fn, tff.learning.optimizers.build_sgdm(task.CLIENT_LR)
+  )
 
 
 class TestBuildMultiRoundProcessComputation:
@@ -33,25 +34,41 @@ class TestBuildMultiRoundProcessComputation:
     process = build_multi_round_process(inner, 3)
     state_type, data_type = inner.next.type_signature.parameter
     metrics_type = inner.next.type_signature.result.metrics
-    tff.test.assert_types_identical(process.initialize.type_signature,
-                                    inner.initialize.type_signature)
+    tff.test.assert_types_identical(
+        process.initialize.type_signature, inner.initialize.type_signature
+    )
     tff.test.assert_types_identical(
         process.next.type_signature.parameter,
         tff.StructWithPythonType(
-            [('state', state_type),
-             ('rounds_data', tff.FederatedType(
-                 tff.StructWithPythonType([data_type.member] * 3, tuple),
-                 tff.CLIENTS))],
-            collections.OrderedDict))
+            [
+                ('state', state_type),
+                (
+                    'rounds_data',
+                    tff.FederatedType(
+                        tff.StructWithPythonType([data_type.member] * 3, tuple),
+                        tff.CLIENTS,
+                    ),
+                ),
+            ],
+            collections.OrderedDict,
+        ),
+    )
     tff.test.assert_types_identical(
         process.next.type_signature.result,
-        tff.to_type(tff.learning.templates.LearningProcessOutput(
-            state=state_type,
-            metrics=tff.FederatedType(
-                tff.StructWithPythonType([metrics_type.member] * 3, tuple),
-                tff.SERVER))))
-    tff.test.assert_types_identical(process.get_model_weights.type_signature,
-                                    inner.get_model_weights.type_signature)
+        tff.to_type(
+            tff.learning.templates.LearningProcessOutput(
+                state=state_type,
+                metrics=tff.FederatedType(
+                    tff.StructWithPythonType([metrics_type.member] * 3, tuple),
+                    tff.SERVER,
+                ),
+            )
+        ),
+    )
+    tff.test.assert_types_identical(
+        process.get_model_weights.type_signature,
+        inner.get_model_weights.type_signature,
+    )
 
 
 class TestBuildMultiRoundProcessExecution:
@@ -62,10 +79,15 @@ class TestBuildMultiRoundProcessExecution:
     window_size, calls, per_call = 3, 2, 3
     read_every = per_call if mode == 'evaluate' else 1
     process = build_multi_round_process(
-        build_fed_win(task.model_fn,
-                      tff.learning.optimizers.build_sgdm(task.CLIENT_LR),
-                      window_size=window_size, window_mode=mode,
-                      window_read_every=read_every), per_call)
+        build_fed_win(
+            task.model_fn,
+            tff.learning.optimizers.build_sgdm(task.CLIENT_LR),
+            window_size=window_size,
+            window_mode=mode,
+            window_read_every=read_every,
+        ),
+        per_call,
+    )
     expected = task.simulate(window_size, mode, 0, calls * per_call)
     data = [tuple([d] * per_call) for d in task.client_datasets()]
     state = process.initialize()
@@ -73,13 +95,20 @@ class TestBuildMultiRoundProcessExecution:
       output = process.next(state, data)
       state = output.state
       t = call * per_call
-      np.testing.assert_allclose(task.kernel(state.global_model_weights),
-                                 expected['sent'][t], atol=1e-5)
-      np.testing.assert_allclose(task.kernel(process.get_model_weights(state)),
-                                 expected['window'][t], atol=1e-5)
+      np.testing.assert_allclose(
+          task.kernel(state.global_model_weights),
+          expected['sent'][t],
+          atol=1e-5,
+      )
+      np.testing.assert_allclose(
+          task.kernel(process.get_model_weights(state)),
+          expected['window'][t],
+          atol=1e-5,
+      )
       fills = [m['finalizer']['window']['window_fill'] for m in output.metrics]
-      assert fills == [min(t - per_call + r, window_size)
-                       for r in range(1, per_call + 1)]
+      assert fills == [
+          min(t - per_call + r, window_size) for r in range(1, per_call + 1)
+      ]
 
   def test_tff_fed_avg_in_one_call_matches_numpy_fedavg(self):
     per_call = 4
@@ -87,9 +116,13 @@ class TestBuildMultiRoundProcessExecution:
     expected = task.simulate(1, 'evaluate', 0, per_call)
     state = process.next(
         process.initialize(),
-        [tuple([d] * per_call) for d in task.client_datasets()]).state
-    np.testing.assert_allclose(task.kernel(state.global_model_weights),
-                               expected['aggregated'][per_call], atol=1e-5)
+        [tuple([d] * per_call) for d in task.client_datasets()],
+    ).state
+    np.testing.assert_allclose(
+        task.kernel(state.global_model_weights),
+        expected['aggregated'][per_call],
+        atol=1e-5,
+    )
 
 
 class TestBuildMultiRoundProcessArguments:

@@ -44,7 +44,8 @@ def _assert_window_is_mean_of_last_two(runner, state, datasets, states):
 
   for actual, a, b in zip(window, first, second):
     np.testing.assert_allclose(
-        actual, (a.astype(np.float64) + b) / 2, rtol=1e-6)
+        actual, (a.astype(np.float64) + b) / 2, rtol=1e-6
+    )
   assert not np.array_equal(first[0], second[0])
 
 
@@ -63,14 +64,16 @@ class TestLearningProcessRunner:
     expected = process.next(process.initialize(), task.datasets(_IDS))
 
     state, new_client_states, metrics = runner.run_round(
-        runner.initialize(), task.datasets(_IDS), None)
+        runner.initialize(), task.datasets(_IDS), None
+    )
 
     assert new_client_states is None
     _assert_equal_leaves(state, expected.state)
     _assert_equal_leaves(metrics, expected.metrics)
     assert not np.array_equal(
         _leaves(state.global_model_weights)[0],
-        _leaves(process.initialize().global_model_weights)[0])
+        _leaves(process.initialize().global_model_weights)[0],
+    )
 
   def test_run_round_rejects_client_states(self, processes):
     runner = runners.LearningProcessRunner(processes['fedavg'])
@@ -80,17 +83,21 @@ class TestLearningProcessRunner:
   def test_without_window_evaluates_global_model(self, processes):
     runner = runners.LearningProcessRunner(processes['fedavg'])
     state, _, _ = runner.run_round(
-        runner.initialize(), task.datasets(_IDS), None)
+        runner.initialize(), task.datasets(_IDS), None
+    )
 
-    _assert_equal_leaves(runner.window_model_weights(state),
-                         state.global_model_weights)
-    _assert_equal_leaves(runner.global_model_weights(state),
-                         state.global_model_weights)
+    _assert_equal_leaves(
+        runner.window_model_weights(state), state.global_model_weights
+    )
+    _assert_equal_leaves(
+        runner.global_model_weights(state), state.global_model_weights
+    )
 
   def test_window_model_is_mean_of_last_two_models(self, processes):
     runner = runners.LearningProcessRunner(processes['window'])
     _assert_window_is_mean_of_last_two(
-        runner, runner.initialize(), task.datasets(_IDS), None)
+        runner, runner.initialize(), task.datasets(_IDS), None
+    )
 
   def test_rejects_a_process_that_is_no_learning_process(self, processes):
     with pytest.raises(ValueError, match='`process`'):
@@ -101,7 +108,8 @@ class TestScaffoldRunner:
 
   def test_is_a_round_runner(self, processes):
     runner_lib.check_runner(
-        runners.ScaffoldRunner(processes['scaffold'], _template()))
+        runners.ScaffoldRunner(processes['scaffold'], _template())
+    )
 
   def test_initial_client_state_is_the_given_one(self, processes):
     template = _template()
@@ -115,10 +123,12 @@ class TestScaffoldRunner:
     template = _template()
     runner = runners.ScaffoldRunner(process, template)
     expected_state, expected_states, expected_metrics = process.next(
-        process.initialize(), task.datasets(_IDS), [template, template])
+        process.initialize(), task.datasets(_IDS), [template, template]
+    )
 
     state, new_client_states, metrics = runner.run_round(
-        runner.initialize(), task.datasets(_IDS), [template, template])
+        runner.initialize(), task.datasets(_IDS), [template, template]
+    )
 
     assert isinstance(new_client_states, list)
     assert len(new_client_states) == 2
@@ -132,23 +142,28 @@ class TestScaffoldRunner:
     runner = runners.ScaffoldRunner(processes['scaffold'], _template())
     state = runner.initialize()
 
-    _assert_equal_leaves(runner.window_model_weights(state),
-                         state.global_model_weights)
+    _assert_equal_leaves(
+        runner.window_model_weights(state), state.global_model_weights
+    )
 
   def test_window_model_is_mean_of_last_two_models(self, processes):
     template = _template()
     runner = runners.ScaffoldRunner(processes['scaffold_window'], template)
     _assert_window_is_mean_of_last_two(
-        runner, runner.initialize(), task.datasets(_IDS),
-        [template, template])
+        runner, runner.initialize(), task.datasets(_IDS), [template, template]
+    )
 
-  @pytest.mark.parametrize('kind, initial_state, argument', [
-      ('fedavg', 'template', '`process`'),
-      ('scaffold', None, '`initial_client_state`'),
-      ('scaffold', (), '`initial_client_state`'),
-  ])
-  def test_rejects_wrong_arguments(self, processes, kind, initial_state,
-                                   argument):
+  @pytest.mark.parametrize(
+      'kind, initial_state, argument',
+      [
+          ('fedavg', 'template', '`process`'),
+          ('scaffold', None, '`initial_client_state`'),
+          ('scaffold', (), '`initial_client_state`'),
+      ],
+  )
+  def test_rejects_wrong_arguments(
+      self, processes, kind, initial_state, argument
+  ):
     if initial_state == 'template':
       initial_state = _template()
     with pytest.raises(ValueError, match=argument):

@@ -34,9 +34,9 @@ NUM_CLASSES = 4
 INPUT_DIM = 3
 LEARNING_RATE = 0.5
 KERNEL0 = np.array(
-    [[0.2, -0.1, 0.05, 0.3],
-     [-0.3, 0.25, 0.1, -0.05],
-     [0.15, 0.0, -0.2, 0.1]], np.float32)
+    [[0.2, -0.1, 0.05, 0.3], [-0.3, 0.25, 0.1, -0.05], [0.15, 0.0, -0.2, 0.1]],
+    np.float32,
+)
 BIAS0 = np.array([0.1, -0.2, 0.05, 0.3], np.float32)
 NUM_EXAMPLES = tff.learning.ClientWeighting.NUM_EXAMPLES
 UNIFORM = tff.learning.ClientWeighting.UNIFORM
@@ -66,14 +66,16 @@ def _make_model_fn(label_shape='flat'):
   )
 
   def model_fn():
-    keras_model = tf.keras.Sequential([
-        tf.keras.layers.Dense(
-            NUM_CLASSES,
-            kernel_initializer=tf.keras.initializers.Constant(KERNEL0),
-            bias_initializer=tf.keras.initializers.Constant(BIAS0),
-            input_shape=(INPUT_DIM,),
-        )
-    ])
+    keras_model = tf.keras.Sequential(
+        [
+            tf.keras.layers.Dense(
+                NUM_CLASSES,
+                kernel_initializer=tf.keras.initializers.Constant(KERNEL0),
+                bias_initializer=tf.keras.initializers.Constant(BIAS0),
+                input_shape=(INPUT_DIM,),
+            )
+        ]
+    )
     return tff.learning.models.from_keras_model(
         keras_model,
         loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
@@ -87,19 +89,20 @@ def _make_model_fn(label_shape='flat'):
 def _dataset(x, labels, batch_size, label_shape='flat'):
   y = labels if label_shape == 'flat' else labels[:, None]
   return tf.data.Dataset.from_tensor_slices(
-      collections.OrderedDict(x=x, y=y)).batch(batch_size)
+      collections.OrderedDict(x=x, y=y)
+  ).batch(batch_size)
 
 
 def _initial_weights():
   return tff.learning.models.ModelWeights(
-      trainable=[KERNEL0, BIAS0], non_trainable=[])
+      trainable=[KERNEL0, BIAS0], non_trainable=[]
+  )
 
 
 def _run(process, datasets, learning_rate=LEARNING_RATE):
   """One `next` call; every client starts from (KERNEL0, BIAS0)."""
   state = collections.OrderedDict(learning_rate=np.float32(learning_rate))
-  return process.next(
-      state, [_initial_weights()] * len(datasets), datasets)
+  return process.next(state, [_initial_weights()] * len(datasets), datasets)
 
 
 def _build(model_fn=None, **kwargs):
@@ -129,7 +132,8 @@ def _np_softmax(z):
 
 
 def _np_client_update(
-    x, labels, batch_size, *, loss, learning_rate=LEARNING_RATE, mu=0.0):
+    x, labels, batch_size, *, loss, learning_rate=LEARNING_RATE, mu=0.0
+):
   """SGD over the batches; returns (kernel, bias) deltas = initial - trained.
 
   `loss` is 'wsm' (beta from all of the client's labels) or 'plain'.
@@ -138,8 +142,8 @@ def _np_client_update(
   kernel0, bias0 = KERNEL0.astype(np.float64), BIAS0.astype(np.float64)
   kernel, bias = kernel0.copy(), bias0.copy()
   for start in range(0, len(labels), batch_size):
-    xb = x[start:start + batch_size].astype(np.float64)
-    yb = np.eye(NUM_CLASSES)[labels[start:start + batch_size]]
+    xb = x[start : start + batch_size].astype(np.float64)
+    yb = np.eye(NUM_CLASSES)[labels[start : start + batch_size]]
     z = xb @ kernel + bias
     p = _np_reweighted_softmax(z, beta) if loss == 'wsm' else _np_softmax(z)
     b = len(xb)
@@ -171,26 +175,34 @@ class TestBuildWsmClientWorkComputation:
       ids=['sgd', 'sgdm_uniform', 'adam'],
   )
   def test_type_signatures_equal_tff_model_delta_client_work(
-      self, optimizer, weighting):
+      self, optimizer, weighting
+  ):
     model_fn = _make_model_fn()
     ours = wsm_client_work.build_wsm_client_work(
-        model_fn, optimizer, num_classes=NUM_CLASSES,
+        model_fn,
+        optimizer,
+        num_classes=NUM_CLASSES,
         client_weighting=weighting,
-        proximal_strength=0.1)
+        proximal_strength=0.1,
+    )
     theirs = tff.learning.templates.build_model_delta_client_work(
-        model_fn, optimizer, weighting)
+        model_fn, optimizer, weighting
+    )
     for name in ('initialize', 'next', 'get_hparams', 'set_hparams'):
       tff.test.assert_types_identical(
           getattr(ours, name).type_signature,
-          getattr(theirs, name).type_signature)
+          getattr(theirs, name).type_signature,
+      )
 
   @pytest.mark.parametrize(
       'kwargs,error',
       [
           (dict(num_classes=0), ValueError),
           (dict(num_classes=NUM_CLASSES, proximal_strength=-0.1), ValueError),
-          (dict(num_classes=NUM_CLASSES, client_weighting='num_examples'),
-           TypeError),
+          (
+              dict(num_classes=NUM_CLASSES, client_weighting='num_examples'),
+              TypeError,
+          ),
           (dict(num_classes=NUM_CLASSES, label_key='label'), KeyError),
       ],
       ids=['num_classes', 'proximal_strength', 'client_weighting', 'label_key'],
@@ -198,7 +210,8 @@ class TestBuildWsmClientWorkComputation:
   def test_invalid_arguments_raise(self, kwargs, error):
     with pytest.raises(error):
       wsm_client_work.build_wsm_client_work(
-          _make_model_fn(), tff.learning.optimizers.build_sgdm(0.1), **kwargs)
+          _make_model_fn(), tff.learning.optimizers.build_sgdm(0.1), **kwargs
+      )
 
 
 class TestBuildWsmClientWorkExecution:
@@ -208,14 +221,18 @@ class TestBuildWsmClientWorkExecution:
   @pytest.mark.parametrize('batch_size', [3, 2])  # Partial last batch of 1.
   def test_update_matches_numpy_wsm_sgd(self, batch_size, label_shape):
     # Two clients with different proportions, each with a zero-proportion class.
-    clients = [(_features(7, 0), SKEWED_LABELS),
-               (_features(5, 1), OTHER_LABELS)]
+    clients = [
+        (_features(7, 0), SKEWED_LABELS),
+        (_features(5, 1), OTHER_LABELS),
+    ]
     process = _build(_make_model_fn(label_shape))
-    output = _run(process, [
-        _dataset(x, y, batch_size, label_shape) for x, y in clients])
+    output = _run(
+        process, [_dataset(x, y, batch_size, label_shape) for x, y in clients]
+    )
     for result, (x, y) in zip(output.result, clients):
       _assert_update_close(
-          result.update, _np_client_update(x, y, batch_size, loss='wsm'))
+          result.update, _np_client_update(x, y, batch_size, loss='wsm')
+      )
 
   def test_update_of_zero_proportion_class_bias_is_zero(self):
     # No example of class 3 and beta_3 = 0: p_beta_3 = 0 and onehot_3 = 0, so
@@ -225,8 +242,9 @@ class TestBuildWsmClientWorkExecution:
     np.testing.assert_array_equal(output.result[0].update[0][:, 3], 0.0)
     np.testing.assert_array_equal(output.result[0].update[1][3], 0.0)
 
-  @pytest.mark.parametrize('weighting,expected', [(NUM_EXAMPLES, 7.0),
-                                                  (UNIFORM, 1.0)])
+  @pytest.mark.parametrize(
+      'weighting,expected', [(NUM_EXAMPLES, 7.0), (UNIFORM, 1.0)]
+  )
   def test_client_weight(self, weighting, expected):
     process = _build(client_weighting=weighting)
     output = _run(process, [_dataset(_features(7, 0), SKEWED_LABELS, 3)])
@@ -239,7 +257,8 @@ class TestBuildWsmClientWorkExecution:
     output = _run(process, [_dataset(x, SKEWED_LABELS, 2)])
     _assert_update_close(
         output.result[0].update,
-        _np_client_update(x, SKEWED_LABELS, 2, loss='wsm', mu=mu))
+        _np_client_update(x, SKEWED_LABELS, 2, loss='wsm', mu=mu),
+    )
 
   @pytest.mark.parametrize('batch_size', [3, 8])
   def test_equal_proportions_give_plain_cross_entropy_update(self, batch_size):
@@ -249,7 +268,8 @@ class TestBuildWsmClientWorkExecution:
     output = _run(process, [_dataset(x, BALANCED_LABELS, batch_size)])
     _assert_update_close(
         output.result[0].update,
-        _np_client_update(x, BALANCED_LABELS, batch_size, loss='plain'))
+        _np_client_update(x, BALANCED_LABELS, batch_size, loss='plain'),
+    )
 
   def test_learning_rate_comes_from_the_state(self):
     x = _features(7, 0)
@@ -257,7 +277,8 @@ class TestBuildWsmClientWorkExecution:
     output = _run(process, [_dataset(x, SKEWED_LABELS, 3)], learning_rate=0.05)
     _assert_update_close(
         output.result[0].update,
-        _np_client_update(x, SKEWED_LABELS, 3, loss='wsm', learning_rate=0.05))
+        _np_client_update(x, SKEWED_LABELS, 3, loss='wsm', learning_rate=0.05),
+    )
 
   def test_reported_loss_is_plain_cross_entropy(self):
     # The model's loss metric: example-weighted mean of each batch's plain CE,
@@ -267,8 +288,8 @@ class TestBuildWsmClientWorkExecution:
     kernel, bias = KERNEL0.astype(np.float64), BIAS0.astype(np.float64)
     loss_sum = 0.0
     for start in range(0, len(labels), batch_size):
-      xb = x[start:start + batch_size].astype(np.float64)
-      yb = labels[start:start + batch_size]
+      xb = x[start : start + batch_size].astype(np.float64)
+      yb = labels[start : start + batch_size]
       z = xb @ kernel + bias
       loss_sum += -np.log(_np_softmax(z)[np.arange(len(yb)), yb]).sum()
       g = _np_reweighted_softmax(z, beta) - np.eye(NUM_CLASSES)[yb]
@@ -295,13 +316,17 @@ class TestBuildWsmClientWorkExecution:
     # for round 1.
     x = _features(7, 0)
     process = fed_win.build_scheduled_client_work(
-        _build(), lambda round_num: tf.constant(0.05))
+        _build(), lambda round_num: tf.constant(0.05)
+    )
     output = process.next(
-        process.initialize(), [_initial_weights()],
-        [_dataset(x, SKEWED_LABELS, 3)])
+        process.initialize(),
+        [_initial_weights()],
+        [_dataset(x, SKEWED_LABELS, 3)],
+    )
     _assert_update_close(
         output.result[0].update,
-        _np_client_update(x, SKEWED_LABELS, 3, loss='wsm', learning_rate=0.05))
+        _np_client_update(x, SKEWED_LABELS, 3, loss='wsm', learning_rate=0.05),
+    )
 
   @pytest.mark.parametrize('bad_label', [-1, NUM_CLASSES])
   def test_out_of_range_label_raises_the_wsm_error(self, bad_label):
@@ -311,6 +336,7 @@ class TestBuildWsmClientWorkExecution:
     # The worker reports the failed TF assertion (a gRPC error in the remote
     # execution context), with the WSM message.
     with pytest.raises(
-        Exception, match=f'WSM labels are out of range.*num_classes = '
-                         f'{NUM_CLASSES}'):
+        Exception,
+        match=f'WSM labels are out of range.*num_classes = ' f'{NUM_CLASSES}',
+    ):
       _run(process, [_dataset(_features(7, 0), labels, 3)])

@@ -22,8 +22,11 @@ def _datasets(num_clients=2, steps=2, batch=3, dim=4, classes=3, seed=1):
   for _ in range(num_clients):
     x = rng.normal(size=(steps * batch, dim)).astype(np.float32)
     y = rng.integers(0, classes, steps * batch).astype(np.int32)
-    data.append(tf.data.Dataset.from_tensor_slices(
-        collections.OrderedDict(x=x, y=y)).batch(batch))
+    data.append(
+        tf.data.Dataset.from_tensor_slices(
+            collections.OrderedDict(x=x, y=y)
+        ).batch(batch)
+    )
   return data
 
 
@@ -41,15 +44,24 @@ def _numpy_fed_avg_round(w, b, data, lr):
       cb -= lr * p.mean(axis=0)
     client_models.append((cw, cb))
   # Server SGD(1.0) on the mean delta of equal-sized clients = mean model.
-  return (np.mean([m[0] for m in client_models], axis=0),
-          np.mean([m[1] for m in client_models], axis=0))
+  return (
+      np.mean([m[0] for m in client_models], axis=0),
+      np.mean([m[1] for m in client_models], axis=0),
+  )
 
 
 def test_tensor_round_is_fed_avg():
   data = _datasets()
-  model = tf.keras.Sequential([tf.keras.layers.Dense(
-      3, input_shape=(4,), kernel_initializer='glorot_uniform',
-      bias_initializer='zeros')])
+  model = tf.keras.Sequential(
+      [
+          tf.keras.layers.Dense(
+              3,
+              input_shape=(4,),
+              kernel_initializer='glorot_uniform',
+              bias_initializer='zeros',
+          )
+      ]
+  )
   round_fn, global_weights = rounds.build_tensor_fed_avg_round(model, LR)
   w = global_weights[0].numpy().astype(np.float64)
   b = global_weights[1].numpy().astype(np.float64)
@@ -57,10 +69,8 @@ def test_tensor_round_is_fed_avg():
   for _ in range(2):
     round_fn(x, y)
     w, b = _numpy_fed_avg_round(w, b, data, LR)
-  np.testing.assert_allclose(global_weights[0].numpy(), w, rtol=1e-5,
-                             atol=1e-6)
-  np.testing.assert_allclose(global_weights[1].numpy(), b, rtol=1e-5,
-                             atol=1e-6)
+  np.testing.assert_allclose(global_weights[0].numpy(), w, rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(global_weights[1].numpy(), b, rtol=1e-5, atol=1e-6)
 
 
 def test_stack_client_data_shapes():

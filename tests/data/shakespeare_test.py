@@ -80,8 +80,10 @@ def _arrays(dataset):
   rows = list(dataset.batch(100_000).as_numpy_iterator())
   if not rows:
     return np.zeros([0, 0], np.int32), np.zeros([0, 0], np.int32)
-  return (np.concatenate([r['x'] for r in rows]),
-          np.concatenate([r['y'] for r in rows]))
+  return (
+      np.concatenate([r['x'] for r in rows]),
+      np.concatenate([r['y'] for r in rows]),
+  )
 
 
 def _num_test(n, fraction=0.2):
@@ -112,8 +114,8 @@ def small_lines(small_plays_dir):
 @pytest.fixture(scope='module')
 def small_data(small_plays_dir):
   return shakespeare.shakespeare_client_data(
-      min_chars=100, seq_length=80, test_fraction=0.2,
-      plays_dir=small_plays_dir)
+      min_chars=100, seq_length=80, test_fraction=0.2, plays_dir=small_plays_dir
+  )
 
 
 # --- Parsing the corpus -------------------------------------------------------
@@ -144,31 +146,38 @@ def test_no_markdown_or_bracketed_direction_left(lines):
 
 def test_known_speaker_lines_read_from_the_raw_file(lines):
   assert lines['hamlet/FRANCISCO'] == _FRANCISCO
-  assert lines['hamlet/BERNARDO'][:3] == ["Who's there?", 'Long live the king!',
-                                          'He.']
+  assert lines['hamlet/BERNARDO'][:3] == [
+      "Who's there?",
+      'Long live the king!',
+      'He.',
+  ]
   # `**HAMLET**` / `_\[Aside]_` / the line: the inline direction is dropped.
   assert lines['hamlet/HAMLET'][0] == (
-      'A little more than kin, and less than kind.')
+      'A little more than kin, and less than kind.'
+  )
   assert lines['romeo-and-juliet/PROLOGUE'][0] == (
-      'Two households, both alike in dignity,')
+      'Two households, both alike in dignity,'
+  )
 
 
 def test_speech_continues_across_a_stage_direction(lines):
   # Edward III: KING EDWARD speaks, `*Sound a horn.*`, then unmarked text.
   edward = lines['edward-iii/KING EDWARD']
-  i = edward.index("That spurn against my sovereignty in France.")
+  i = edward.index('That spurn against my sovereignty in France.')
   assert edward[i + 1] == 'A messenger?\u2014Lord Audley, know from whence.'
 
 
 def test_split_speaker_names_are_joined(lines):
   # 1 Henry VI writes `BISHOP` on the line before `**OF WINCHESTER**`.
   assert lines['henry-vi-part-1/BISHOP OF WINCHESTER'][0] == (
-      "He was a king bless'd of the King of kings.")
+      "He was a king bless'd of the King of kings."
+  )
   assert 'henry-vi-part-1/OF WINCHESTER' not in lines
   assert not any(l == 'BISHOP' for l in lines['henry-vi-part-1/BEDFORD'])
   # Richard III: `Ghost` / blank / `**of BUCKINGHAM**`.
   assert lines['richard-iii/GHOST OF BUCKINGHAM'][0] == (
-      'The last was I that helped thee to the crown;')
+      'The last was I that helped thee to the crown;'
+  )
 
 
 def test_bold_verse_is_not_a_speaker(lines):
@@ -188,14 +197,18 @@ def test_loading_is_deterministic(small_plays_dir, small_lines):
 
 def test_vocabulary_layout():
   assert shakespeare.CHAR_VOCAB == ''.join(chr(c) for c in range(32, 127))
-  specials = (shakespeare.PAD_ID, shakespeare.OOV_ID, shakespeare.BOS_ID,
-              shakespeare.EOS_ID)
+  specials = (
+      shakespeare.PAD_ID,
+      shakespeare.OOV_ID,
+      shakespeare.BOS_ID,
+      shakespeare.EOS_ID,
+  )
   assert specials == (0, 96, 97, 98)
   assert shakespeare.VOCAB_SIZE == 99
 
 
 def test_encode_decode_round_trip():
-  text = "O, that this too too solid flesh would melt! ~{|}` 0-9 \"'\\"
+  text = 'O, that this too too solid flesh would melt! ~{|}` 0-9 "\'\\'
   ids = shakespeare.encode(text)
   assert ids.dtype == np.int32
   np.testing.assert_array_equal(ids, _ids(text))
@@ -206,7 +219,8 @@ def test_encode_decode_round_trip():
 
 def test_out_of_vocabulary_and_special_ids():
   np.testing.assert_array_equal(
-      shakespeare.encode('a\u2014\n'), [_ids('a')[0], 96, 96])
+      shakespeare.encode('a\u2014\n'), [_ids('a')[0], 96, 96]
+  )
   assert shakespeare.decode([97, 34, 0, 96, 98, 0]) == 'A\ufffd\n'
   with pytest.raises(ValueError):
     shakespeare.decode([99])
@@ -235,7 +249,8 @@ def test_element_structure(small_data):
 
 
 def test_kept_clients_are_those_with_min_chars_of_training_text(
-    small_data, small_lines):
+    small_data, small_lines
+):
   train, _ = small_data
   expected = []
   for client_id, client_lines in small_lines.items():
@@ -247,15 +262,19 @@ def test_kept_clients_are_those_with_min_chars_of_training_text(
   # 3 lines, 89 characters (hamlet.md, Act III, Scene 2), all kept for train.
   assert 'hamlet/FRANCISCO' in expected
   assert small_lines['hamlet/PROLOGUE'] == [
-      'For us, and for our tragedy,', 'Here stooping to your clemency,',
-      'We beg your hearing patiently.']
+      'For us, and for our tragedy,',
+      'Here stooping to your clemency,',
+      'We beg your hearing patiently.',
+  ]
   assert 'hamlet/PROLOGUE' not in expected
 
 
 @pytest.mark.parametrize(
-    'client_id', ['hamlet/HAMLET', 'hamlet/BERNARDO', 'edward-iii/KING EDWARD'])
+    'client_id', ['hamlet/HAMLET', 'hamlet/BERNARDO', 'edward-iii/KING EDWARD']
+)
 def test_client_examples_hold_the_first_80_percent_of_lines(
-    small_data, small_lines, client_id):
+    small_data, small_lines, client_id
+):
   train, _ = small_data
   x, y = _arrays(train.create_tf_dataset_for_client(client_id))
   client_lines = small_lines[client_id]
@@ -270,28 +289,31 @@ def test_client_examples_hold_the_first_80_percent_of_lines(
   assert _unpack(x, y) == _as_decoded(client_lines[:n_train])
 
 
-def test_test_split_is_the_held_out_tail_of_kept_clients(small_data,
-                                                         small_lines):
+def test_test_split_is_the_held_out_tail_of_kept_clients(
+    small_data, small_lines
+):
   train, test = small_data
   x, y = _arrays(test)
   np.testing.assert_array_equal(y[:, :-1], x[:, 1:])
   expected_lines, expected_rows = [], 0
   for client_id in train.client_ids:
     client_lines = small_lines[client_id]
-    held_out = client_lines[len(client_lines) - _num_test(len(client_lines)):]
+    held_out = client_lines[len(client_lines) - _num_test(len(client_lines)) :]
     expected_lines += held_out
     expected_rows += math.ceil(len(_stream(held_out)) / 81)
   assert x.shape == (expected_rows, 80)
   assert _unpack(x, y) == _as_decoded(expected_lines)
 
 
-def test_train_and_test_split_every_kept_client_exactly(small_data,
-                                                        small_lines):
+def test_train_and_test_split_every_kept_client_exactly(
+    small_data, small_lines
+):
   train, test = small_data
   train_lines = []
   for client_id in train.client_ids:
     train_lines += _unpack(
-        *_arrays(train.create_tf_dataset_for_client(client_id)))
+        *_arrays(train.create_tf_dataset_for_client(client_id))
+    )
   test_lines = _unpack(*_arrays(test))
   # Per client: train lines are a prefix, test lines the rest; no line twice.
   i = j = 0
@@ -299,8 +321,8 @@ def test_train_and_test_split_every_kept_client_exactly(small_data,
     client_lines = _as_decoded(small_lines[client_id])
     n_test = _num_test(len(client_lines))
     n_train = len(client_lines) - n_test
-    assert train_lines[i:i + n_train] == client_lines[:n_train]
-    assert test_lines[j:j + n_test] == client_lines[n_train:]
+    assert train_lines[i : i + n_train] == client_lines[:n_train]
+    assert test_lines[j : j + n_test] == client_lines[n_train:]
     i, j = i + n_train, j + n_test
   assert (i, j) == (len(train_lines), len(test_lines))
 
@@ -308,13 +330,16 @@ def test_train_and_test_split_every_kept_client_exactly(small_data,
 def test_client_data_is_deterministic(small_plays_dir, small_data):
   train, test = small_data
   train2, test2 = shakespeare.shakespeare_client_data(
-      min_chars=100, plays_dir=small_plays_dir)
+      min_chars=100, plays_dir=small_plays_dir
+  )
   assert train2.client_ids == train.client_ids
   for a, b in zip(_arrays(test), _arrays(test2)):
     np.testing.assert_array_equal(a, b)
   client_id = train.client_ids[-1]
-  for a, b in zip(_arrays(train.create_tf_dataset_for_client(client_id)),
-                  _arrays(train2.create_tf_dataset_for_client(client_id))):
+  for a, b in zip(
+      _arrays(train.create_tf_dataset_for_client(client_id)),
+      _arrays(train2.create_tf_dataset_for_client(client_id)),
+  ):
     np.testing.assert_array_equal(a, b)
 
 
@@ -322,8 +347,9 @@ def test_serializable_dataset_fn_matches_eager_datasets(small_data):
   train, _ = small_data
   client_id = 'hamlet/HORATIO'
   graph_ds = train.serializable_dataset_fn(tf.constant(client_id))
-  for a, b in zip(_arrays(graph_ds),
-                  _arrays(train.create_tf_dataset_for_client(client_id))):
+  for a, b in zip(
+      _arrays(graph_ds), _arrays(train.create_tf_dataset_for_client(client_id))
+  ):
     np.testing.assert_array_equal(a, b)
 
 
@@ -343,11 +369,17 @@ def test_whole_corpus_with_every_client(lines):
   assert _arrays(test)[0].shape == (test_rows, 80)
 
 
-@pytest.mark.parametrize('kwargs', [
-    dict(seq_length=0), dict(seq_length=2.5), dict(min_chars=-1),
-    dict(test_fraction=1.0), dict(test_fraction=-0.1),
-    dict(min_chars=10**9),
-])
+@pytest.mark.parametrize(
+    'kwargs',
+    [
+        dict(seq_length=0),
+        dict(seq_length=2.5),
+        dict(min_chars=-1),
+        dict(test_fraction=1.0),
+        dict(test_fraction=-0.1),
+        dict(min_chars=10**9),
+    ],
+)
 def test_bad_arguments_raise(small_plays_dir, kwargs):
   with pytest.raises(ValueError):
     shakespeare.shakespeare_client_data(plays_dir=small_plays_dir, **kwargs)

@@ -11,7 +11,18 @@ from tff_fedwin import data
 # Per-class counts of the official MNIST test set (LeCun et al.), and the first
 # labels of the official training and test files: the 50k train split of
 # mnist.pkl.gz is the first 50k of the official training set.
-_MNIST_TEST_CLASS_COUNTS = [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
+_MNIST_TEST_CLASS_COUNTS = [
+    980,
+    1135,
+    1032,
+    1010,
+    982,
+    892,
+    958,
+    1028,
+    974,
+    1009,
+]
 _MNIST_FIRST_TRAIN_LABELS = [5, 0, 4, 1, 9, 2, 1, 3, 1, 4]
 _MNIST_FIRST_TEST_LABELS = [7, 2, 1, 0, 4, 1, 4, 9, 5, 9]
 
@@ -142,6 +153,7 @@ def _write_bytes(content):
   def write(path):
     with open(path, 'wb') as f:
       f.write(content)
+
   return write
 
 
@@ -152,11 +164,13 @@ def _npy(path):
 
 def _edit(**changes):
   """Writes `_npz_arrays()` with the arrays `changes` maps to functions."""
+
   def write(path):
     arrays = _npz_arrays()
     for key, change in changes.items():
       arrays[key] = change(arrays[key])
     np.savez(path, **arrays)
+
   return write
 
 
@@ -166,68 +180,147 @@ def _set(value):
 
 _BAD_NPZ_CASES = [
     pytest.param(None, None, 'no such file', id='missing_file'),
-    pytest.param(_write_bytes(b'x_train,y_train\n1,2\n'), None,
-                 'not a readable .npz', id='text_file'),
-    pytest.param(_write_bytes(b''), None, 'not a readable .npz',
-                 id='empty_file'),
+    pytest.param(
+        _write_bytes(b'x_train,y_train\n1,2\n'),
+        None,
+        'not a readable .npz',
+        id='text_file',
+    ),
+    pytest.param(
+        _write_bytes(b''), None, 'not a readable .npz', id='empty_file'
+    ),
     pytest.param(_truncated, None, 'not a readable .npz', id='truncated_zip'),
     pytest.param(_npy, None, 'single .npy array', id='npy_not_npz'),
     pytest.param(
         _edit(x_train=lambda x: np.array([{'pixels': v} for v in x], object)),
-        'x_train', 'cannot read.*pickle', id='object_array'),
-    pytest.param(_edit(x_train=lambda x: x[:0], y_train=lambda y: y[:0]),
-                 'x_train', 'no examples', id='empty_train'),
-    pytest.param(_edit(x_test=lambda x: x[:0], y_test=lambda y: y[:0]),
-                 'x_test', 'no examples', id='empty_test'),
-    pytest.param(_edit(x_train=lambda x: x.astype(str)), 'x_train',
-                 'must be numbers.*<U', id='string_features'),
-    pytest.param(_edit(x_test=lambda x: x.astype(np.complex64)), 'x_test',
-                 'must be numbers.*complex64', id='complex_features'),
-    pytest.param(_edit(x_train=lambda x: np.where(x > 0, np.nan, x)),
-                 'x_train', 'NaN or infinite', id='nan_features'),
-    pytest.param(_edit(x_test=lambda x: np.where(x > 0, np.inf, x)), 'x_test',
-                 'NaN or infinite', id='inf_features'),
-    pytest.param(_edit(x_test=lambda x: np.full(x.shape, 1e300)), 'x_test',
-                 'NaN or infinite.*float32', id='float64_overflowing_float32'),
-    pytest.param(_edit(y_train=lambda y: y.astype(np.float32)), 'y_train',
-                 'must be integers.*float32', id='float_labels'),
-    pytest.param(_edit(y_test=lambda y: y.astype(bool)), 'y_test',
-                 'must be integers.*bool', id='bool_labels'),
-    pytest.param(_edit(y_train=lambda y: y - 1), 'y_train',
-                 'negative label.*-1', id='negative_labels'),
-    pytest.param(_edit(y_test=lambda y: np.stack([y, y], axis=1)), 'y_test',
-                 r'one class id per example.*\(2, 2\)', id='2d_labels'),
-    pytest.param(_edit(y_train=lambda y: y[:-1]), 'y_train',
-                 r'same number of examples.*\(6, 3\) and \(5,\)',
-                 id='length_mismatch'),
-    pytest.param(_edit(y_test=_set(np.array([2, 3], np.int64))), 'y_test',
-                 r'label\(s\) 3 not among the classes in y_train',
-                 id='test_label_above_train_classes'),
+        'x_train',
+        'cannot read.*pickle',
+        id='object_array',
+    ),
     pytest.param(
-        _edit(y_train=_set(np.array([0, 2, 0, 2, 0, 2], np.int64)),
-              y_test=_set(np.array([1, 2], np.int64))),
-        'y_test', r'label\(s\) 1 not among the classes in y_train.*0, 2',
-        id='test_label_missing_from_train'),
-    pytest.param(_edit(x_test=_set(np.zeros([2, 4], np.float32))), 'x_test',
-                 r'differ in shape.*\(3,\) vs \(4,\)', id='example_shapes'),
+        _edit(x_train=lambda x: x[:0], y_train=lambda y: y[:0]),
+        'x_train',
+        'no examples',
+        id='empty_train',
+    ),
     pytest.param(
-        _edit(x_train=_set(np.full([6, 3], 300, np.int64)),
-              x_test=_set(np.zeros([2, 3], np.int64))),
-        'x_train', r'int64.*\[0, 300\].*scale_integer_features=False',
-        id='int64_above_255'),
+        _edit(x_test=lambda x: x[:0], y_test=lambda y: y[:0]),
+        'x_test',
+        'no examples',
+        id='empty_test',
+    ),
     pytest.param(
-        _edit(x_train=lambda x: (x * 10).astype(np.int8),
-              x_test=lambda x: (x * 10).astype(np.int8)),
-        'x_test', 'int8.*cannot be scaled', id='negative_integers'),
-    pytest.param(_edit(x_test=lambda x: np.zeros(x.shape, np.uint8)),
-                 'x_test', 'float32/uint8.*mix integers',
-                 id='float_train_integer_test'),
+        _edit(x_train=lambda x: x.astype(str)),
+        'x_train',
+        'must be numbers.*<U',
+        id='string_features',
+    ),
+    pytest.param(
+        _edit(x_test=lambda x: x.astype(np.complex64)),
+        'x_test',
+        'must be numbers.*complex64',
+        id='complex_features',
+    ),
+    pytest.param(
+        _edit(x_train=lambda x: np.where(x > 0, np.nan, x)),
+        'x_train',
+        'NaN or infinite',
+        id='nan_features',
+    ),
+    pytest.param(
+        _edit(x_test=lambda x: np.where(x > 0, np.inf, x)),
+        'x_test',
+        'NaN or infinite',
+        id='inf_features',
+    ),
+    pytest.param(
+        _edit(x_test=lambda x: np.full(x.shape, 1e300)),
+        'x_test',
+        'NaN or infinite.*float32',
+        id='float64_overflowing_float32',
+    ),
+    pytest.param(
+        _edit(y_train=lambda y: y.astype(np.float32)),
+        'y_train',
+        'must be integers.*float32',
+        id='float_labels',
+    ),
+    pytest.param(
+        _edit(y_test=lambda y: y.astype(bool)),
+        'y_test',
+        'must be integers.*bool',
+        id='bool_labels',
+    ),
+    pytest.param(
+        _edit(y_train=lambda y: y - 1),
+        'y_train',
+        'negative label.*-1',
+        id='negative_labels',
+    ),
+    pytest.param(
+        _edit(y_test=lambda y: np.stack([y, y], axis=1)),
+        'y_test',
+        r'one class id per example.*\(2, 2\)',
+        id='2d_labels',
+    ),
+    pytest.param(
+        _edit(y_train=lambda y: y[:-1]),
+        'y_train',
+        r'same number of examples.*\(6, 3\) and \(5,\)',
+        id='length_mismatch',
+    ),
+    pytest.param(
+        _edit(y_test=_set(np.array([2, 3], np.int64))),
+        'y_test',
+        r'label\(s\) 3 not among the classes in y_train',
+        id='test_label_above_train_classes',
+    ),
+    pytest.param(
+        _edit(
+            y_train=_set(np.array([0, 2, 0, 2, 0, 2], np.int64)),
+            y_test=_set(np.array([1, 2], np.int64)),
+        ),
+        'y_test',
+        r'label\(s\) 1 not among the classes in y_train.*0, 2',
+        id='test_label_missing_from_train',
+    ),
+    pytest.param(
+        _edit(x_test=_set(np.zeros([2, 4], np.float32))),
+        'x_test',
+        r'differ in shape.*\(3,\) vs \(4,\)',
+        id='example_shapes',
+    ),
+    pytest.param(
+        _edit(
+            x_train=_set(np.full([6, 3], 300, np.int64)),
+            x_test=_set(np.zeros([2, 3], np.int64)),
+        ),
+        'x_train',
+        r'int64.*\[0, 300\].*scale_integer_features=False',
+        id='int64_above_255',
+    ),
+    pytest.param(
+        _edit(
+            x_train=lambda x: (x * 10).astype(np.int8),
+            x_test=lambda x: (x * 10).astype(np.int8),
+        ),
+        'x_test',
+        'int8.*cannot be scaled',
+        id='negative_integers',
+    ),
+    pytest.param(
+        _edit(x_test=lambda x: np.zeros(x.shape, np.uint8)),
+        'x_test',
+        'float32/uint8.*mix integers',
+        id='float_train_integer_test',
+    ),
 ]
 
 
 @pytest.mark.parametrize('write, array, problem', _BAD_NPZ_CASES)
 def test_load_npz_bad_input_raises_one_line_value_error(
-    tmp_path, write, array, problem):
+    tmp_path, write, array, problem
+):
   path = str(tmp_path / 'data.npz')
   if write is not None:
     write(path)
@@ -246,16 +339,23 @@ def test_load_npz_bad_input_raises_one_line_value_error(
 
 def _write_features(tmp_path, x_train, x_test):
   path = str(tmp_path / 'data.npz')
-  np.savez(path, x_train=x_train, y_train=np.zeros(len(x_train), np.int64),
-           x_test=x_test, y_test=np.zeros(len(x_test), np.int64))
+  np.savez(
+      path,
+      x_train=x_train,
+      y_train=np.zeros(len(x_train), np.int64),
+      x_test=x_test,
+      y_test=np.zeros(len(x_test), np.int64),
+  )
   return path
 
 
 @pytest.mark.parametrize('dtype', [np.uint8, np.int64, np.int16, np.uint16])
 def test_load_npz_integer_features_within_255_are_divided_by_255(
-    tmp_path, dtype):
-  path = _write_features(tmp_path, np.array([[0, 51, 255]], dtype),
-                         np.array([[51, 102, 0]], dtype))
+    tmp_path, dtype
+):
+  path = _write_features(
+      tmp_path, np.array([[0, 51, 255]], dtype), np.array([[51, 102, 0]], dtype)
+  )
   (x_train, _), (x_test, _) = data.load_npz(path)
   assert x_train.dtype == np.float32 and x_test.dtype == np.float32
   np.testing.assert_allclose(x_train, [[0.0, 0.2, 1.0]], rtol=1e-6)
@@ -264,30 +364,39 @@ def test_load_npz_integer_features_within_255_are_divided_by_255(
 
 def test_load_npz_uint16_above_255_divides_both_splits_by_65535(tmp_path):
   # Train alone would fit [0, 255]; one divisor serves both splits.
-  path = _write_features(tmp_path, np.array([[0, 255]], np.uint16),
-                         np.array([[65535, 13107]], np.uint16))
+  path = _write_features(
+      tmp_path,
+      np.array([[0, 255]], np.uint16),
+      np.array([[65535, 13107]], np.uint16),
+  )
   (x_train, _), (x_test, _) = data.load_npz(path)
   np.testing.assert_allclose(x_train, [[0.0, 255 / 65535]], rtol=1e-6)
   np.testing.assert_allclose(x_test, [[1.0, 0.2]], rtol=1e-6)
 
 
 def test_load_npz_scaling_is_logged(tmp_path, caplog):
-  path = _write_features(tmp_path, np.array([[0, 255]], np.uint8),
-                         np.array([[3, 4]], np.uint8))
+  path = _write_features(
+      tmp_path, np.array([[0, 255]], np.uint8), np.array([[3, 4]], np.uint8)
+  )
   with caplog.at_level(logging.INFO, logger='absl'):
     data.load_npz(path)
   lines = [r.getMessage() for r in caplog.records if 'scaled' in r.getMessage()]
-  assert lines == [f'x_train, x_test in {path}: uint8 features scaled to '
-                   '[0, 1] (divided by 255)']
+  assert lines == [
+      f'x_train, x_test in {path}: uint8 features scaled to '
+      '[0, 1] (divided by 255)'
+  ]
 
 
 @pytest.mark.parametrize(
-    'x_test', [np.array([[200, 7]], np.uint8), np.array([[300, -7]], np.int64)],
-    ids=['uint8', 'int64_beyond_255'])
+    'x_test',
+    [np.array([[200, 7]], np.uint8), np.array([[300, -7]], np.int64)],
+    ids=['uint8', 'int64_beyond_255'],
+)
 def test_load_npz_without_scaling_casts_integers_unchanged(tmp_path, x_test):
   path = _write_features(tmp_path, np.array([[0, 51]], x_test.dtype), x_test)
   (x_train, _), (x_test_loaded, _) = data.load_npz(
-      path, scale_integer_features=False)
+      path, scale_integer_features=False
+  )
   assert x_train.dtype == np.float32 and x_test_loaded.dtype == np.float32
   np.testing.assert_array_equal(x_train, [[0.0, 51.0]])
   np.testing.assert_array_equal(x_test_loaded, x_test.astype(np.float32))
@@ -303,8 +412,9 @@ def test_load_npz_float_features_become_float32_unchanged(tmp_path):
 
 
 def test_load_npz_bool_features_become_zeros_and_ones(tmp_path):
-  path = _write_features(tmp_path, np.array([[True, False]]),
-                         np.array([[False, True]]))
+  path = _write_features(
+      tmp_path, np.array([[True, False]]), np.array([[False, True]])
+  )
   (x_train, _), (x_test, _) = data.load_npz(path)
   assert x_train.dtype == np.float32
   np.testing.assert_array_equal(x_train, [[1.0, 0.0]])

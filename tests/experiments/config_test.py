@@ -12,8 +12,12 @@ from tff_fedwin import experiments
 
 # A valid configuration the table below breaks one field (or two) at a time.
 BASE = experiments.ExperimentConfig(
-    task='npz', data_npz='data.npz', num_clients=10, clients_per_round=2,
-    total_rounds=10)
+    task='npz',
+    data_npz='data.npz',
+    num_clients=10,
+    clients_per_round=2,
+    total_rounds=10,
+)
 
 
 def _fails(name, flags, **overrides):
@@ -24,137 +28,289 @@ BAD_CONFIGS = [
     _fails('unknown_task', ['--task'], task='cifar10', data_npz=None),
     _fails('unknown_algorithm', ['--algorithm'], algorithm='fedsgd'),
     _fails('unknown_client_loss', ['--client_loss'], client_loss='focal'),
-    _fails('unknown_window_mode', ['--window_mode'], window_size=2,
-           window_mode='average'),
-    _fails('unknown_lr_schedule', ['--client_lr_schedule'],
-           client_lr_schedule='cosine'),
-    _fails('window_start_after_last_round',
-           ['--window_start_round', '--total_rounds'], window_size=2,
-           window_start_round=11),
-    _fails('more_clients_per_round_than_clients',
-           ['--clients_per_round', '--num_clients'], clients_per_round=11),
-    _fails('client_lr_zero', ['--client_learning_rate'],
-           client_learning_rate=0.0),
-    _fails('client_lr_negative', ['--client_learning_rate'],
-           client_learning_rate=-0.1),
-    _fails('client_lr_nan', ['--client_learning_rate'],
-           client_learning_rate=float('nan')),
-    _fails('server_lr_zero', ['--server_learning_rate'],
-           server_learning_rate=0.0),
-    _fails('server_lr_negative', ['--server_learning_rate'],
-           server_learning_rate=-1.0),
-    _fails('window_mode_without_window_size',
-           ['--window_mode', '--window_size'], window_mode='broadcast'),
-    _fails('window_start_round_without_window_size',
-           ['--window_start_round', '--window_size'], window_start_round=3),
-    _fails('window_read_every_without_window_size',
-           ['--window_read_every', '--window_size'], window_read_every=2),
-    _fails('eval_rounds_not_multiple_of_read_every',
-           ['--rounds_per_eval', '--window_read_every'], window_size=4,
-           window_read_every=2, rounds_per_eval=3),
-    _fails('total_rounds_not_multiple_of_read_every',
-           ['--total_rounds', '--window_read_every'], window_size=4,
-           window_read_every=3, rounds_per_eval=3),
-    _fails('broadcast_reads_every_second_round', ['--window_read_every'],
-           window_size=4, window_mode='broadcast', window_read_every=2),
-    _fails('wsm_on_shakespeare', ['--client_loss', '--task'],
-           task='shakespeare', data_npz=None, client_loss='wsm'),
-    _fails('wsm_on_stackoverflow', ['--client_loss', '--task'],
-           task='stackoverflow', data_npz=None, client_loss='wsm'),
-    _fails('ima_with_scaffold', ['--client_lr_schedule', '--algorithm'],
-           algorithm='scaffold', client_lr_schedule='ima'),
-    _fails('ima_with_fedprox', ['--client_lr_schedule', '--algorithm'],
-           algorithm='fedprox', client_lr_schedule='ima'),
-    _fails('ima_with_mime_lite', ['--client_lr_schedule', '--algorithm'],
-           algorithm='mime_lite', client_lr_schedule='ima'),
-    _fails('mime_lite_with_wsm', ['--algorithm', '--client_loss'],
-           algorithm='mime_lite', client_loss='wsm'),
-    _fails('fedprox_window_needs_server_lr_1', ['--server_learning_rate'],
-           algorithm='fedprox', window_size=2, server_learning_rate=0.5),
+    _fails(
+        'unknown_window_mode',
+        ['--window_mode'],
+        window_size=2,
+        window_mode='average',
+    ),
+    _fails(
+        'unknown_lr_schedule',
+        ['--client_lr_schedule'],
+        client_lr_schedule='cosine',
+    ),
+    _fails(
+        'window_start_after_last_round',
+        ['--window_start_round', '--total_rounds'],
+        window_size=2,
+        window_start_round=11,
+    ),
+    _fails(
+        'more_clients_per_round_than_clients',
+        ['--clients_per_round', '--num_clients'],
+        clients_per_round=11,
+    ),
+    _fails(
+        'client_lr_zero', ['--client_learning_rate'], client_learning_rate=0.0
+    ),
+    _fails(
+        'client_lr_negative',
+        ['--client_learning_rate'],
+        client_learning_rate=-0.1,
+    ),
+    _fails(
+        'client_lr_nan',
+        ['--client_learning_rate'],
+        client_learning_rate=float('nan'),
+    ),
+    _fails(
+        'server_lr_zero', ['--server_learning_rate'], server_learning_rate=0.0
+    ),
+    _fails(
+        'server_lr_negative',
+        ['--server_learning_rate'],
+        server_learning_rate=-1.0,
+    ),
+    _fails(
+        'window_mode_without_window_size',
+        ['--window_mode', '--window_size'],
+        window_mode='broadcast',
+    ),
+    _fails(
+        'window_start_round_without_window_size',
+        ['--window_start_round', '--window_size'],
+        window_start_round=3,
+    ),
+    _fails(
+        'window_read_every_without_window_size',
+        ['--window_read_every', '--window_size'],
+        window_read_every=2,
+    ),
+    _fails(
+        'eval_rounds_not_multiple_of_read_every',
+        ['--rounds_per_eval', '--window_read_every'],
+        window_size=4,
+        window_read_every=2,
+        rounds_per_eval=3,
+    ),
+    _fails(
+        'total_rounds_not_multiple_of_read_every',
+        ['--total_rounds', '--window_read_every'],
+        window_size=4,
+        window_read_every=3,
+        rounds_per_eval=3,
+    ),
+    _fails(
+        'broadcast_reads_every_second_round',
+        ['--window_read_every'],
+        window_size=4,
+        window_mode='broadcast',
+        window_read_every=2,
+    ),
+    _fails(
+        'wsm_on_shakespeare',
+        ['--client_loss', '--task'],
+        task='shakespeare',
+        data_npz=None,
+        client_loss='wsm',
+    ),
+    _fails(
+        'wsm_on_stackoverflow',
+        ['--client_loss', '--task'],
+        task='stackoverflow',
+        data_npz=None,
+        client_loss='wsm',
+    ),
+    _fails(
+        'ima_with_scaffold',
+        ['--client_lr_schedule', '--algorithm'],
+        algorithm='scaffold',
+        client_lr_schedule='ima',
+    ),
+    _fails(
+        'ima_with_fedprox',
+        ['--client_lr_schedule', '--algorithm'],
+        algorithm='fedprox',
+        client_lr_schedule='ima',
+    ),
+    _fails(
+        'ima_with_mime_lite',
+        ['--client_lr_schedule', '--algorithm'],
+        algorithm='mime_lite',
+        client_lr_schedule='ima',
+    ),
+    _fails(
+        'mime_lite_with_wsm',
+        ['--algorithm', '--client_loss'],
+        algorithm='mime_lite',
+        client_loss='wsm',
+    ),
+    _fails(
+        'fedprox_window_needs_server_lr_1',
+        ['--server_learning_rate'],
+        algorithm='fedprox',
+        window_size=2,
+        server_learning_rate=0.5,
+    ),
     _fails('npz_without_data_npz', ['--data_npz'], data_npz=None),
     _fails('npz_with_empty_data_npz', ['--data_npz'], data_npz=''),
     _fails('data_npz_with_mnist', ['--data_npz'], task='mnist'),
     _fails('total_rounds_zero', ['--total_rounds'], total_rounds=0),
     _fails('total_rounds_not_int', ['--total_rounds'], total_rounds=2.5),
     _fails('total_rounds_bool', ['--total_rounds'], total_rounds=True),
-    _fails('clients_per_round_zero', ['--clients_per_round'],
-           clients_per_round=0),
+    _fails(
+        'clients_per_round_zero', ['--clients_per_round'], clients_per_round=0
+    ),
     _fails('client_epochs_zero', ['--client_epochs'], client_epochs=0),
-    _fails('client_batch_size_zero', ['--client_batch_size'],
-           client_batch_size=0),
+    _fails(
+        'client_batch_size_zero', ['--client_batch_size'], client_batch_size=0
+    ),
     _fails('rounds_per_eval_zero', ['--rounds_per_eval'], rounds_per_eval=0),
-    _fails('rounds_per_checkpoint_zero', ['--rounds_per_checkpoint'],
-           rounds_per_checkpoint=0),
-    _fails('num_clients_zero', ['--num_clients'], num_clients=0,
-           clients_per_round=1),
+    _fails(
+        'rounds_per_checkpoint_zero',
+        ['--rounds_per_checkpoint'],
+        rounds_per_checkpoint=0,
+    ),
+    _fails(
+        'num_clients_zero',
+        ['--num_clients'],
+        num_clients=0,
+        clients_per_round=1,
+    ),
     _fails('summary_last_n_zero', ['--summary_last_n'], summary_last_n=0),
-    _fails('window_read_every_zero', ['--window_read_every'], window_size=2,
-           window_read_every=0),
+    _fails(
+        'window_read_every_zero',
+        ['--window_read_every'],
+        window_size=2,
+        window_read_every=0,
+    ),
     _fails('window_size_negative', ['--window_size'], window_size=-1),
-    _fails('window_start_round_negative', ['--window_start_round'],
-           window_size=2, window_start_round=-1),
+    _fails(
+        'window_start_round_negative',
+        ['--window_start_round'],
+        window_size=2,
+        window_start_round=-1,
+    ),
     _fails('seed_negative', ['--seed'], seed=-1),
-    _fails('dirichlet_alpha_negative', ['--dirichlet_alpha'],
-           dirichlet_alpha=-0.5),
-    _fails('proximal_strength_negative', ['--proximal_strength'],
-           algorithm='fedprox', proximal_strength=-0.01),
+    _fails(
+        'dirichlet_alpha_negative', ['--dirichlet_alpha'], dirichlet_alpha=-0.5
+    ),
+    _fails(
+        'proximal_strength_negative',
+        ['--proximal_strength'],
+        algorithm='fedprox',
+        proximal_strength=-0.01,
+    ),
     _fails('workers_zero', ['--workers'], workers='0'),
     _fails('workers_word', ['--workers'], workers='many'),
     _fails('workers_negative', ['--workers'], workers='-2'),
     _fails('workers_no_port', ['--workers'], workers='localhost:'),
     _fails('workers_no_host', ['--workers'], workers=':8000'),
     _fails('workers_port_not_number', ['--workers'], workers='localhost:http'),
-    _fails('workers_empty_entry', ['--workers'],
-           workers='localhost:8000,,localhost:8001'),
+    _fails(
+        'workers_empty_entry',
+        ['--workers'],
+        workers='localhost:8000,,localhost:8001',
+    ),
     _fails('workers_port_above_65535', ['--workers'], workers='host:99999'),
     _fails('workers_port_zero', ['--workers'], workers='host:0'),
     _fails('workers_host_with_space', ['--workers'], workers='my host:8000'),
     _fails('unknown_worker_bind', ['--worker_bind'], worker_bind='public'),
-    _fails('worker_bind_all_with_running_workers', ['--worker_bind'],
-           worker_bind='all', workers='localhost:8000'),
-    _fails('window_larger_than_total_rounds',
-           ['--window_size', '--total_rounds'], window_size=11),
-    _fails('window_read_every_with_scaffold',
-           ['--window_read_every', '--algorithm'], algorithm='scaffold',
-           window_size=4, window_read_every=2, rounds_per_eval=2),
-    _fails('experiment_name_with_slash', ['--experiment_name'],
-           experiment_name='runs/a'),
-    _fails('experiment_name_parent', ['--experiment_name'],
-           experiment_name='..'),
+    _fails(
+        'worker_bind_all_with_running_workers',
+        ['--worker_bind'],
+        worker_bind='all',
+        workers='localhost:8000',
+    ),
+    _fails(
+        'window_larger_than_total_rounds',
+        ['--window_size', '--total_rounds'],
+        window_size=11,
+    ),
+    _fails(
+        'window_read_every_with_scaffold',
+        ['--window_read_every', '--algorithm'],
+        algorithm='scaffold',
+        window_size=4,
+        window_read_every=2,
+        rounds_per_eval=2,
+    ),
+    _fails(
+        'experiment_name_with_slash',
+        ['--experiment_name'],
+        experiment_name='runs/a',
+    ),
+    _fails(
+        'experiment_name_parent', ['--experiment_name'], experiment_name='..'
+    ),
     _fails('experiment_name_empty', ['--experiment_name'], experiment_name=''),
 ]
 
 GOOD_CONFIGS = [
     pytest.param({}, id='base'),
     pytest.param(dict(task='mnist', data_npz=None), id='defaults_on_mnist'),
-    pytest.param(dict(window_size=2, window_start_round=10),
-                 id='window_start_at_last_round'),
-    pytest.param(dict(window_size=4, window_read_every=2, rounds_per_eval=2),
-                 id='window_read_every_2'),
-    pytest.param(dict(window_size=3, window_mode='broadcast',
-                      window_start_round=5, client_lr_schedule='ima'),
-                 id='ima_broadcast'),
-    pytest.param(dict(algorithm='scaffold', client_loss='wsm', window_size=2,
-                      window_mode='broadcast'), id='scaffold_wsm_broadcast'),
+    pytest.param(
+        dict(window_size=2, window_start_round=10),
+        id='window_start_at_last_round',
+    ),
+    pytest.param(
+        dict(window_size=4, window_read_every=2, rounds_per_eval=2),
+        id='window_read_every_2',
+    ),
+    pytest.param(
+        dict(
+            window_size=3,
+            window_mode='broadcast',
+            window_start_round=5,
+            client_lr_schedule='ima',
+        ),
+        id='ima_broadcast',
+    ),
+    pytest.param(
+        dict(
+            algorithm='scaffold',
+            client_loss='wsm',
+            window_size=2,
+            window_mode='broadcast',
+        ),
+        id='scaffold_wsm_broadcast',
+    ),
     pytest.param(dict(algorithm='fedprox', window_size=2), id='fedprox_window'),
-    pytest.param(dict(algorithm='fedprox', client_loss='wsm', window_size=2,
-                      server_learning_rate=0.5),
-                 id='fedprox_wsm_window_server_lr'),
-    pytest.param(dict(algorithm='fedadam', server_learning_rate=0.01),
-                 id='fedadam'),
-    pytest.param(dict(task='emnist', data_npz=None, client_loss='wsm',
-                      use_synthetic_data=True), id='wsm_on_emnist'),
+    pytest.param(
+        dict(
+            algorithm='fedprox',
+            client_loss='wsm',
+            window_size=2,
+            server_learning_rate=0.5,
+        ),
+        id='fedprox_wsm_window_server_lr',
+    ),
+    pytest.param(
+        dict(algorithm='fedadam', server_learning_rate=0.01), id='fedadam'
+    ),
+    pytest.param(
+        dict(
+            task='emnist',
+            data_npz=None,
+            client_loss='wsm',
+            use_synthetic_data=True,
+        ),
+        id='wsm_on_emnist',
+    ),
     pytest.param(dict(task='shakespeare', data_npz=None), id='shakespeare'),
     pytest.param(dict(clients_per_round=10), id='all_clients_per_round'),
     pytest.param(dict(dirichlet_alpha=0.0), id='one_class_per_client'),
     pytest.param(dict(dirichlet_alpha=float('inf')), id='equal_proportions'),
     pytest.param(dict(workers='2'), id='two_local_workers'),
-    pytest.param(dict(workers='localhost:8000, 127.0.0.1:8001'),
-                 id='remote_workers'),
+    pytest.param(
+        dict(workers='localhost:8000, 127.0.0.1:8001'), id='remote_workers'
+    ),
     pytest.param(dict(window_size=10), id='window_as_long_as_the_run'),
     pytest.param(dict(worker_bind='all'), id='worker_bind_all'),
-    pytest.param(dict(workers='2', worker_bind='all'),
-                 id='two_local_workers_on_all_interfaces'),
+    pytest.param(
+        dict(workers='2', worker_bind='all'),
+        id='two_local_workers_on_all_interfaces',
+    ),
 ]
 
 
@@ -176,49 +332,94 @@ def test_validate_config_accepts(overrides):
 
 
 def _edge(name, flags, accepted, rejected, **common):
-  return pytest.param(dict(common, **accepted), dict(common, **rejected),
-                      flags, id=name)
+  return pytest.param(
+      dict(common, **accepted), dict(common, **rejected), flags, id=name
+  )
 
 
 # A value at the edge of what is allowed next to the first value past it.
 EDGES = [
-    _edge('window_start_round_at_total_rounds',
-          ['--window_start_round', '--total_rounds'],
-          dict(window_start_round=10), dict(window_start_round=11),
-          window_size=2),
-    _edge('window_size_at_total_rounds', ['--window_size', '--total_rounds'],
-          dict(window_size=10), dict(window_size=11)),
-    _edge('clients_per_round_at_num_clients',
-          ['--clients_per_round', '--num_clients'],
-          dict(clients_per_round=10), dict(clients_per_round=11)),
-    _edge('window_size_zero', ['--window_size'], dict(window_size=0),
-          dict(window_size=-1)),
+    _edge(
+        'window_start_round_at_total_rounds',
+        ['--window_start_round', '--total_rounds'],
+        dict(window_start_round=10),
+        dict(window_start_round=11),
+        window_size=2,
+    ),
+    _edge(
+        'window_size_at_total_rounds',
+        ['--window_size', '--total_rounds'],
+        dict(window_size=10),
+        dict(window_size=11),
+    ),
+    _edge(
+        'clients_per_round_at_num_clients',
+        ['--clients_per_round', '--num_clients'],
+        dict(clients_per_round=10),
+        dict(clients_per_round=11),
+    ),
+    _edge(
+        'window_size_zero',
+        ['--window_size'],
+        dict(window_size=0),
+        dict(window_size=-1),
+    ),
     _edge('seed_zero', ['--seed'], dict(seed=0), dict(seed=-1)),
-    _edge('total_rounds_one', ['--total_rounds'],
-          dict(total_rounds=1), dict(total_rounds=0)),
-    _edge('dirichlet_alpha_zero', ['--dirichlet_alpha'],
-          dict(dirichlet_alpha=0.0), dict(dirichlet_alpha=-1e-9)),
-    _edge('proximal_strength_zero', ['--proximal_strength'],
-          dict(proximal_strength=0.0), dict(proximal_strength=-1e-9),
-          algorithm='fedprox'),
-    _edge('tiny_server_learning_rate', ['--server_learning_rate'],
-          dict(server_learning_rate=1e-9), dict(server_learning_rate=0.0)),
-    _edge('read_every_divides_eval_rounds',
-          ['--rounds_per_eval', '--window_read_every'],
-          dict(rounds_per_eval=4), dict(rounds_per_eval=3),
-          window_size=4, window_read_every=2),
-    _edge('fedprox_window_server_lr_1', ['--server_learning_rate'],
-          dict(server_learning_rate=1.0), dict(server_learning_rate=0.99),
-          algorithm='fedprox', window_size=2),
+    _edge(
+        'total_rounds_one',
+        ['--total_rounds'],
+        dict(total_rounds=1),
+        dict(total_rounds=0),
+    ),
+    _edge(
+        'dirichlet_alpha_zero',
+        ['--dirichlet_alpha'],
+        dict(dirichlet_alpha=0.0),
+        dict(dirichlet_alpha=-1e-9),
+    ),
+    _edge(
+        'proximal_strength_zero',
+        ['--proximal_strength'],
+        dict(proximal_strength=0.0),
+        dict(proximal_strength=-1e-9),
+        algorithm='fedprox',
+    ),
+    _edge(
+        'tiny_server_learning_rate',
+        ['--server_learning_rate'],
+        dict(server_learning_rate=1e-9),
+        dict(server_learning_rate=0.0),
+    ),
+    _edge(
+        'read_every_divides_eval_rounds',
+        ['--rounds_per_eval', '--window_read_every'],
+        dict(rounds_per_eval=4),
+        dict(rounds_per_eval=3),
+        window_size=4,
+        window_read_every=2,
+    ),
+    _edge(
+        'fedprox_window_server_lr_1',
+        ['--server_learning_rate'],
+        dict(server_learning_rate=1.0),
+        dict(server_learning_rate=0.99),
+        algorithm='fedprox',
+        window_size=2,
+    ),
     _edge('one_worker', ['--workers'], dict(workers='1'), dict(workers='0')),
-    _edge('highest_port', ['--workers'], dict(workers='host:65535'),
-          dict(workers='host:65536')),
+    _edge(
+        'highest_port',
+        ['--workers'],
+        dict(workers='host:65535'),
+        dict(workers='host:65536'),
+    ),
 ]
 
 
 @pytest.mark.parametrize('accepted, rejected, flags', EDGES)
 def test_validate_config_accepts_the_edge_and_rejects_past_it(
-    accepted, rejected, flags):
+    accepted, rejected, flags
+):
   assert experiments.validate_config(attrs.evolve(BASE, **accepted)) is None
 
   with pytest.raises(ValueError) as raised:
@@ -228,24 +429,49 @@ def test_validate_config_accepts_the_edge_and_rejects_past_it(
     assert flag in str(raised.value)
 
 
-@pytest.mark.parametrize('workers, expected', [
-    ('', (None, ())),
-    ('   ', (None, ())),
-    ('3', (3, ())),
-    (' 12 ', (12, ())),
-    ('a:1,b:2', (None, ('a:1', 'b:2'))),
-    ('a:1 , b:2', (None, ('a:1', 'b:2'))),
-    ('[::1]:8000', (None, ('[::1]:8000',))),
-    ('10.0.0.2:1,host-b.example:65535', (None, ('10.0.0.2:1',
-                                                 'host-b.example:65535'))),
-])
+@pytest.mark.parametrize(
+    'workers, expected',
+    [
+        ('', (None, ())),
+        ('   ', (None, ())),
+        ('3', (3, ())),
+        (' 12 ', (12, ())),
+        ('a:1,b:2', (None, ('a:1', 'b:2'))),
+        ('a:1 , b:2', (None, ('a:1', 'b:2'))),
+        ('[::1]:8000', (None, ('[::1]:8000',))),
+        (
+            '10.0.0.2:1,host-b.example:65535',
+            (None, ('10.0.0.2:1', 'host-b.example:65535')),
+        ),
+    ],
+)
 def test_parse_workers(workers, expected):
   assert experiments.parse_workers(workers) == expected
 
 
-@pytest.mark.parametrize('workers', [
-    '0', '00', '-1', '1.5', 'a', 'a:', ':1', 'a:1,', 'a:1,b', 'a:x', 'a:1:',
-    'a:0', 'a:65536', 'a:99999', 'a b:1', 'a/b:1', '[::1:8000', 'a:-1'])
+@pytest.mark.parametrize(
+    'workers',
+    [
+        '0',
+        '00',
+        '-1',
+        '1.5',
+        'a',
+        'a:',
+        ':1',
+        'a:1,',
+        'a:1,b',
+        'a:x',
+        'a:1:',
+        'a:0',
+        'a:65536',
+        'a:99999',
+        'a b:1',
+        'a/b:1',
+        '[::1:8000',
+        'a:-1',
+    ],
+)
 def test_parse_workers_rejects(workers):
   with pytest.raises(ValueError, match='--workers'):
     experiments.parse_workers(workers)

@@ -18,6 +18,7 @@ def recorded(monkeypatch):
     def record(**kwargs):
       calls.append((name, kwargs))
       return name
+
     return record
 
   for name in ('local_execution_context', 'multi_worker_execution_context'):
@@ -25,18 +26,37 @@ def recorded(monkeypatch):
   return calls
 
 
-@pytest.mark.parametrize('workers, worker_bind, expected', [
-    ('', 'loopback', ('local_execution_context', dict(loopback_only=True))),
-    (' ', 'all', ('local_execution_context', dict(loopback_only=False))),
-    ('3', 'loopback', ('multi_worker_execution_context',
-                       dict(num_workers=3, loopback_only=True))),
-    ('2', 'all', ('multi_worker_execution_context',
-                  dict(num_workers=2, loopback_only=False))),
-    ('a:1,b:2', 'loopback', ('multi_worker_execution_context',
-                             dict(addresses=('a:1', 'b:2')))),
-])
+@pytest.mark.parametrize(
+    'workers, worker_bind, expected',
+    [
+        ('', 'loopback', ('local_execution_context', dict(loopback_only=True))),
+        (' ', 'all', ('local_execution_context', dict(loopback_only=False))),
+        (
+            '3',
+            'loopback',
+            (
+                'multi_worker_execution_context',
+                dict(num_workers=3, loopback_only=True),
+            ),
+        ),
+        (
+            '2',
+            'all',
+            (
+                'multi_worker_execution_context',
+                dict(num_workers=2, loopback_only=False),
+            ),
+        ),
+        (
+            'a:1,b:2',
+            'loopback',
+            ('multi_worker_execution_context', dict(addresses=('a:1', 'b:2'))),
+        ),
+    ],
+)
 def test_execution_context_of_the_workers_flag(
-    recorded, workers, worker_bind, expected):
+    recorded, workers, worker_bind, expected
+):
   chosen = context.execution_context(workers, worker_bind)
 
   assert recorded == [expected]

@@ -23,18 +23,22 @@ def test_registry_is_read_only():
 
 @pytest.mark.parametrize('algorithm', experiments.ALGORITHMS)
 def test_build_runner_calls_the_builder_of_the_algorithm(
-    algorithm, monkeypatch):
+    algorithm, monkeypatch
+):
   calls = []
 
   def builder_of(name):
     def build(config, task, num_train_clients):
       calls.append((name, config, task, num_train_clients))
       return f'runner of {name}'
+
     return build
 
-  monkeypatch.setattr(registry, 'RUNNER_BUILDERS',
-                      {name: builder_of(name) for name in
-                       experiments.ALGORITHMS})
+  monkeypatch.setattr(
+      registry,
+      'RUNNER_BUILDERS',
+      {name: builder_of(name) for name in experiments.ALGORITHMS},
+  )
   config = experiments.ExperimentConfig(algorithm=algorithm)
 
   runner = registry.build_runner(config, 'task', 7)
@@ -43,18 +47,28 @@ def test_build_runner_calls_the_builder_of_the_algorithm(
   assert calls == [(algorithm, config, 'task', 7)]
 
 
-@pytest.mark.parametrize('algorithm, hparams, optimizer', [
-    ('fedavg', dict(learning_rate=0.25), 'sgd'),
-    ('fedavgm', dict(learning_rate=0.25, momentum=0.9), 'sgd'),
-    ('fedprox', dict(learning_rate=0.25), 'sgd'),
-    ('fedadam', dict(learning_rate=0.25, beta_1=0.9, beta_2=0.999,
-                     epsilon=1e-7), 'adam'),
-    ('fedyogi', dict(learning_rate=0.25, beta_1=0.9, beta_2=0.999,
-                     epsilon=1e-3), 'yogi'),
-])
+@pytest.mark.parametrize(
+    'algorithm, hparams, optimizer',
+    [
+        ('fedavg', dict(learning_rate=0.25), 'sgd'),
+        ('fedavgm', dict(learning_rate=0.25, momentum=0.9), 'sgd'),
+        ('fedprox', dict(learning_rate=0.25), 'sgd'),
+        (
+            'fedadam',
+            dict(learning_rate=0.25, beta_1=0.9, beta_2=0.999, epsilon=1e-7),
+            'adam',
+        ),
+        (
+            'fedyogi',
+            dict(learning_rate=0.25, beta_1=0.9, beta_2=0.999, epsilon=1e-3),
+            'yogi',
+        ),
+    ],
+)
 def test_server_optimizer_of_the_algorithm(algorithm, hparams, optimizer):
-  config = experiments.ExperimentConfig(algorithm=algorithm,
-                                        server_learning_rate=0.25)
+  config = experiments.ExperimentConfig(
+      algorithm=algorithm, server_learning_rate=0.25
+  )
 
   built = registry._server_optimizer(config)  # pylint: disable=protected-access
 

@@ -34,8 +34,7 @@ NUM_CLASSES = 10
 TOTAL_ROUNDS = 3
 ROUNDS_PER_EVAL = 2
 EVAL_ROUNDS = (2, 3)  # Multiples of ROUNDS_PER_EVAL, and the last round.
-EVAL_KEYS = ('window/accuracy', 'window/loss', 'global/accuracy',
-             'global/loss')
+EVAL_KEYS = ('window/accuracy', 'window/loss', 'global/accuracy', 'global/loss')
 
 
 @pytest.fixture(scope='module')
@@ -47,18 +46,32 @@ def data_npz(tmp_path_factory):
   # Class-dependent brightness, so the task is learnable at all.
   x_train = rng.random((NUM_TRAIN, *IMAGE_SHAPE)) + y_train[:, None, None] / 5
   x_test = rng.random((NUM_TEST, *IMAGE_SHAPE)) + y_test[:, None, None] / 5
-  np.savez(path, x_train=x_train.astype(np.float32), y_train=y_train,
-           x_test=x_test.astype(np.float32), y_test=y_test)
+  np.savez(
+      path,
+      x_train=x_train.astype(np.float32),
+      y_train=y_train,
+      x_test=x_test.astype(np.float32),
+      y_test=y_test,
+  )
   return path
 
 
 def _config(data_npz, output_dir, name, **overrides):
   kwargs = dict(
-      task='npz', data_npz=data_npz, num_clients=6, dirichlet_alpha=1.0,
-      clients_per_round=2, total_rounds=TOTAL_ROUNDS, client_batch_size=10,
-      client_learning_rate=0.05, rounds_per_eval=ROUNDS_PER_EVAL,
-      rounds_per_checkpoint=1, summary_last_n=5,
-      root_output_dir=str(output_dir), experiment_name=name)
+      task='npz',
+      data_npz=data_npz,
+      num_clients=6,
+      dirichlet_alpha=1.0,
+      clients_per_round=2,
+      total_rounds=TOTAL_ROUNDS,
+      client_batch_size=10,
+      client_learning_rate=0.05,
+      rounds_per_eval=ROUNDS_PER_EVAL,
+      rounds_per_checkpoint=1,
+      summary_last_n=5,
+      root_output_dir=str(output_dir),
+      experiment_name=name,
+  )
   kwargs.update(overrides)
   return experiments.ExperimentConfig(**kwargs)
 
@@ -71,19 +84,28 @@ def _read_csv(path):
 SMOKE_CASES = {
     'fedavg': dict(algorithm='fedavg', window_size=2),
     'fedavgm': dict(algorithm='fedavgm', window_size=2),
-    'fedadam': dict(algorithm='fedadam', window_size=2,
-                    server_learning_rate=0.01),
-    'fedyogi': dict(algorithm='fedyogi', window_size=2,
-                    server_learning_rate=0.01),
+    'fedadam': dict(
+        algorithm='fedadam', window_size=2, server_learning_rate=0.01
+    ),
+    'fedyogi': dict(
+        algorithm='fedyogi', window_size=2, server_learning_rate=0.01
+    ),
     'fedprox_ce': dict(algorithm='fedprox', window_size=2),
-    'fedprox_wsm': dict(algorithm='fedprox', client_loss='wsm',
-                        window_size=2),
+    'fedprox_wsm': dict(algorithm='fedprox', client_loss='wsm', window_size=2),
     'mime_lite': dict(algorithm='mime_lite', window_size=2),
-    'scaffold_wsm_broadcast': dict(algorithm='scaffold', client_loss='wsm',
-                                   window_size=2, window_mode='broadcast'),
-    'ima_broadcast': dict(algorithm='fedavg', client_lr_schedule='ima',
-                          window_size=2, window_mode='broadcast',
-                          window_start_round=2),
+    'scaffold_wsm_broadcast': dict(
+        algorithm='scaffold',
+        client_loss='wsm',
+        window_size=2,
+        window_mode='broadcast',
+    ),
+    'ima_broadcast': dict(
+        algorithm='fedavg',
+        client_lr_schedule='ima',
+        window_size=2,
+        window_mode='broadcast',
+        window_start_round=2,
+    ),
 }
 
 
@@ -91,8 +113,9 @@ SMOKE_CASES = {
 def smoke_run(request, data_npz, tmp_path_factory):
   """One run per case: (config, returned summary, experiment directory)."""
   output_dir = tmp_path_factory.mktemp('smoke')
-  config = _config(data_npz, output_dir, request.param,
-                   **SMOKE_CASES[request.param])
+  config = _config(
+      data_npz, output_dir, request.param, **SMOKE_CASES[request.param]
+  )
   summary = experiments.run_experiment(config)
   return config, summary, os.path.join(output_dir, request.param)
 
@@ -101,7 +124,8 @@ def test_run_writes_one_csv_row_per_round(smoke_run):
   _, _, directory = smoke_run
   rows = _read_csv(os.path.join(directory, 'metrics.csv'))
   assert [int(row['round_num']) for row in rows] == list(
-      range(1, TOTAL_ROUNDS + 1))
+      range(1, TOTAL_ROUNDS + 1)
+  )
 
 
 @pytest.mark.parametrize('key', EVAL_KEYS)
@@ -115,25 +139,38 @@ def test_run_evaluates_exactly_at_eval_rounds(smoke_run, key):
 def _checkpointed_global_models(config, directory, rounds):
   """`global_model_weights` of the program states of `rounds` on disk."""
   task = registry.create_task(
-      config.task, batch_size=config.client_batch_size,
-      epochs=config.client_epochs, seed=config.seed,
+      config.task,
+      batch_size=config.client_batch_size,
+      epochs=config.client_epochs,
+      seed=config.seed,
       num_clients=config.num_clients,
-      dirichlet_alpha=config.dirichlet_alpha, data_npz=config.data_npz)
+      dirichlet_alpha=config.dirichlet_alpha,
+      data_npz=config.data_npz,
+  )
   runner = experiments.build_runner(
-      config, task, len(task.train_data.client_ids))
+      config, task, len(task.train_data.client_ids)
+  )
   structure = collections.OrderedDict(
-      server_state=runner.initialize(), round_num=np.int64(0),
-      seed=np.int64(0), clients_per_round=np.int64(0),
-      num_clients=np.int64(0))
+      server_state=runner.initialize(),
+      round_num=np.int64(0),
+      seed=np.int64(0),
+      clients_per_round=np.int64(0),
+      num_clients=np.int64(0),
+  )
   manager = tff.program.FileProgramStateManager(
-      os.path.join(directory, 'checkpoints'))
+      os.path.join(directory, 'checkpoints')
+  )
   models = []
   for round_num in rounds:
     loaded = asyncio.run(manager.load(round_num, structure))
     assert int(loaded['round_num']) == round_num
     weights = loaded['server_state'].global_model_weights
-    models.append([np.asarray(w, np.float64) for w in tf.nest.flatten(
-        (weights.trainable, weights.non_trainable))])
+    models.append(
+        [
+            np.asarray(w, np.float64)
+            for w in tf.nest.flatten((weights.trainable, weights.non_trainable))
+        ]
+    )
   return task, runner, models
 
 
@@ -143,7 +180,8 @@ def _model_weights(runner, leaves):
   flat = tf.nest.flatten((template.trainable, template.non_trainable))
   trainable, non_trainable = tf.nest.pack_sequence_as(
       (template.trainable, template.non_trainable),
-      [np.asarray(v).astype(np.asarray(t).dtype) for v, t in zip(leaves, flat)])
+      [np.asarray(v).astype(np.asarray(t).dtype) for v, t in zip(leaves, flat)],
+  )
   return tff.learning.models.ModelWeights(trainable, non_trainable)
 
 
@@ -155,21 +193,25 @@ def test_run_eval_metrics_are_the_checkpointed_models_metrics(smoke_run):
   rows = _read_csv(os.path.join(directory, 'metrics.csv'))
   last = rows[-1]
   task, runner, (previous, current) = _checkpointed_global_models(
-      config, directory, (TOTAL_ROUNDS - 1, TOTAL_ROUNDS))
+      config, directory, (TOTAL_ROUNDS - 1, TOTAL_ROUNDS)
+  )
   evaluate = task.build_evaluate_fn()
 
   expected_global = evaluate(_model_weights(runner, current))
 
   for name in ('accuracy', 'loss'):
     assert float(last[f'global/{name}']) == pytest.approx(
-        expected_global[name], rel=1e-6)
+        expected_global[name], rel=1e-6
+    )
   if config.window_mode == 'evaluate':
     window = [(a + b) / 2 for a, b in zip(previous, current)]
     expected_window = evaluate(_model_weights(runner, window))
     assert float(last['window/accuracy']) == pytest.approx(
-        expected_window['accuracy'], abs=1e-9)
+        expected_window['accuracy'], abs=1e-9
+    )
     assert float(last['window/loss']) == pytest.approx(
-        expected_window['loss'], rel=1e-4)
+        expected_window['loss'], rel=1e-4
+    )
     assert float(last['window/loss']) != float(last['global/loss'])
   else:
     for name in ('accuracy', 'loss'):
@@ -183,8 +225,9 @@ def test_run_eval_metrics_are_the_checkpointed_models_metrics(smoke_run):
 def test_run_accuracy_counts_test_examples(smoke_run, key):
   _, _, directory = smoke_run
   rows = _read_csv(os.path.join(directory, 'metrics.csv'))
-  correct = np.array([float(row[key]) for row in rows if row.get(key)
-                     ]) * NUM_TEST
+  correct = (
+      np.array([float(row[key]) for row in rows if row.get(key)]) * NUM_TEST
+  )
   np.testing.assert_allclose(correct, np.round(correct), atol=1e-6)
 
 
@@ -192,13 +235,15 @@ def test_run_accuracy_counts_test_examples(smoke_run, key):
 def test_run_summary_json_mean_is_mean_of_csv(smoke_run, key):
   config, _, directory = smoke_run
   rows = _read_csv(os.path.join(directory, 'metrics.csv'))
-  values = [float(row[key]) for row in rows
-            if row.get('window/accuracy')][-config.summary_last_n:]
+  values = [float(row[key]) for row in rows if row.get('window/accuracy')][
+      -config.summary_last_n :
+  ]
   with open(os.path.join(directory, 'summary.json')) as f:
     summary = json.load(f)
   prefix, name = key.split('/')
   assert summary[prefix][name]['mean'] == pytest.approx(
-      np.mean(values), rel=1e-12, abs=0)
+      np.mean(values), rel=1e-12, abs=0
+  )
 
 
 def test_run_summary_json_is_the_returned_summary(smoke_run):
@@ -212,23 +257,39 @@ def test_run_checkpoints_the_last_round(smoke_run):
   expected = [f'program_state_{TOTAL_ROUNDS}/saved_model.pb']
   if config.algorithm == 'scaffold':  # The client states are checkpointed too.
     expected.append(f'client_states_{TOTAL_ROUNDS}.npz')
-  present = [name for name in expected
-             if os.path.isfile(os.path.join(directory, 'checkpoints', name))]
+  present = [
+      name
+      for name in expected
+      if os.path.isfile(os.path.join(directory, 'checkpoints', name))
+  ]
   assert present == expected
 
 
-@pytest.mark.parametrize('algorithm, client_loss', [
-    ('fedavg', 'ce'),      # build_fed_win's exact finalizer window.
-    ('fedprox', 'ce'),     # WindowedModelAveragingFactory as TFF aggregator.
-    ('scaffold', 'wsm'),   # SCAFFOLD's window.
-])
+@pytest.mark.parametrize(
+    'algorithm, client_loss',
+    [
+        ('fedavg', 'ce'),  # build_fed_win's exact finalizer window.
+        ('fedprox', 'ce'),  # WindowedModelAveragingFactory as TFF aggregator.
+        ('scaffold', 'wsm'),  # SCAFFOLD's window.
+    ],
+)
 def test_window_of_one_model_evaluates_as_global_model(
-    data_npz, tmp_path, algorithm, client_loss):
+    data_npz, tmp_path, algorithm, client_loss
+):
   name = f'w1_{algorithm}'
-  experiments.run_experiment(_config(
-      data_npz, tmp_path, name, algorithm=algorithm, client_loss=client_loss,
-      window_size=1, window_mode='evaluate', total_rounds=2,
-      rounds_per_eval=1))
+  experiments.run_experiment(
+      _config(
+          data_npz,
+          tmp_path,
+          name,
+          algorithm=algorithm,
+          client_loss=client_loss,
+          window_size=1,
+          window_mode='evaluate',
+          total_rounds=2,
+          rounds_per_eval=1,
+      )
+  )
   rows = _read_csv(os.path.join(tmp_path, name, 'metrics.csv'))
   for metric in ('accuracy', 'loss'):
     window = [float(row[f'window/{metric}']) for row in rows]
@@ -239,20 +300,29 @@ def test_window_of_one_model_evaluates_as_global_model(
 
 RESUME_CASES = {
     'fedavgm_window': dict(algorithm='fedavgm', window_size=2),
-    'scaffold_wsm_broadcast': dict(algorithm='scaffold', client_loss='wsm',
-                                   window_size=2, window_mode='broadcast'),
+    'scaffold_wsm_broadcast': dict(
+        algorithm='scaffold',
+        client_loss='wsm',
+        window_size=2,
+        window_mode='broadcast',
+    ),
 }
 
 
 @pytest.mark.parametrize('case', sorted(RESUME_CASES))
 def test_resumed_run_ends_like_uninterrupted_run(data_npz, tmp_path, case):
   overrides = RESUME_CASES[case]
-  experiments.run_experiment(_config(
-      data_npz, tmp_path / 'straight', case, total_rounds=3, **overrides))
-  experiments.run_experiment(_config(
-      data_npz, tmp_path / 'resumed', case, total_rounds=2, **overrides))
-  summary = experiments.run_experiment(_config(
-      data_npz, tmp_path / 'resumed', case, total_rounds=3, **overrides))
+  experiments.run_experiment(
+      _config(
+          data_npz, tmp_path / 'straight', case, total_rounds=3, **overrides
+      )
+  )
+  experiments.run_experiment(
+      _config(data_npz, tmp_path / 'resumed', case, total_rounds=2, **overrides)
+  )
+  summary = experiments.run_experiment(
+      _config(data_npz, tmp_path / 'resumed', case, total_rounds=3, **overrides)
+  )
   assert summary['resumed_from_round'] == 2
   straight = _read_csv(tmp_path / 'straight' / case / 'metrics.csv')
   resumed = _read_csv(tmp_path / 'resumed' / case / 'metrics.csv')
@@ -269,25 +339,45 @@ def test_uint8_images_learn_after_scaling(tmp_path):
   (x_train, y_train), (x_test, y_test) = sources.load_mnist()
   to_uint8 = lambda x: np.round(x * 255).astype(np.uint8)
   path = str(tmp_path / 'mnist_uint8.npz')
-  np.savez(path, x_train=to_uint8(x_train[:2000]), y_train=y_train[:2000],
-           x_test=to_uint8(x_test[:500]), y_test=y_test[:500])
-  summary = experiments.run_experiment(experiments.ExperimentConfig(
-      task='npz', data_npz=path, num_clients=10, dirichlet_alpha=1.0,
-      clients_per_round=5, total_rounds=5, rounds_per_eval=5,
-      client_batch_size=20, client_learning_rate=0.05,
-      root_output_dir=str(tmp_path), experiment_name='uint8'))
+  np.savez(
+      path,
+      x_train=to_uint8(x_train[:2000]),
+      y_train=y_train[:2000],
+      x_test=to_uint8(x_test[:500]),
+      y_test=y_test[:500],
+  )
+  summary = experiments.run_experiment(
+      experiments.ExperimentConfig(
+          task='npz',
+          data_npz=path,
+          num_clients=10,
+          dirichlet_alpha=1.0,
+          clients_per_round=5,
+          total_rounds=5,
+          rounds_per_eval=5,
+          client_batch_size=20,
+          client_learning_rate=0.05,
+          root_output_dir=str(tmp_path),
+          experiment_name='uint8',
+      )
+  )
   assert summary['global']['accuracy']['mean'] > 0.4
 
 
 def test_diverging_run_stops_at_the_round_with_checkpoint_intact(
-    data_npz, tmp_path):
-  config = _config(data_npz, tmp_path, 'diverge', client_learning_rate=1e30,
-                   total_rounds=3)
+    data_npz, tmp_path
+):
+  config = _config(
+      data_npz, tmp_path, 'diverge', client_learning_rate=1e30, total_rounds=3
+  )
   with pytest.raises(divergence.TrainingDivergedError) as raised:
     experiments.run_experiment(config)
   stopped = raised.value.round_num
-  rows = _read_csv(tmp_path / 'diverge' / 'metrics.csv') if os.path.exists(
-      tmp_path / 'diverge' / 'metrics.csv') else []
+  rows = (
+      _read_csv(tmp_path / 'diverge' / 'metrics.csv')
+      if os.path.exists(tmp_path / 'diverge' / 'metrics.csv')
+      else []
+  )
   # Rounds before the stop are recorded, finite; the stopped one is not.
   assert [int(row['round_num']) for row in rows] == list(range(1, stopped))
   checkpoints = os.listdir(tmp_path / 'diverge' / 'checkpoints')
@@ -303,8 +393,10 @@ def test_failed_download_names_the_offline_flags(tmp_path, monkeypatch):
 
   monkeypatch.setattr(socket, 'getaddrinfo', no_network)
   config = experiments.ExperimentConfig(
-      task='emnist', cache_dir=str(tmp_path / 'cache'),
-      root_output_dir=str(tmp_path / 'out'))
+      task='emnist',
+      cache_dir=str(tmp_path / 'cache'),
+      root_output_dir=str(tmp_path / 'out'),
+  )
   with pytest.raises(registry.DataUnavailableError) as raised:
     experiments.run_experiment(config)
   message = str(raised.value)
@@ -313,11 +405,13 @@ def test_failed_download_names_the_offline_flags(tmp_path, monkeypatch):
   assert not (tmp_path / 'out').exists()  # Before any worker or output.
 
 
-def test_more_clients_per_round_than_the_data_has_is_an_input_error(
-    tmp_path):
+def test_more_clients_per_round_than_the_data_has_is_an_input_error(tmp_path):
   config = experiments.ExperimentConfig(
-      task='emnist', use_synthetic_data=True, clients_per_round=10_000,
-      root_output_dir=str(tmp_path))
+      task='emnist',
+      use_synthetic_data=True,
+      clients_per_round=10_000,
+      root_output_dir=str(tmp_path),
+  )
   with pytest.raises(experiments.InputDataError, match='--clients_per_round'):
     experiments.run_experiment(config)
   assert not os.listdir(tmp_path)  # Before any worker or output.

@@ -25,8 +25,12 @@ def unflatten(w, input_dim, hidden, num_classes):
   """Splits the flat weights into (W1, b1, W2, b2)."""
   sizes = [input_dim * hidden, hidden, hidden * num_classes, num_classes]
   w1, b1, w2, b2 = np.split(w, np.cumsum(sizes)[:-1])
-  return (w1.reshape(input_dim, hidden), b1, w2.reshape(hidden, num_classes),
-          b2)
+  return (
+      w1.reshape(input_dim, hidden),
+      b1,
+      w2.reshape(hidden, num_classes),
+      b2,
+  )
 
 
 class Mlp:
@@ -45,8 +49,14 @@ class Mlp:
     pre = x @ w1 + b1
     hidden = np.maximum(pre, 0.0)
     dpre = (dlogits @ w2.T) * (pre > 0)
-    return np.concatenate([(x.T @ dpre).ravel(), dpre.sum(0),
-                           (hidden.T @ dlogits).ravel(), dlogits.sum(0)])
+    return np.concatenate(
+        [
+            (x.T @ dpre).ravel(),
+            dpre.sum(0),
+            (hidden.T @ dlogits).ravel(),
+            dlogits.sum(0),
+        ]
+    )
 
   def cross_entropy(self, w, x, y):
     """Mean softmax cross-entropy of the labels `y` (the evaluation loss)."""
@@ -75,8 +85,16 @@ def batch_gradient(model, w, x, y, class_proportions=None):
   return model.gradient(w, x, dlogits / len(x))
 
 
-def client_sgd(model, w_global, batches, *, learning_rate, client_loss='ce',
-               proximal_strength=0.0, correction=None):
+def client_sgd(
+    model,
+    w_global,
+    batches,
+    *,
+    learning_rate,
+    client_loss='ce',
+    proximal_strength=0.0,
+    correction=None,
+):
   """One SGD step per batch from w_global; returns (trained w, K batches).
 
   The step direction is g(w) + mu (w - w_global) + correction, with g the
@@ -114,8 +132,12 @@ class Adam:
   """TFF's Adam: epsilon outside the square root, bias correction in lr_t."""
 
   def __init__(self, learning_rate, beta_1=0.9, beta_2=0.999, epsilon=1e-7):
-    self.lr, self.b1, self.b2, self.eps = (learning_rate, beta_1, beta_2,
-                                           epsilon)
+    self.lr, self.b1, self.b2, self.eps = (
+        learning_rate,
+        beta_1,
+        beta_2,
+        epsilon,
+    )
     self.t, self.m, self.v = 0, 0.0, 0.0
 
   def _second_moment(self, update):
@@ -132,8 +154,14 @@ class Adam:
 class Yogi(Adam):
   """Yogi (Zaheer et al. 2018): v += (1 - b2) sign(u^2 - v) u^2, v0 = 1e-6."""
 
-  def __init__(self, learning_rate, beta_1=0.9, beta_2=0.999, epsilon=1e-3,
-               initial_preconditioner=1e-6):
+  def __init__(
+      self,
+      learning_rate,
+      beta_1=0.9,
+      beta_2=0.999,
+      epsilon=1e-3,
+      initial_preconditioner=1e-6,
+  ):
     super().__init__(learning_rate, beta_1, beta_2, epsilon)
     self.v = initial_preconditioner
 
@@ -141,9 +169,17 @@ class Yogi(Adam):
     return self.v + (1 - self.b2) * np.sign(update**2 - self.v) * update**2
 
 
-def fedavg_family(model, w0, client_batches, *, rounds, server_optimizer,
-                  client_learning_rates, client_loss='ce',
-                  proximal_strength=0.0):
+def fedavg_family(
+    model,
+    w0,
+    client_batches,
+    *,
+    rounds,
+    server_optimizer,
+    client_learning_rates,
+    client_loss='ce',
+    proximal_strength=0.0,
+):
   """FedAvg with a server optimizer: [w^0, w^1, ..., w^rounds].
 
   Round t: every client i trains from w^{t-1} to w_i with the rate
@@ -156,8 +192,13 @@ def fedavg_family(model, w0, client_batches, *, rounds, server_optimizer,
     updates, weights = [], []
     for batches in client_batches:
       trained, _ = client_sgd(
-          model, w, batches, learning_rate=client_learning_rates[t],
-          client_loss=client_loss, proximal_strength=proximal_strength)
+          model,
+          w,
+          batches,
+          learning_rate=client_learning_rates[t],
+          client_loss=client_loss,
+          proximal_strength=proximal_strength,
+      )
       updates.append(w - trained)
       weights.append(sum(len(y) for _, y in batches))
     update = np.average(updates, axis=0, weights=weights)
@@ -165,8 +206,16 @@ def fedavg_family(model, w0, client_batches, *, rounds, server_optimizer,
   return models
 
 
-def scaffold(model, w0, client_batches, *, rounds, client_learning_rate,
-             server_learning_rate, client_loss='ce'):
+def scaffold(
+    model,
+    w0,
+    client_batches,
+    *,
+    rounds,
+    client_learning_rate,
+    server_learning_rate,
+    client_loss='ce',
+):
   """SCAFFOLD, all N clients every round: [x^0, ..., x^rounds].
 
   Client i: y_i from x with steps lr_l (g(y) + c - c_i); c_i+ = c_i - c +
@@ -180,8 +229,14 @@ def scaffold(model, w0, client_batches, *, rounds, client_learning_rate,
     x = models[-1]
     deltas, control_deltas = [], []
     for i, batches in enumerate(client_batches):
-      y, k = client_sgd(model, x, batches, learning_rate=client_learning_rate,
-                        client_loss=client_loss, correction=c - c_clients[i])
+      y, k = client_sgd(
+          model,
+          x,
+          batches,
+          learning_rate=client_learning_rate,
+          client_loss=client_loss,
+          correction=c - c_clients[i],
+      )
       new_c_i = c_clients[i] - c + (x - y) / (k * client_learning_rate)
       deltas.append(y - x)
       control_deltas.append(new_c_i - c_clients[i])

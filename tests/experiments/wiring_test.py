@@ -46,16 +46,24 @@ PROXIMAL_STRENGTH = 1.0  # Set in every case: only FedProx may use it.
 RTOL = 1e-5
 
 BASE_FLAGS = dict(
-    task='npz', num_clients=NUM_CLIENTS, dirichlet_alpha=float('inf'),
-    clients_per_round=NUM_CLIENTS, total_rounds=ROUNDS,
-    client_epochs=EPOCHS, client_batch_size=CLIENT_SIZE,
-    client_learning_rate=CLIENT_LR, proximal_strength=PROXIMAL_STRENGTH,
-    rounds_per_eval=1, rounds_per_checkpoint=ROUNDS, summary_last_n=ROUNDS,
-    seed=0)
+    task='npz',
+    num_clients=NUM_CLIENTS,
+    dirichlet_alpha=float('inf'),
+    clients_per_round=NUM_CLIENTS,
+    total_rounds=ROUNDS,
+    client_epochs=EPOCHS,
+    client_batch_size=CLIENT_SIZE,
+    client_learning_rate=CLIENT_LR,
+    proximal_strength=PROXIMAL_STRENGTH,
+    rounds_per_eval=1,
+    rounds_per_checkpoint=ROUNDS,
+    summary_last_n=ROUNDS,
+    seed=0,
+)
 
 Inputs = collections.namedtuple(
-    'Inputs', ['model', 'initial_weights', 'client_batches', 'x_test',
-               'y_test'])
+    'Inputs', ['model', 'initial_weights', 'client_batches', 'x_test', 'y_test']
+)
 
 
 @pytest.fixture(scope='module')
@@ -71,8 +79,13 @@ def data_npz(tmp_path_factory):
     noise = rng.normal(size=(len(y), INPUT_DIM))
     return (class_means[y] + noise).astype(np.float32)
 
-  np.savez(path, x_train=features(y_train), y_train=y_train,
-           x_test=features(y_test), y_test=y_test)
+  np.savez(
+      path,
+      x_train=features(y_train),
+      y_train=y_train,
+      x_test=features(y_test),
+      y_test=y_test,
+  )
   return path
 
 
@@ -80,16 +93,25 @@ def data_npz(tmp_path_factory):
 def inputs(data_npz):
   """The reference's inputs, from the task the runs build and the file."""
   task = registry.create_task(
-      'npz', batch_size=CLIENT_SIZE, epochs=EPOCHS, seed=BASE_FLAGS['seed'],
-      num_clients=NUM_CLIENTS, dirichlet_alpha=BASE_FLAGS['dirichlet_alpha'],
-      data_npz=data_npz)
+      'npz',
+      batch_size=CLIENT_SIZE,
+      epochs=EPOCHS,
+      seed=BASE_FLAGS['seed'],
+      num_clients=NUM_CLIENTS,
+      dirichlet_alpha=BASE_FLAGS['dirichlet_alpha'],
+      data_npz=data_npz,
+  )
   weights = tff.learning.models.ModelWeights.from_model(task.model_fn())
   initial = np.concatenate(
-      [np.asarray(v, np.float64).ravel() for v in weights.trainable])
+      [np.asarray(v, np.float64).ravel() for v in weights.trainable]
+  )
   client_batches = []
   for client_id in task.train_data.client_ids:
-    examples = list(task.train_data.create_tf_dataset_for_client(
-        client_id).as_numpy_iterator())
+    examples = list(
+        task.train_data.create_tf_dataset_for_client(
+            client_id
+        ).as_numpy_iterator()
+    )
     assert len(examples) == CLIENT_SIZE  # One batch is a client's whole data.
     x = np.stack([e['x'] for e in examples]).astype(np.float64)
     y = np.array([e['y'] for e in examples], np.int64)
@@ -97,79 +119,134 @@ def inputs(data_npz):
   with np.load(data_npz) as f:
     x_test, y_test = f['x_test'].astype(np.float64), f['y_test']
   model = ref.Mlp(INPUT_DIM, HIDDEN, len(CLASS_COUNTS))
-  assert initial.size == INPUT_DIM * HIDDEN + HIDDEN + (
-      HIDDEN + 1) * len(CLASS_COUNTS)
+  assert initial.size == INPUT_DIM * HIDDEN + HIDDEN + (HIDDEN + 1) * len(
+      CLASS_COUNTS
+  )
   return Inputs(model, initial, client_batches, x_test, y_test)
 
 
-def _fedavg_family(server_optimizer_fn, *, client_loss='ce',
-                   proximal_strength=0.0, client_learning_rates=None):
+def _fedavg_family(
+    server_optimizer_fn,
+    *,
+    client_loss='ce',
+    proximal_strength=0.0,
+    client_learning_rates=None,
+):
   def expected(inputs):
     return ref.fedavg_family(
-        inputs.model, inputs.initial_weights, inputs.client_batches,
-        rounds=ROUNDS, server_optimizer=server_optimizer_fn(),
+        inputs.model,
+        inputs.initial_weights,
+        inputs.client_batches,
+        rounds=ROUNDS,
+        server_optimizer=server_optimizer_fn(),
         client_learning_rates=client_learning_rates or [CLIENT_LR] * ROUNDS,
-        client_loss=client_loss, proximal_strength=proximal_strength)
+        client_loss=client_loss,
+        proximal_strength=proximal_strength,
+    )
+
   return expected
 
 
 def _scaffold(server_learning_rate, client_loss='ce'):
   def expected(inputs):
     return ref.scaffold(
-        inputs.model, inputs.initial_weights, inputs.client_batches,
-        rounds=ROUNDS, client_learning_rate=CLIENT_LR,
-        server_learning_rate=server_learning_rate, client_loss=client_loss)
+        inputs.model,
+        inputs.initial_weights,
+        inputs.client_batches,
+        rounds=ROUNDS,
+        client_learning_rate=CLIENT_LR,
+        server_learning_rate=server_learning_rate,
+        client_loss=client_loss,
+    )
+
   return expected
 
 
 # IMA's client schedule (IMA code, Table 7), with t_s = 2: lr0 0.99^t before
 # round t_s, lr0 0.99^t_s 0.97^(t - t_s) from it on; rounds t = 1, 2, 3.
 IMA_START = 2
-IMA_LEARNING_RATES = [CLIENT_LR * 0.99, CLIENT_LR * 0.99**2,
-                      CLIENT_LR * 0.99**2 * 0.97]
+IMA_LEARNING_RATES = [
+    CLIENT_LR * 0.99,
+    CLIENT_LR * 0.99**2,
+    CLIENT_LR * 0.99**2 * 0.97,
+]
 
 # Every case sets its own server learning rate (none is 1.0, the default), so
 # a dropped --server_learning_rate fails each of them.
 CASES = [
-    pytest.param(dict(algorithm='fedavg', server_learning_rate=0.7),
-                 _fedavg_family(lambda: ref.Sgd(0.7)), id='fedavg'),
-    pytest.param(dict(algorithm='fedavgm', server_learning_rate=0.5),
-                 _fedavg_family(lambda: ref.Sgd(0.5, momentum=0.9)),
-                 id='fedavgm'),
-    pytest.param(dict(algorithm='fedadam', server_learning_rate=0.01),
-                 _fedavg_family(lambda: ref.Adam(0.01)), id='fedadam'),
-    pytest.param(dict(algorithm='fedyogi', server_learning_rate=0.03),
-                 _fedavg_family(lambda: ref.Yogi(0.03)), id='fedyogi'),
+    pytest.param(
+        dict(algorithm='fedavg', server_learning_rate=0.7),
+        _fedavg_family(lambda: ref.Sgd(0.7)),
+        id='fedavg',
+    ),
+    pytest.param(
+        dict(algorithm='fedavgm', server_learning_rate=0.5),
+        _fedavg_family(lambda: ref.Sgd(0.5, momentum=0.9)),
+        id='fedavgm',
+    ),
+    pytest.param(
+        dict(algorithm='fedadam', server_learning_rate=0.01),
+        _fedavg_family(lambda: ref.Adam(0.01)),
+        id='fedadam',
+    ),
+    pytest.param(
+        dict(algorithm='fedyogi', server_learning_rate=0.03),
+        _fedavg_family(lambda: ref.Yogi(0.03)),
+        id='fedyogi',
+    ),
     # FedProx Eq. 2: the clients add mu (w - w_global) to every gradient.
     # (TFF 0.87's build_weighted_fed_prox adds it with the opposite sign.)
-    pytest.param(dict(algorithm='fedprox', server_learning_rate=0.8),
-                 _fedavg_family(lambda: ref.Sgd(0.8),
-                                proximal_strength=PROXIMAL_STRENGTH),
-                 id='fedprox'),
+    pytest.param(
+        dict(algorithm='fedprox', server_learning_rate=0.8),
+        _fedavg_family(
+            lambda: ref.Sgd(0.8), proximal_strength=PROXIMAL_STRENGTH
+        ),
+        id='fedprox',
+    ),
     # The base optimizer (client SGD) has no state, so Mime Lite's local steps
     # are plain SGD and its server step SGD on the mean update.
-    pytest.param(dict(algorithm='mime_lite', server_learning_rate=0.6),
-                 _fedavg_family(lambda: ref.Sgd(0.6)), id='mime_lite'),
-    pytest.param(dict(algorithm='scaffold', server_learning_rate=0.9),
-                 _scaffold(0.9), id='scaffold'),
-    pytest.param(dict(algorithm='fedavg', client_loss='wsm',
-                      server_learning_rate=0.7),
-                 _fedavg_family(lambda: ref.Sgd(0.7), client_loss='wsm'),
-                 id='fedavg_wsm'),
-    pytest.param(dict(algorithm='fedprox', client_loss='wsm',
-                      server_learning_rate=0.8),
-                 _fedavg_family(lambda: ref.Sgd(0.8), client_loss='wsm',
-                                proximal_strength=PROXIMAL_STRENGTH),
-                 id='fedprox_wsm'),
-    pytest.param(dict(algorithm='scaffold', client_loss='wsm',
-                      server_learning_rate=0.9),
-                 _scaffold(0.9, client_loss='wsm'), id='scaffold_wsm'),
-    pytest.param(dict(algorithm='fedavg', client_lr_schedule='ima',
-                      window_size=2, window_start_round=IMA_START,
-                      server_learning_rate=0.7),
-                 _fedavg_family(lambda: ref.Sgd(0.7),
-                                client_learning_rates=IMA_LEARNING_RATES),
-                 id='fedavg_ima'),
+    pytest.param(
+        dict(algorithm='mime_lite', server_learning_rate=0.6),
+        _fedavg_family(lambda: ref.Sgd(0.6)),
+        id='mime_lite',
+    ),
+    pytest.param(
+        dict(algorithm='scaffold', server_learning_rate=0.9),
+        _scaffold(0.9),
+        id='scaffold',
+    ),
+    pytest.param(
+        dict(algorithm='fedavg', client_loss='wsm', server_learning_rate=0.7),
+        _fedavg_family(lambda: ref.Sgd(0.7), client_loss='wsm'),
+        id='fedavg_wsm',
+    ),
+    pytest.param(
+        dict(algorithm='fedprox', client_loss='wsm', server_learning_rate=0.8),
+        _fedavg_family(
+            lambda: ref.Sgd(0.8),
+            client_loss='wsm',
+            proximal_strength=PROXIMAL_STRENGTH,
+        ),
+        id='fedprox_wsm',
+    ),
+    pytest.param(
+        dict(algorithm='scaffold', client_loss='wsm', server_learning_rate=0.9),
+        _scaffold(0.9, client_loss='wsm'),
+        id='scaffold_wsm',
+    ),
+    pytest.param(
+        dict(
+            algorithm='fedavg',
+            client_lr_schedule='ima',
+            window_size=2,
+            window_start_round=IMA_START,
+            server_learning_rate=0.7,
+        ),
+        _fedavg_family(
+            lambda: ref.Sgd(0.7), client_learning_rates=IMA_LEARNING_RATES
+        ),
+        id='fedavg_ima',
+    ),
 ]
 
 
@@ -188,34 +265,45 @@ def _window_models(models, window_size, start_round):
   if not window_size:
     return models[1:]
   return [
-      np.mean(models[t - window_size + 1:t + 1], axis=0)
-      if t >= max(window_size, start_round) else models[t]
+      np.mean(models[t - window_size + 1 : t + 1], axis=0)
+      if t >= max(window_size, start_round)
+      else models[t]
       for t in range(1, ROUNDS + 1)
   ]
 
 
 @pytest.mark.parametrize('flags, expected_fn', CASES)
-def test_run_matches_numpy_of_the_algorithm(flags, expected_fn, inputs,
-                                            data_npz, tmp_path):
+def test_run_matches_numpy_of_the_algorithm(
+    flags, expected_fn, inputs, data_npz, tmp_path
+):
   config = experiments.ExperimentConfig(
-      **BASE_FLAGS, **flags, data_npz=data_npz,
-      root_output_dir=str(tmp_path), experiment_name='run')
+      **BASE_FLAGS,
+      **flags,
+      data_npz=data_npz,
+      root_output_dir=str(tmp_path),
+      experiment_name='run',
+  )
   summary = experiments.run_experiment(config)
   models = expected_fn(inputs)  # [w^0, w^1, ..., w^ROUNDS]
 
   def losses(weights):
-    return [inputs.model.cross_entropy(w, inputs.x_test, inputs.y_test)
-            for w in weights]
+    return [
+        inputs.model.cross_entropy(w, inputs.x_test, inputs.y_test)
+        for w in weights
+    ]
 
   assert summary['eval_rounds'] == list(range(1, ROUNDS + 1))
   np.testing.assert_allclose(
-      summary['global']['loss']['values'], losses(models[1:]), rtol=RTOL)
-  window = _window_models(models, config.window_size,
-                          config.window_start_round)
+      summary['global']['loss']['values'], losses(models[1:]), rtol=RTOL
+  )
+  window = _window_models(models, config.window_size, config.window_start_round)
   np.testing.assert_allclose(
-      summary['window']['loss']['values'], losses(window), rtol=RTOL)
+      summary['window']['loss']['values'], losses(window), rtol=RTOL
+  )
   if config.client_lr_schedule == 'ima':
     rows = _read_csv(os.path.join(tmp_path, 'run', 'metrics.csv'))
     np.testing.assert_allclose(
         [float(row['train/client_work/client_learning_rate']) for row in rows],
-        IMA_LEARNING_RATES, rtol=1e-6)
+        IMA_LEARNING_RATES,
+        rtol=1e-6,
+    )

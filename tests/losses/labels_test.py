@@ -19,7 +19,8 @@ def test_batch_labels_of_mapping_and_tuple_batches():
 
 
 @pytest.mark.parametrize(
-    'spec', [collections.OrderedDict(x=_X, y=_Y), (_X, _Y), [_X, _Y]])
+    'spec', [collections.OrderedDict(x=_X, y=_Y), (_X, _Y), [_X, _Y]]
+)
 def test_integer_label_spec_finds_the_labels(spec):
   assert losses.integer_label_spec(spec) == _Y
 

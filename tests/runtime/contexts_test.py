@@ -18,8 +18,9 @@ def test_context_runs_computations_and_stops_its_worker(tmp_path):
   with runtime.local_execution_context(log_dir=str(tmp_path)):
     assert _add_one(1.0) == 2.0
     (worker,) = [
-        w for w in runtime.running_workers() if w.log_path.startswith(
-            str(tmp_path))
+        w
+        for w in runtime.running_workers()
+        if w.log_path.startswith(str(tmp_path))
     ]
     assert processes.pid_alive(worker.pid)
   assert not worker.is_running()
@@ -30,7 +31,8 @@ def test_worker_stopped_when_block_raises(tmp_path):
   with pytest.raises(ZeroDivisionError):
     with runtime.local_execution_context(log_dir=str(tmp_path)):
       (worker,) = [
-          w for w in runtime.running_workers()
+          w
+          for w in runtime.running_workers()
           if w.log_path.startswith(str(tmp_path))
       ]
       _ = 1 / 0
@@ -43,7 +45,8 @@ class _Started(Exception):
 
 @pytest.mark.parametrize('loopback_only', [True, False])
 def test_contexts_pass_loopback_only_to_their_workers(
-    monkeypatch, loopback_only):
+    monkeypatch, loopback_only
+):
   calls = []
 
   def fake_start_local_worker(**kwargs):
@@ -56,6 +59,7 @@ def test_contexts_pass_loopback_only_to_their_workers(
       pass
   with pytest.raises(_Started):
     with runtime.multi_worker_execution_context(
-        num_workers=1, loopback_only=loopback_only):
+        num_workers=1, loopback_only=loopback_only
+    ):
       pass
   assert calls == [loopback_only, loopback_only]

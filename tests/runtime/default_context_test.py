@@ -10,8 +10,13 @@ from tff_fedwin.runtime import default_context
 
 
 def _stderr_of(code):
-  result = subprocess.run([sys.executable, '-c', code], capture_output=True,
-                          text=True, timeout=300, check=False)
+  result = subprocess.run(
+      [sys.executable, '-c', code],
+      capture_output=True,
+      text=True,
+      timeout=300,
+      check=False,
+  )
   assert result.returncode == 0, result.stderr[-3000:]
   return result.stderr
 
@@ -30,6 +35,7 @@ def test_exited_context_refuses_computations():
     return 1
 
   with tff.framework.get_context_stack().install(
-      default_context.ExitedContext()):
+      default_context.ExitedContext()
+  ):
     with pytest.raises(RuntimeError, match='while Python exits'):
       one()

@@ -16,7 +16,8 @@ from tff_fedwin.runtime import loopback
 
 _NOBODY = 65534
 _needs_root = pytest.mark.skipif(
-    os.geteuid() != 0, reason='chown to another uid needs root')
+    os.geteuid() != 0, reason='chown to another uid needs root'
+)
 
 
 @pytest.fixture
@@ -50,8 +51,11 @@ def _worker_children():
         cmdline = f.read()
     except OSError:
       continue
-    if (int(fields[1]) == os.getpid() and fields[0] != 'Z'
-        and b'data/worker_binary' in cmdline):
+    if (
+        int(fields[1]) == os.getpid()
+        and fields[0] != 'Z'
+        and b'data/worker_binary' in cmdline
+    ):
       found.add(int(pid))
   return found
 
@@ -83,18 +87,24 @@ with socket.socket(family, socket.SOCK_STREAM) as s:
 """
 
 
-@pytest.mark.parametrize('family, wildcard, expected', [
-    ('AF_INET6', '::', '::1'),
-    ('AF_INET6', '::ffff:0.0.0.0', '::ffff:127.0.0.1'),
-    ('AF_INET', '0.0.0.0', '127.0.0.1'),
-    ('AF_INET', '127.0.0.2', '127.0.0.2'),  # Not a wildcard: unchanged.
-])
+@pytest.mark.parametrize(
+    'family, wildcard, expected',
+    [
+        ('AF_INET6', '::', '::1'),
+        ('AF_INET6', '::ffff:0.0.0.0', '::ffff:127.0.0.1'),
+        ('AF_INET', '0.0.0.0', '127.0.0.1'),
+        ('AF_INET', '127.0.0.2', '127.0.0.2'),  # Not a wildcard: unchanged.
+    ],
+)
 def test_shim_rebinds_wildcards_to_loopback(shim, family, wildcard, expected):
   # Bound only, never listening: nothing is exposed even without the shim.
   result = subprocess.run(
       [sys.executable, '-c', _BIND_SCRIPT, family, wildcard],
       env=dict(os.environ, LD_PRELOAD=shim),
-      capture_output=True, text=True, check=True)
+      capture_output=True,
+      text=True,
+      check=True,
+  )
   assert result.stdout.strip() == expected
 
 
@@ -105,7 +115,8 @@ def test_build_is_private_and_recorded(cache_dir):
   with open(library + '.sha256') as f:
     assert f.read().strip() == _digest_of(library)
   assert sorted(os.listdir(cache_dir)) == sorted(
-      [os.path.basename(library), os.path.basename(library) + '.sha256'])
+      [os.path.basename(library), os.path.basename(library) + '.sha256']
+  )
   assert loopback.loopback_bind_library() == library  # Cached, still valid.
 
 
@@ -126,8 +137,10 @@ def test_tampered_library_is_rebuilt_not_used(cache_dir):
 def test_foreign_owned_cache_file_is_refused(cache_dir, suffix):
   path = loopback.loopback_bind_library() + suffix
   os.chown(path, _NOBODY, -1)
-  with pytest.raises(runtime.WorkerConfinementError,
-                     match=f'{re.escape(path)}: owned by uid {_NOBODY}'):
+  with pytest.raises(
+      runtime.WorkerConfinementError,
+      match=f'{re.escape(path)}: owned by uid {_NOBODY}',
+  ):
     loopback.loopback_bind_library()
   assert os.stat(path).st_uid == _NOBODY  # Neither used nor replaced.
 
@@ -136,8 +149,10 @@ def test_symlinked_library_is_refused(cache_dir, tmp_path):
   library = loopback.loopback_bind_library()
   os.replace(library, tmp_path / 'elsewhere.so')
   os.symlink(tmp_path / 'elsewhere.so', library)
-  with pytest.raises(runtime.WorkerConfinementError,
-                     match=f'{re.escape(library)}: it is a symlink'):
+  with pytest.raises(
+      runtime.WorkerConfinementError,
+      match=f'{re.escape(library)}: it is a symlink',
+  ):
     loopback.loopback_bind_library()
 
 
@@ -145,16 +160,20 @@ def test_symlinked_library_is_refused(cache_dir, tmp_path):
 def test_foreign_owned_cache_dir_is_refused(cache_dir):
   loopback.loopback_bind_library()
   os.chown(cache_dir, _NOBODY, -1)
-  with pytest.raises(runtime.WorkerConfinementError,
-                     match=f'{re.escape(cache_dir)}: owned by uid {_NOBODY}'):
+  with pytest.raises(
+      runtime.WorkerConfinementError,
+      match=f'{re.escape(cache_dir)}: owned by uid {_NOBODY}',
+  ):
     loopback.loopback_bind_library()
 
 
 def test_group_writable_cache_dir_is_refused(cache_dir):
   loopback.loopback_bind_library()
   os.chmod(cache_dir, 0o777)
-  with pytest.raises(runtime.WorkerConfinementError,
-                     match=f'{re.escape(cache_dir)}: writable by group'):
+  with pytest.raises(
+      runtime.WorkerConfinementError,
+      match=f'{re.escape(cache_dir)}: writable by group',
+  ):
     loopback.loopback_bind_library()
 
 
@@ -166,7 +185,8 @@ def test_readable_cache_dir_is_made_private(cache_dir):
 
 
 def test_no_compiler_is_one_line_error_naming_gcc(
-    cache_dir, tmp_path, monkeypatch):
+    cache_dir, tmp_path, monkeypatch
+):
   empty = tmp_path / 'empty_bin'
   empty.mkdir()
   monkeypatch.setenv('PATH', str(empty))
@@ -182,10 +202,13 @@ def test_no_compiler_is_one_line_error_naming_gcc(
 
 
 def test_compile_failure_is_one_line_with_stderr_tail(cache_dir, monkeypatch):
-  monkeypatch.setenv('CC', 'sh -c "echo first >&2; echo boom-from-cc >&2; '
-                     'exit 3"')
-  with pytest.raises(runtime.WorkerConfinementError,
-                     match=r'failed \(exit 3\): first \| boom-from-cc$') as e:
+  monkeypatch.setenv(
+      'CC', 'sh -c "echo first >&2; echo boom-from-cc >&2; ' 'exit 3"'
+  )
+  with pytest.raises(
+      runtime.WorkerConfinementError,
+      match=r'failed \(exit 3\): first \| boom-from-cc$',
+  ) as e:
     loopback.loopback_bind_library()
   assert '\n' not in str(e.value)
   assert e.value.__cause__ is None and e.value.__context__ is None
@@ -194,7 +217,8 @@ def test_compile_failure_is_one_line_with_stderr_tail(cache_dir, monkeypatch):
 
 @pytest.mark.parametrize('variable', ['XDG_CACHE_HOME', 'HOME'])
 def test_cache_path_with_space_uses_private_temp_dir(
-    tmp_path, monkeypatch, variable):
+    tmp_path, monkeypatch, variable
+):
   monkeypatch.delenv('XDG_CACHE_HOME', raising=False)
   monkeypatch.setenv(variable, str(tmp_path / 'with space'))
   monkeypatch.setattr(tempfile, 'tempdir', str(tmp_path / 'tmp'))
@@ -213,7 +237,8 @@ def test_uncreatable_cache_dir_uses_private_temp_dir(tmp_path, monkeypatch):
 
 
 def test_worker_with_space_in_cache_path_listens_on_loopback_only(
-    tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
   monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path / 'with space'))
   monkeypatch.setattr(tempfile, 'tempdir', str(tmp_path / 'tmp'))
   (tmp_path / 'tmp').mkdir()
@@ -229,25 +254,30 @@ def test_no_preloadable_location_is_refused(tmp_path, monkeypatch):
   monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path / 'with space'))
   monkeypatch.setattr(tempfile, 'tempdir', str(tmp_path / 'tmp:colon'))
   before = _worker_children()
-  with pytest.raises(runtime.WorkerConfinementError,
-                     match='No usable directory for the loopback shim: .*'
-                     'contains whitespace.*contains whitespace'):
+  with pytest.raises(
+      runtime.WorkerConfinementError,
+      match='No usable directory for the loopback shim: .*'
+      'contains whitespace.*contains whitespace',
+  ):
     runtime.start_local_worker(log_dir=str(tmp_path))
   assert _worker_children() == before
 
 
 @pytest.mark.skipif(sys.byteorder != 'little', reason='hex is host order')
-@pytest.mark.parametrize('hex_address, address, is_loopback', [
-    ('0100007F', '127.0.0.1', True),
-    ('0500007F', '127.0.0.5', True),
-    ('00000000', '0.0.0.0', False),
-    ('0100000A', '10.0.0.1', False),
-    ('00000000000000000000000001000000', '::1', True),
-    ('00000000000000000000000000000000', '::', False),
-    ('0000000000000000FFFF00000100007F', '::ffff:127.0.0.1', True),
-    ('0000000000000000FFFF000000000000', '::ffff:0.0.0.0', False),
-    ('B80D0120000000000000000001000000', '2001:db8::1', False),
-])
+@pytest.mark.parametrize(
+    'hex_address, address, is_loopback',
+    [
+        ('0100007F', '127.0.0.1', True),
+        ('0500007F', '127.0.0.5', True),
+        ('00000000', '0.0.0.0', False),
+        ('0100000A', '10.0.0.1', False),
+        ('00000000000000000000000001000000', '::1', True),
+        ('00000000000000000000000000000000', '::', False),
+        ('0000000000000000FFFF00000100007F', '::ffff:127.0.0.1', True),
+        ('0000000000000000FFFF000000000000', '::ffff:0.0.0.0', False),
+        ('B80D0120000000000000000001000000', '2001:db8::1', False),
+    ],
+)
 def test_proc_net_addresses_decode(hex_address, address, is_loopback):
   # pylint: disable-next=protected-access
   assert loopback._decode_address(hex_address) == address
@@ -264,18 +294,24 @@ with socket.socket(getattr(socket, sys.argv[1]), socket.SOCK_STREAM) as s:
 """
 
 
-@pytest.mark.parametrize('family, address, is_loopback', [
-    ('AF_INET', '0.0.0.0', False),
-    ('AF_INET', '127.0.0.1', True),
-    ('AF_INET6', '::', False),
-    ('AF_INET6', '::1', True),
-    ('AF_INET6', '::ffff:127.0.0.1', True),
-])
+@pytest.mark.parametrize(
+    'family, address, is_loopback',
+    [
+        ('AF_INET', '0.0.0.0', False),
+        ('AF_INET', '127.0.0.1', True),
+        ('AF_INET6', '::', False),
+        ('AF_INET6', '::1', True),
+        ('AF_INET6', '::ffff:127.0.0.1', True),
+    ],
+)
 def test_listening_sockets_of_a_process(family, address, is_loopback):
   # Listens only while checked; nothing connects.
   child = subprocess.Popen(
       [sys.executable, '-c', _LISTEN_SCRIPT, family, address],
-      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+      stdin=subprocess.PIPE,
+      stdout=subprocess.PIPE,
+      text=True,
+  )
   try:
     port = int(child.stdout.readline())
     assert loopback.listening_sockets(child.pid) == [(address, port)]
@@ -285,7 +321,8 @@ def test_listening_sockets_of_a_process(family, address, is_loopback):
       with pytest.raises(
           runtime.WorkerConfinementError,
           match=f'pid {child.pid} listens on port {port} at address '
-          f'{re.escape(address)}, which is not loopback'):
+          f'{re.escape(address)}, which is not loopback',
+      ):
         loopback.check_loopback_only(child.pid)
   finally:
     child.kill()
@@ -293,8 +330,10 @@ def test_listening_sockets_of_a_process(family, address, is_loopback):
 
 
 def test_unreadable_sockets_fail_closed():
-  with pytest.raises(runtime.WorkerConfinementError,
-                     match='Cannot read the listening sockets of process'):
+  with pytest.raises(
+      runtime.WorkerConfinementError,
+      match='Cannot read the listening sockets of process',
+  ):
     loopback.check_loopback_only(2**22 + 1)  # Above any pid_max.
 
 
@@ -303,14 +342,17 @@ def test_unconfined_worker_is_refused_and_killed(tmp_path, monkeypatch):
   source = tmp_path / 'noop.c'
   source.write_text('int tff_fedwin_noop;\n')
   noop = str(tmp_path / 'noop.so')
-  subprocess.run(['gcc', '-shared', '-fPIC', '-o', noop, str(source)],
-                 check=True)
+  subprocess.run(
+      ['gcc', '-shared', '-fPIC', '-o', noop, str(source)], check=True
+  )
   monkeypatch.setattr(loopback, 'loopback_bind_library', lambda: noop)
   before = _worker_children()
-  with pytest.raises(runtime.WorkerConfinementError,
-                     match=r'pid (\d+) listens on port \d+ at address '
-                     r'(::|0\.0\.0\.0), which is not loopback .*'
-                     r'The worker was killed\.$') as error:
+  with pytest.raises(
+      runtime.WorkerConfinementError,
+      match=r'pid (\d+) listens on port \d+ at address '
+      r'(::|0\.0\.0\.0), which is not loopback .*'
+      r'The worker was killed\.$',
+  ) as error:
     runtime.start_local_worker(log_dir=str(tmp_path), loopback_only=True)
   pid = int(re.search(r'pid (\d+)', str(error.value)).group(1))
   assert not os.path.exists(f'/proc/{pid}')  # Killed and reaped.

@@ -40,7 +40,8 @@ def _run_scaffold(process, rounds=_ROUNDS):
   client_states = [scaffold.initial_client_state(task.model_fn)] * 3
   for _ in range(rounds):
     state, client_states, metrics = process.next(
-        state, task.client_datasets(), client_states)
+        state, task.client_datasets(), client_states
+    )
   return state, client_states, metrics
 
 
@@ -48,7 +49,8 @@ def _assert_trees_equal(actual, expected, atol=1e-6):
   tff.structure.map_structure(
       lambda a, e: np.testing.assert_allclose(a, e, rtol=0, atol=atol),
       tff.structure.from_container(actual, recursive=True),
-      tff.structure.from_container(expected, recursive=True))
+      tff.structure.from_container(expected, recursive=True),
+  )
 
 
 @tff.federated_computation(tff.FederatedType(np.float32, tff.CLIENTS))
@@ -94,7 +96,8 @@ class TestOverTwoWorkers:
 
   def test_fed_avg_equals_single_worker(self, addresses):
     process = tff.learning.algorithms.build_weighted_fed_avg(
-        task.model_fn, _sgd())
+        task.model_fn, _sgd()
+    )
     expected_state, expected_metrics = _run_learning_process(process)
     with multi_worker.multi_worker_execution_context(addresses=addresses):
       state, metrics = _run_learning_process(process)
@@ -112,15 +115,17 @@ class TestOverTwoWorkers:
     _assert_trees_equal(window_model, process.get_model_weights(expected_state))
     assert metrics['finalizer']['window']['window_fill'] == 2
     # The window model differs from the global one, so both were checked.
-    assert not np.allclose(task.kernel(window_model),
-                           task.kernel(state.global_model_weights))
+    assert not np.allclose(
+        task.kernel(window_model), task.kernel(state.global_model_weights)
+    )
     _assert_trees_equal(metrics, expected_metrics)
 
   def test_scaffold_equals_single_worker_with_clients_in_order(self, addresses):
     # TFF's mergeable context would return the client states in the order the
     # workers finish; the context keeps them in client order.
     process = scaffold.build_scaffold(
-        task.model_fn, client_learning_rate=task.CLIENT_LR, total_clients=3)
+        task.model_fn, client_learning_rate=task.CLIENT_LR, total_clients=3
+    )
     expected = _run_scaffold(process)
     with multi_worker.multi_worker_execution_context(addresses=addresses):
       state, client_states, metrics = _run_scaffold(process)
@@ -129,16 +134,20 @@ class TestOverTwoWorkers:
     for actual, reference in zip(client_states, expected[1]):
       _assert_trees_equal(actual, reference)
     # Distinct client states: a permutation would have been caught.
-    assert len({np.asarray(s.control_variate[0]).tobytes()
-                for s in client_states}) == 3
+    assert (
+        len({np.asarray(s.control_variate[0]).tobytes() for s in client_states})
+        == 3
+    )
     _assert_trees_equal(metrics, expected[2])
 
   def test_workers_run_on_their_own_threads_concurrently(self, addresses):
     process = tff.learning.algorithms.build_weighted_fed_avg(
-        task.model_fn, _sgd())
+        task.model_fn, _sgd()
+    )
     state = process.initialize()
     with multi_worker.multi_worker_execution_context(
-        addresses=addresses) as context:
+        addresses=addresses
+    ) as context:
       process.next(state, task.client_datasets())
       adapters = context.worker_contexts
       thread_idents = [a.thread_ident for a in adapters]
@@ -153,14 +162,15 @@ class TestOverTwoWorkers:
 
   def test_multi_round_process_is_refused_with_a_clear_error(self, addresses):
     process = build_multi_round_process(
-        tff.learning.algorithms.build_weighted_fed_avg(task.model_fn, _sgd()),
-        2)
+        tff.learning.algorithms.build_weighted_fed_avg(task.model_fn, _sgd()), 2
+    )
     with multi_worker.multi_worker_execution_context(addresses=addresses):
       state = process.initialize()
       with pytest.raises(
           ValueError,
           match=r'(?s)cannot be split across TFF workers.*Detected one '
-          r'aggregate dependent on another'):
+          r'aggregate dependent on another',
+      ):
         process.next(state, [(d, d) for d in task.client_datasets()])
 
   def test_fewer_clients_than_workers(self, addresses):
@@ -173,10 +183,14 @@ def test_context_manager_cleans_up_on_exception(tmp_path):
   session_context = tff.framework.get_context_stack().current
   with pytest.raises(ZeroDivisionError):
     with multi_worker.multi_worker_execution_context(
-        num_workers=2, log_dir=str(tmp_path)) as context:
+        num_workers=2, log_dir=str(tmp_path)
+    ) as context:
       assert tff.framework.get_context_stack().current is context
-      started = [w for w in runtime.running_workers()
-                 if w.log_path.startswith(str(tmp_path))]
+      started = [
+          w
+          for w in runtime.running_workers()
+          if w.log_path.startswith(str(tmp_path))
+      ]
       assert len(started) == 2
       assert _sum_at_server([1.0, 2.0, 3.0]) == 6.0
       _ = 1 / 0
@@ -192,27 +206,31 @@ def test_context_manager_cleans_up_on_exception(tmp_path):
 def test_unreachable_address_fails_at_creation():
   address = f'localhost:{portpicker.pick_unused_port()}'
   start = time.monotonic()
-  with pytest.raises(multi_worker.WorkerUnavailableError,
-                     match=f'TFF worker {address} is unreachable') as info:
-    multi_worker.create_multi_worker_context([address],
-                                             ready_timeout_seconds=1)
+  with pytest.raises(
+      multi_worker.WorkerUnavailableError,
+      match=f'TFF worker {address} is unreachable',
+  ) as info:
+    multi_worker.create_multi_worker_context([address], ready_timeout_seconds=1)
   assert info.value.address == address
   assert time.monotonic() - start < 30
 
 
 def test_dead_worker_fails_with_its_address_within_bounded_time(tmp_path):
-  workers = [runtime.start_local_worker(log_dir=str(tmp_path))
-             for _ in range(2)]
+  workers = [
+      runtime.start_local_worker(log_dir=str(tmp_path)) for _ in range(2)
+  ]
   context = None
   try:
     context = multi_worker.create_multi_worker_context(
-        [w.address for w in workers], reconnect_timeout_seconds=2)
+        [w.address for w in workers], reconnect_timeout_seconds=2
+    )
     with tff.framework.get_context_stack().install(context):
       assert _sum_at_server([1.0, 2.0]) == 3.0
     workers[1].stop()
     # Bounded: a hang would fail here instead of hanging the test run.
     result, error = _invoke_with_deadline(
-        context, lambda: _sum_at_server([1.0, 2.0]), timeout_seconds=90)
+        context, lambda: _sum_at_server([1.0, 2.0]), timeout_seconds=90
+    )
     assert result is None
     assert isinstance(error, multi_worker.WorkerUnavailableError), error
     assert error.address == workers[1].address
@@ -224,13 +242,16 @@ def test_dead_worker_fails_with_its_address_within_bounded_time(tmp_path):
       worker.stop()
 
 
-@pytest.mark.parametrize('kwargs', [
-    {},
-    {'num_workers': 2, 'addresses': ['localhost:1']},
-    {'num_workers': 0},
-    {'addresses': []},
-    {'addresses': 'localhost:1'},
-])
+@pytest.mark.parametrize(
+    'kwargs',
+    [
+        {},
+        {'num_workers': 2, 'addresses': ['localhost:1']},
+        {'num_workers': 0},
+        {'addresses': []},
+        {'addresses': 'localhost:1'},
+    ],
+)
 def test_bad_arguments(kwargs):
   with pytest.raises(ValueError):
     with multi_worker.multi_worker_execution_context(**kwargs):

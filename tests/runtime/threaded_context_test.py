@@ -48,14 +48,17 @@ def test_blocking_invocations_of_two_adapters_overlap():
   recorder = threaded_context.ConcurrencyRecorder()
   adapters = [
       threaded_context.ThreadedAsyncContext(
-          _RecordingContext(hook=barrier.wait), name=f'fake{i}',
-          recorder=recorder)
+          _RecordingContext(hook=barrier.wait),
+          name=f'fake{i}',
+          recorder=recorder,
+      )
       for i in range(2)
   ]
 
   async def both():
-    return await asyncio.gather(*(a.invoke('comp', i)
-                                  for i, a in enumerate(adapters)))
+    return await asyncio.gather(
+        *(a.invoke('comp', i) for i, a in enumerate(adapters))
+    )
 
   try:
     assert asyncio.run(both()) == [('comp', 0), ('comp', 1)]

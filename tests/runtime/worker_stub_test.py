@@ -23,13 +23,16 @@ def test_dead_worker_raises_naming_it_instead_of_hanging(tmp_path):
   worker = runtime.start_local_worker(log_dir=str(tmp_path))
   try:
     context = runtime.create_remote_execution_context(
-        worker.address, reconnect_timeout_seconds=2)
+        worker.address, reconnect_timeout_seconds=2
+    )
     with tff.framework.get_context_stack().install(context):
       assert _add_one(1.0) == 2.0
       worker.stop()
       start = time.monotonic()
-      with pytest.raises(runtime.WorkerUnavailableError,
-                         match=f'localhost:{worker.port}.*unreachable'):
+      with pytest.raises(
+          runtime.WorkerUnavailableError,
+          match=f'localhost:{worker.port}.*unreachable',
+      ):
         _add_one(2.0)
     assert time.monotonic() - start < 60
   finally:
@@ -67,7 +70,8 @@ def test_unavailable_worker_that_does_not_come_back_raises(unreachable_stub):
   address, stub = unreachable_stub
   with pytest.raises(
       worker_stub.WorkerUnavailableError,
-      match=f'TFF worker {address} is unreachable: compute failed') as info:
+      match=f'TFF worker {address} is unreachable: compute failed',
+  ) as info:
     stub.compute(None)
   assert info.value.address == address
   assert stub.dispose(None) is None  # Disposal failures are ignored.

@@ -58,7 +58,9 @@ def test_start_fails_with_port_and_log_when_port_is_taken(tmp_path):
     sock.bind(('::', 0))
     sock.listen()
     port = sock.getsockname()[1]
-    with pytest.raises(RuntimeError, match=f'(?s)port {port}.*Address already in use'):
+    with pytest.raises(
+        RuntimeError, match=f'(?s)port {port}.*Address already in use'
+    ):
       runtime.start_local_worker(
           port=port, log_dir=str(tmp_path), ready_timeout_seconds=30
       )
@@ -81,7 +83,9 @@ def test_worker_dies_when_parent_is_sigkilled():
     assert processes.pid_alive(worker_pid)
     child.send_signal(signal.SIGKILL)
     child.wait(timeout=30)
-    assert processes.wait_until_dead(worker_pid), f'worker {worker_pid} outlived parent'
+    assert processes.wait_until_dead(
+        worker_pid
+    ), f'worker {worker_pid} outlived parent'
   finally:
     child.kill()
     child.wait()
@@ -92,8 +96,12 @@ def test_piped_script_returns_and_leaves_no_worker():
   # `| cat` never returns; `timeout` turns such a hang into exit code 124.
   result = subprocess.run(
       [
-          'timeout', '120', 'bash', '-c',
-          f'"{sys.executable}" -c "$0" run 2>/dev/null | cat', _CHILD_SCRIPT,
+          'timeout',
+          '120',
+          'bash',
+          '-c',
+          f'"{sys.executable}" -c "$0" run 2>/dev/null | cat',
+          _CHILD_SCRIPT,
       ],
       capture_output=True,
       text=True,
@@ -126,15 +134,19 @@ _LOOPBACKS = {'0100007F', '00000000000000000000000001000000'}
 
 @pytest.mark.parametrize('loopback_only', [True, False])
 def test_worker_listens_on_loopback_only_by_default(
-    tmp_path, caplog, loopback_only):
+    tmp_path, caplog, loopback_only
+):
   worker = runtime.start_local_worker(
-      log_dir=str(tmp_path), loopback_only=loopback_only)
+      log_dir=str(tmp_path), loopback_only=loopback_only
+  )
   try:
     addresses = _listening_addresses(worker.port)
     assert addresses, 'worker port not in LISTEN state'
-    warnings = [r.getMessage() for r in caplog.records
-                if r.levelname == 'WARNING' and f'pid {worker.pid}' in
-                r.getMessage()]
+    warnings = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelname == 'WARNING' and f'pid {worker.pid}' in r.getMessage()
+    ]
     if loopback_only:
       assert addresses <= _LOOPBACKS, addresses
       assert not warnings
@@ -149,15 +161,20 @@ def test_worker_listens_on_loopback_only_by_default(
     worker.stop()
 
 
-@pytest.mark.parametrize('requested, expected', [
-    (None, len(os.sched_getaffinity(0))),  # One call per usable CPU.
-    (-1, -1),                               # TFF's default: no limit.
-    (3, 3),
-])
-def test_worker_concurrency_limit_reaches_the_worker(tmp_path, requested,
-                                                     expected):
+@pytest.mark.parametrize(
+    'requested, expected',
+    [
+        (None, len(os.sched_getaffinity(0))),  # One call per usable CPU.
+        (-1, -1),  # TFF's default: no limit.
+        (3, 3),
+    ],
+)
+def test_worker_concurrency_limit_reaches_the_worker(
+    tmp_path, requested, expected
+):
   worker = runtime.start_local_worker(
-      log_dir=str(tmp_path), max_concurrent_computation_calls=requested)
+      log_dir=str(tmp_path), max_concurrent_computation_calls=requested
+  )
   try:
     with open(f'/proc/{worker.pid}/cmdline', 'rb') as f:
       args = f.read().decode().split('\0')

@@ -10,7 +10,11 @@ def data_npz(tmp_path_factory):
   rng = np.random.default_rng(3)
   path = str(tmp_path_factory.mktemp('data') / 'tiny.npz')
   y_train, y_test = np.arange(60) % 10, np.arange(20) % 10
-  np.savez(path, x_train=rng.random((60, 8, 8), dtype=np.float32),
-           y_train=y_train, x_test=rng.random((20, 8, 8), dtype=np.float32),
-           y_test=y_test)
+  np.savez(
+      path,
+      x_train=rng.random((60, 8, 8), dtype=np.float32),
+      y_train=y_train,
+      x_test=rng.random((20, 8, 8), dtype=np.float32),
+      y_test=y_test,
+  )
   return path

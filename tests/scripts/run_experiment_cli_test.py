@@ -14,8 +14,9 @@ import pytest
 
 from tff_fedwin import log_levels
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
+_ROOT = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
 _SCRIPT = os.path.join(_ROOT, 'scripts', 'run_experiment.py')
 _HINT = 'Pass --helpshort or --helpfull to see help on flags.'
 # A TF C++ log line starts with its date: "2026-11-23 13:17:28.896122: I ...".
@@ -28,30 +29,52 @@ def _run(tmp_path, *args, env_update=None):
     env.pop(name, None)
   env.update(env_update or {})
   result = subprocess.run(
-      [sys.executable, _SCRIPT, f'--root_output_dir={tmp_path / "out"}',
-       *args], capture_output=True, text=True, timeout=600, check=False,
-      env=env, cwd=_ROOT)
+      [sys.executable, _SCRIPT, f'--root_output_dir={tmp_path / "out"}', *args],
+      capture_output=True,
+      text=True,
+      timeout=600,
+      check=False,
+      env=env,
+      cwd=_ROOT,
+  )
   return result
 
 
 def _npz_flags(path, name='run', **overrides):
-  values = dict(task='npz', data_npz=path, num_clients=4, clients_per_round=2,
-                total_rounds=2, rounds_per_eval=1, client_batch_size=10,
-                experiment_name=name)
+  values = dict(
+      task='npz',
+      data_npz=path,
+      num_clients=4,
+      clients_per_round=2,
+      total_rounds=2,
+      rounds_per_eval=1,
+      client_batch_size=10,
+      experiment_name=name,
+  )
   values.update(overrides)
   return [f'--{key}={value}' for key, value in values.items()]
 
 
-@pytest.mark.parametrize('args, message', [
-    (['--total_rounds=0'],
-     'run_experiment.py: --total_rounds must be an integer >= 1, got 0.'),
-    (['--experiment_name=a/b'], 'run_experiment.py: --experiment_name must '
-     'be one directory name (no "/", not "." or ".."); got \'a/b\'.'),
-    (['--window_size=30', '--total_rounds=20'],
-     'run_experiment.py: --window_size (30) must be <= --total_rounds (20): '
-     'the window model is active from round max(W, --window_start_round) '
-     'on, so it would never be used.'),
-])
+@pytest.mark.parametrize(
+    'args, message',
+    [
+        (
+            ['--total_rounds=0'],
+            'run_experiment.py: --total_rounds must be an integer >= 1, got 0.',
+        ),
+        (
+            ['--experiment_name=a/b'],
+            'run_experiment.py: --experiment_name must '
+            'be one directory name (no "/", not "." or ".."); got \'a/b\'.',
+        ),
+        (
+            ['--window_size=30', '--total_rounds=20'],
+            'run_experiment.py: --window_size (30) must be <= --total_rounds (20): '
+            'the window model is active from round max(W, --window_start_round) '
+            'on, so it would never be used.',
+        ),
+    ],
+)
 def test_bad_flag_value_is_one_line_and_hint(tmp_path, args, message):
   result = _run(tmp_path, *args)
   assert result.returncode == 1
@@ -69,7 +92,8 @@ def test_bad_workers_rejected_at_flag_parsing(tmp_path, workers):
   assert lines[0].startswith(
       f'FATAL Flags parsing error: flag --workers={workers}: --workers must '
       'be empty, an integer >= 1 or a comma list of host:port with ports '
-      '1-65535')
+      '1-65535'
+  )
 
 
 def test_missing_npz_is_one_line_naming_the_file(tmp_path):
@@ -91,25 +115,40 @@ def test_run_prints_progress_and_summary_only(tmp_path, data_npz):
   assert all(line.startswith('run: round ') for line in lines[:2])
   assert lines[2].startswith('run: 2 rounds, ')
   assert [line.split(':')[0] for line in lines[3:]] == [
-      '  accuracy', '  loss', '  outputs']
+      '  accuracy',
+      '  loss',
+      '  outputs',
+  ]
   output = result.stdout + result.stderr
-  for mark in (*_NATIVE_LOG_MARKS, 'Exception ignored', 'Traceback',
-               'INFO:tensorflow', 'Starting new session'):
+  for mark in (
+      *_NATIVE_LOG_MARKS,
+      'Exception ignored',
+      'Traceback',
+      'INFO:tensorflow',
+      'Starting new session',
+  ):
     assert mark not in output, mark
 
 
 def test_verbosity_brings_logs_back(tmp_path, data_npz):
-  result = _run(tmp_path, *_npz_flags(data_npz, total_rounds=1),
-                '--verbosity=0')
+  result = _run(
+      tmp_path, *_npz_flags(data_npz, total_rounds=1), '--verbosity=0'
+  )
   assert result.returncode == 0, result.stderr[-3000:]
   assert 'checkpoint of round 1 saved' in result.stderr
   assert any(mark in result.stderr for mark in _NATIVE_LOG_MARKS)
 
 
 def test_diverging_run_stops_with_one_line(tmp_path, data_npz):
-  result = _run(tmp_path, *_npz_flags(
-      data_npz, client_learning_rate=1e30, total_rounds=3,
-      rounds_per_checkpoint=1))
+  result = _run(
+      tmp_path,
+      *_npz_flags(
+          data_npz,
+          client_learning_rate=1e30,
+          total_rounds=3,
+          rounds_per_checkpoint=1,
+      ),
+  )
   assert result.returncode == 1
   lines = result.stderr.splitlines()
   assert len(lines) == 1, result.stderr

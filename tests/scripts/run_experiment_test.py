@@ -23,13 +23,19 @@ from tff_fedwin import runtime
 from tff_fedwin.tasks import registry
 from tff_fedwin.training import divergence
 
-_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), 'scripts', 'run_experiment.py')
+_SCRIPT = os.path.join(
+    os.path.dirname(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ),
+    'scripts',
+    'run_experiment.py',
+)
 
 
 def _load_script():
-  spec = importlib.util.spec_from_file_location('run_experiment_script',
-                                                _SCRIPT)
+  spec = importlib.util.spec_from_file_location(
+      'run_experiment_script', _SCRIPT
+  )
   module = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(module)  # Defines the flags: once per session.
   return module
@@ -43,20 +49,26 @@ if not flags.FLAGS.is_parsed():
 # One round, two clients; the output directory is added by the test.
 TASK_FLAGS = {
     'mnist': dict(task='mnist', num_clients=10, client_batch_size=20),
-    'npz': dict(task='npz', num_clients=4, client_batch_size=10,
-                window_size=1),
-    'emnist': dict(task='emnist', use_synthetic_data=True,
-                   client_batch_size=10),
-    'stackoverflow': dict(task='stackoverflow', use_synthetic_data=True,
-                          client_batch_size=4),
+    'npz': dict(task='npz', num_clients=4, client_batch_size=10, window_size=1),
+    'emnist': dict(
+        task='emnist', use_synthetic_data=True, client_batch_size=10
+    ),
+    'stackoverflow': dict(
+        task='stackoverflow', use_synthetic_data=True, client_batch_size=4
+    ),
     'shakespeare': dict(task='shakespeare', client_batch_size=4),
 }
 
 
 @pytest.mark.parametrize('task', sorted(TASK_FLAGS))
 def test_main_writes_one_round_of_metrics(task, tmp_path, request, capsys):
-  values = dict(TASK_FLAGS[task], clients_per_round=2, total_rounds=1,
-                root_output_dir=str(tmp_path), experiment_name=task)
+  values = dict(
+      TASK_FLAGS[task],
+      clients_per_round=2,
+      total_rounds=1,
+      root_output_dir=str(tmp_path),
+      experiment_name=task,
+  )
   if task == 'npz':
     values['data_npz'] = request.getfixturevalue('data_npz')
   with flagsaver.flagsaver(**values):
@@ -72,15 +84,20 @@ def test_main_writes_one_round_of_metrics(task, tmp_path, request, capsys):
   assert summary['eval_rounds'] == [1]
   assert summary['rounds_in_csv'] == 1
   assert summary['total_round_and_eval_time_seconds'] == pytest.approx(
-      float(row['round_time_seconds']) + float(row['eval_time_seconds']))
+      float(row['round_time_seconds']) + float(row['eval_time_seconds'])
+  )
   for model in ('window', 'global'):
     for metric in ('accuracy', 'loss'):
       value = float(row[f'{model}/{metric}'])
-      assert summary[model][metric] == {'mean': value, 'std': 0.0,
-                                        'values': [value]}
-  assert (f'  accuracy: window {float(row["window/accuracy"]):.4f} +- '
-          f'0.0000, global {float(row["global/accuracy"]):.4f} +- 0.0000'
-          ) in printed
+      assert summary[model][metric] == {
+          'mean': value,
+          'std': 0.0,
+          'values': [value],
+      }
+  assert (
+      f'  accuracy: window {float(row["window/accuracy"]):.4f} +- '
+      f'0.0000, global {float(row["global/accuracy"]):.4f} +- 0.0000'
+  ) in printed
   assert 0.0 <= float(row['global/accuracy']) <= 1.0
   assert float(row['global/loss']) > 0.0
 
@@ -89,22 +106,42 @@ def _bad(flag, **values):
   return pytest.param(values, flag, id=flag.lstrip('-'))
 
 
-@pytest.mark.parametrize('values, flag', [
-    _bad('--window_start_round', window_size=2, window_start_round=3,
-         total_rounds=2),
-    _bad('--clients_per_round', num_clients=3, clients_per_round=4),
-    _bad('--window_read_every', window_size=2, window_mode='broadcast',
-         window_read_every=2),
-    _bad('--data_npz', task='npz'),
-    _bad('--client_loss', task='shakespeare', client_loss='wsm'),
-    _bad('--client_lr_schedule', algorithm='scaffold',
-         client_lr_schedule='ima'),
-    _bad('--client_learning_rate', client_learning_rate=0.0),
-    _bad('--window_size', window_size=3, total_rounds=2),
-    _bad('--window_read_every', algorithm='scaffold', window_size=2,
-         window_read_every=2, rounds_per_eval=2, total_rounds=2),
-    _bad('--experiment_name', experiment_name='a/b'),
-])
+@pytest.mark.parametrize(
+    'values, flag',
+    [
+        _bad(
+            '--window_start_round',
+            window_size=2,
+            window_start_round=3,
+            total_rounds=2,
+        ),
+        _bad('--clients_per_round', num_clients=3, clients_per_round=4),
+        _bad(
+            '--window_read_every',
+            window_size=2,
+            window_mode='broadcast',
+            window_read_every=2,
+        ),
+        _bad('--data_npz', task='npz'),
+        _bad('--client_loss', task='shakespeare', client_loss='wsm'),
+        _bad(
+            '--client_lr_schedule',
+            algorithm='scaffold',
+            client_lr_schedule='ima',
+        ),
+        _bad('--client_learning_rate', client_learning_rate=0.0),
+        _bad('--window_size', window_size=3, total_rounds=2),
+        _bad(
+            '--window_read_every',
+            algorithm='scaffold',
+            window_size=2,
+            window_read_every=2,
+            rounds_per_eval=2,
+            total_rounds=2,
+        ),
+        _bad('--experiment_name', experiment_name='a/b'),
+    ],
+)
 def test_main_rejects_bad_flag_values(values, flag, tmp_path):
   with flagsaver.flagsaver(root_output_dir=str(tmp_path), **values):
     with pytest.raises(app.UsageError, match=flag):
@@ -126,15 +163,21 @@ def test_main_rejects_positional_arguments(tmp_path):
       run_experiment.main(['run_experiment', 'extra'])
 
 
-@pytest.mark.parametrize('error', [
-    run_experiment.experiments.InputDataError('d.npz: no such file.'),
-    registry.DataUnavailableError('Task emnist: downloading failed.'),
-    runtime.WorkerConfinementError('TFF worker pid 1 listens on 0.0.0.0.'),
-    divergence.TrainingDivergedError('e: loss is nan at round 3.', 3, 'loss',
-                                     float('nan')),
-], ids=lambda e: type(e).__name__)
-def test_user_errors_exit_with_their_one_line(error, monkeypatch,
-                                               keep_log_levels):
+@pytest.mark.parametrize(
+    'error',
+    [
+        run_experiment.experiments.InputDataError('d.npz: no such file.'),
+        registry.DataUnavailableError('Task emnist: downloading failed.'),
+        runtime.WorkerConfinementError('TFF worker pid 1 listens on 0.0.0.0.'),
+        divergence.TrainingDivergedError(
+            'e: loss is nan at round 3.', 3, 'loss', float('nan')
+        ),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_user_errors_exit_with_their_one_line(
+    error, monkeypatch, keep_log_levels
+):
   del keep_log_levels
 
   def fail(config):
@@ -154,4 +197,5 @@ def test_usage_error_exits_with_one_line_and_hint(keep_log_levels):
       run_experiment._main_with_one_line_errors(['/x/run_experiment.py'])
   assert exited.value.code == (
       'run_experiment.py: --total_rounds must be an integer >= 1, got 0.\n'
-      'Pass --helpshort or --helpfull to see help on flags.')
+      'Pass --helpshort or --helpfull to see help on flags.'
+  )

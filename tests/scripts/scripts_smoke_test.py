@@ -10,26 +10,41 @@ import os
 import subprocess
 import sys
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
+_ROOT = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
 _TINY = ['--rounds=1', '--clients=2', '--steps=1', '--batch_size=2']
 
 
 def _run(script, args, output):
   result = subprocess.run(
-      [sys.executable, os.path.join(_ROOT, 'scripts', script), *_TINY, *args,
-       f'--output={output}'],
-      capture_output=True, text=True, timeout=900, check=False)
+      [
+          sys.executable,
+          os.path.join(_ROOT, 'scripts', script),
+          *_TINY,
+          *args,
+          f'--output={output}',
+      ],
+      capture_output=True,
+      text=True,
+      timeout=900,
+      check=False,
+  )
   assert result.returncode == 0, result.stderr[-3000:]
   with open(output) as f:
-    return [line.split('|')[1].strip() for line in f
-            if line.startswith('| ') and not line.startswith('| process')]
+    return [
+        line.split('|')[1].strip()
+        for line in f
+        if line.startswith('| ') and not line.startswith('| process')
+    ]
 
 
 def test_benchmark_window_writes_a_row_per_configuration(tmp_path):
-  rows = _run('benchmark_window.py',
-              ['--window_sizes=2', '--read_every=2', '--noscaffold'],
-              str(tmp_path / 'window.md'))
+  rows = _run(
+      'benchmark_window.py',
+      ['--window_sizes=2', '--read_every=2', '--noscaffold'],
+      str(tmp_path / 'window.md'),
+  )
   assert rows == [
       'TFF build_weighted_fed_avg (baseline)',
       'bound: same FedAvg arithmetic, one tf.function over tensors',
@@ -46,22 +61,30 @@ def test_benchmark_window_writes_a_row_per_configuration(tmp_path):
 def test_benchmark_report_covers_every_section(tmp_path):
   rows = _run('benchmark.py', ['--workers=1,2'], str(tmp_path / 'perf.md'))
   assert rows[0] == rows[-1] == 'TFF build_weighted_fed_avg (baseline)'
-  for expected in ('FedAvg via build_fed_win',
-                   'bound: same FedAvg arithmetic, one tf.function over '
-                   'tensors',
-                   'same client training, plain TensorFlow, `for batch in '
-                   'dataset` (not a bound)',
-                   'build_fed_win WiMA W=100 E=10, 10 rounds per call',
-                   'SCAFFOLD',
-                   'TFF build_weighted_fed_avg on 2 local workers'):
+  for expected in (
+      'FedAvg via build_fed_win',
+      'bound: same FedAvg arithmetic, one tf.function over ' 'tensors',
+      'same client training, plain TensorFlow, `for batch in '
+      'dataset` (not a bound)',
+      'build_fed_win WiMA W=100 E=10, 10 rounds per call',
+      'SCAFFOLD',
+      'TFF build_weighted_fed_avg on 2 local workers',
+  ):
     assert expected in rows, rows
 
 
 def test_reproduce_papers_rejects_unknown_experiment_naming_the_flag():
   result = subprocess.run(
-      [sys.executable, os.path.join(_ROOT, 'scripts', 'reproduce_papers.py'),
-       '--experiments=cifar100'],
-      capture_output=True, text=True, timeout=300, check=False)
+      [
+          sys.executable,
+          os.path.join(_ROOT, 'scripts', 'reproduce_papers.py'),
+          '--experiments=cifar100',
+      ],
+      capture_output=True,
+      text=True,
+      timeout=300,
+      check=False,
+  )
   assert result.returncode != 0
   assert '--experiments: unknown' in result.stdout + result.stderr
 
@@ -77,10 +100,12 @@ def test_reproduce_papers_reports_finished_runs(tmp_path):
     run_dir = root / 'shakespeare' / f'fedavg_shakespeare_W=10_seed{seed}'
     run_dir.mkdir(parents=True)
     summary = {
-        'window': {'accuracy': {'mean': window_means[seed],
-                                'std': window_stds[seed]}},
-        'global': {'accuracy': {'mean': global_means[seed],
-                                'std': global_stds[seed]}},
+        'window': {
+            'accuracy': {'mean': window_means[seed], 'std': window_stds[seed]}
+        },
+        'global': {
+            'accuracy': {'mean': global_means[seed], 'std': global_stds[seed]}
+        },
         'total_round_and_eval_time_seconds': 60.0 * (seed + 1),
         'wall_time_seconds': 70.0 * (seed + 1),
         'resumed_from_round': None,
@@ -88,27 +113,52 @@ def test_reproduce_papers_reports_finished_runs(tmp_path):
     (run_dir / 'summary.json').write_text(json.dumps(summary))
     (run_dir / 'metrics.csv').write_text(
         'round_num,window/accuracy,global/accuracy\n'
-        '1,,\n2,0.5,0.25\n3,,\n4,0.75,0.5\n')
+        '1,,\n2,0.5,0.25\n3,,\n4,0.75,0.5\n'
+    )
   output = tmp_path / 'tables.md'
   result = subprocess.run(
-      [sys.executable, os.path.join(_ROOT, 'scripts', 'reproduce_papers.py'),
-       '--experiments=shakespeare', '--seeds=0,1', f'--root_output_dir={root}',
-       f'--output={output}', f'--plot_dir={tmp_path / "plots"}',
-       f'--runs_csv={tmp_path / "runs.csv"}'],
-      capture_output=True, text=True, timeout=300, check=False)
+      [
+          sys.executable,
+          os.path.join(_ROOT, 'scripts', 'reproduce_papers.py'),
+          '--experiments=shakespeare',
+          '--seeds=0,1',
+          f'--root_output_dir={root}',
+          f'--output={output}',
+          f'--plot_dir={tmp_path / "plots"}',
+          f'--runs_csv={tmp_path / "runs.csv"}',
+      ],
+      capture_output=True,
+      text=True,
+      timeout=300,
+      check=False,
+  )
   assert result.returncode == 0, result.stderr[-3000:]
-  rows = [line for line in output.read_text().splitlines()
-          if line.startswith('| fedavg')]
+  rows = [
+      line
+      for line in output.read_text().splitlines()
+      if line.startswith('| fedavg')
+  ]
   # mean +- population std over the seeds, e.g. window: (0.5 + 0.25) / 2 =
   # 0.375 +- 0.125; window - global per seed: 0.125 and 0.125; smoothness
   # (0.0625 + 0.125) / 2 = 0.09375 +- 0.03125; time (60 + 120) s = 3.0 min.
-  assert rows == ['| fedavg shakespeare W=10 | 100 | 2 | 0.3750 +- 0.1250 | '
-                  '0.2500 +- 0.1250 | 0.1250 +- 0.0000 | 0.0938 +- 0.0312 | '
-                  '0.3750 +- 0.1250 | 3.0 |']
+  assert rows == [
+      '| fedavg shakespeare W=10 | 100 | 2 | 0.3750 +- 0.1250 | '
+      '0.2500 +- 0.1250 | 0.1250 +- 0.0000 | 0.0938 +- 0.0312 | '
+      '0.3750 +- 0.1250 | 3.0 |'
+  ]
   png = tmp_path / 'plots' / 'shakespeare.png'
   assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
   with open(tmp_path / 'runs.csv', newline='') as f:
-    runs = [(r['seed'], r['round_and_eval_seconds'], r['window_accuracy'],
-             r['global_accuracy']) for r in csv.DictReader(f)]
-  assert runs == [('0', '60.0', '0.5', '0.375'),
-                  ('1', '120.0', '0.25', '0.125')]
+    runs = [
+        (
+            r['seed'],
+            r['round_and_eval_seconds'],
+            r['window_accuracy'],
+            r['global_accuracy'],
+        )
+        for r in csv.DictReader(f)
+    ]
+  assert runs == [
+      ('0', '60.0', '0.5', '0.375'),
+      ('1', '120.0', '0.25', '0.125'),
+  ]

@@ -6,8 +6,13 @@ import subprocess
 
 import pytest
 
-_SETUP = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), 'scripts', 'setup_env.sh')
+_SETUP = os.path.join(
+    os.path.dirname(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ),
+    'scripts',
+    'setup_env.sh',
+)
 
 
 def _fake_python(tmp_path, version):
@@ -19,10 +24,15 @@ def _fake_python(tmp_path, version):
 
 
 def _setup(python, tmp_path):
-  env = dict(os.environ, PYTHON=python,
-             TFF_FEDWIN_VENV=str(tmp_path / 'venv'))
-  return subprocess.run(['bash', _SETUP], capture_output=True, text=True,
-                        env=env, timeout=60, check=False)
+  env = dict(os.environ, PYTHON=python, TFF_FEDWIN_VENV=str(tmp_path / 'venv'))
+  return subprocess.run(
+      ['bash', _SETUP],
+      capture_output=True,
+      text=True,
+      env=env,
+      timeout=60,
+      check=False,
+  )
 
 
 @pytest.mark.parametrize('version', ['3.12', '3.8', '2.7'])

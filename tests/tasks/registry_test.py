@@ -22,8 +22,13 @@ def _write_uint8_npz(tmp_path):
   x_train[0, 0, 0] = 255
   x_test = rng.integers(0, 256, size=[10, 8, 8], dtype=np.uint8)
   x_test[0, 0, 0] = 255
-  np.savez(path, x_train=x_train, y_train=np.arange(20) % 2,
-           x_test=x_test, y_test=np.arange(10) % 2)
+  np.savez(
+      path,
+      x_train=x_train,
+      y_train=np.arange(20) % 2,
+      x_test=x_test,
+      y_test=np.arange(10) % 2,
+  )
   return path
 
 
@@ -32,34 +37,45 @@ def _test_features(task):
 
 
 def test_npz_task_scales_uint8_features_to_unit_interval(tmp_path):
-  task = registry.create_task('npz', batch_size=4, num_clients=2,
-                              dirichlet_alpha=float('inf'),
-                              data_npz=_write_uint8_npz(tmp_path))
+  task = registry.create_task(
+      'npz',
+      batch_size=4,
+      num_clients=2,
+      dirichlet_alpha=float('inf'),
+      data_npz=_write_uint8_npz(tmp_path),
+  )
   x_test = _test_features(task)
   assert x_test.dtype == np.float32
   assert x_test.shape == (10, 8, 8)
   assert x_test.min() >= 0.0
   assert x_test.max() == 1.0
   client = task.train_data.create_tf_dataset_for_client(
-      task.train_data.client_ids[0])
+      task.train_data.client_ids[0]
+  )
   x_train = np.stack([example['x'].numpy() for example in client])
   assert 0.0 <= x_train.min() and x_train.max() <= 1.0
 
 
 def test_npz_task_without_scaling_keeps_pixel_values(tmp_path):
-  task = registry.create_task('npz', batch_size=4, num_clients=2,
-                              dirichlet_alpha=float('inf'),
-                              data_npz=_write_uint8_npz(tmp_path),
-                              scale_integer_features=False)
+  task = registry.create_task(
+      'npz',
+      batch_size=4,
+      num_clients=2,
+      dirichlet_alpha=float('inf'),
+      data_npz=_write_uint8_npz(tmp_path),
+      scale_integer_features=False,
+  )
   assert _test_features(task).max() == 255.0
 
 
 @pytest.fixture
 def offline(monkeypatch):
   """Cuts the network off: every host name fails to resolve."""
+
   def no_network(*args, **kwargs):
     del args, kwargs
     raise socket.gaierror(socket.EAI_NONAME, 'Name or service not known')
+
   monkeypatch.setattr(socket, 'getaddrinfo', no_network)
 
 
@@ -72,15 +88,20 @@ def _assert_offline_message(error, task, files):
     assert text in message, message
 
 
-@pytest.mark.parametrize('task, files', [
-    pytest.param('emnist', ['emnist_all.sqlite'], id='emnist'),
-    pytest.param(
-        'stackoverflow',
-        ['stackoverflow.sqlite', 'stackoverflow.word_count.tar.bz2'],
-        id='stackoverflow'),
-])
-def test_download_failure_raises_data_unavailable(tmp_path, offline, task,
-                                                  files):
+@pytest.mark.parametrize(
+    'task, files',
+    [
+        pytest.param('emnist', ['emnist_all.sqlite'], id='emnist'),
+        pytest.param(
+            'stackoverflow',
+            ['stackoverflow.sqlite', 'stackoverflow.word_count.tar.bz2'],
+            id='stackoverflow',
+        ),
+    ],
+)
+def test_download_failure_raises_data_unavailable(
+    tmp_path, offline, task, files
+):
   del offline
   cache_dir = tmp_path / 'cache'
   cache_dir.mkdir()
@@ -92,15 +113,18 @@ def test_download_failure_raises_data_unavailable(tmp_path, offline, task,
 
 
 def test_stackoverflow_word_counts_download_failure_raises_data_unavailable(
-    tmp_path, offline, monkeypatch):
+    tmp_path, offline, monkeypatch
+):
   """The sqlite file is there; Keras' fetch of the word counts fails."""
   del offline
   monkeypatch.setenv('HOME', str(tmp_path))  # Keras' cache is ~/.keras.
-  monkeypatch.setattr(tff.simulation.datasets.stackoverflow, 'load_data',
-                      lambda cache_dir=None: (None, None, None))
+  monkeypatch.setattr(
+      tff.simulation.datasets.stackoverflow,
+      'load_data',
+      lambda cache_dir=None: (None, None, None),
+  )
   with pytest.raises(registry.DataUnavailableError) as error:
-    registry.create_task('stackoverflow', batch_size=2,
-                         cache_dir=str(tmp_path))
+    registry.create_task('stackoverflow', batch_size=2, cache_dir=str(tmp_path))
   _assert_offline_message(error, 'stackoverflow', [])
   assert 'URL fetch failure' in str(error.value)
 
@@ -109,6 +133,7 @@ def test_errors_other_than_downloads_propagate(monkeypatch):
   def corrupt(**kwargs):
     del kwargs
     raise KeyError('all_train')
+
   monkeypatch.setattr(tff.simulation.datasets.emnist, 'load_data', corrupt)
   with pytest.raises(KeyError):
     registry.create_task('emnist', batch_size=2, cache_dir='/nonexistent')
@@ -121,15 +146,21 @@ def test_evaluate_fn_is_mean_cross_entropy_and_accuracy(tmp_path):
   rng = np.random.default_rng(4)
   path = str(tmp_path / 'eval.npz')
   y_test = rng.integers(0, 3, 2300)
-  np.savez(path, x_train=rng.random((30, 6), dtype=np.float32),
-           y_train=np.arange(30) % 3,
-           x_test=rng.random((2300, 6), dtype=np.float32), y_test=y_test)
-  task = registry.create_task('npz', batch_size=10, num_clients=2,
-                              dirichlet_alpha=1.0, data_npz=path)
+  np.savez(
+      path,
+      x_train=rng.random((30, 6), dtype=np.float32),
+      y_train=np.arange(30) % 3,
+      x_test=rng.random((2300, 6), dtype=np.float32),
+      y_test=y_test,
+  )
+  task = registry.create_task(
+      'npz', batch_size=10, num_clients=2, dirichlet_alpha=1.0, data_npz=path
+  )
   keras_model = registry.create_mnist_cnn((6,), 3, seed=9)  # The task's MLP.
   weights = tff.learning.models.ModelWeights(
       trainable=[w.numpy() for w in keras_model.trainable_weights],
-      non_trainable=[w.numpy() for w in keras_model.non_trainable_weights])
+      non_trainable=[w.numpy() for w in keras_model.non_trainable_weights],
+  )
   x_test = np.load(path)['x_test']
   logits = keras_model(x_test).numpy().astype(np.float64)
   top = logits.max(axis=1)

@@ -22,7 +22,8 @@ def _batch(seq_length=_SEQ):
   """Three examples; the last ends in padding."""
   x, y = shakespeare_data.lines_to_sequences(
       ['To be, or not to be: that is the question:', 'Ay, there'],
-      seq_length=seq_length)
+      seq_length=seq_length,
+  )
   assert x.shape[0] == 3 and (x[-1] == 0).any()
   return collections.OrderedDict(x=x, y=y)
 
@@ -63,23 +64,31 @@ def test_output_is_logits_per_position():
 def test_default_is_one_small_lstm_layer():
   model = shakespeare.create_char_model(_VOCAB, seq_length=_SEQ)
   embed, units = 8, 128
-  expected = (_VOCAB * embed + 4 * units * (embed + units + 1) +
-              units * _VOCAB + _VOCAB)
+  expected = (
+      _VOCAB * embed + 4 * units * (embed + units + 1) + units * _VOCAB + _VOCAB
+  )
   assert _num_params(model) == expected == 83_707
 
 
 def test_baseline_shape_two_lstm_layers_of_256():
   model = shakespeare.create_char_model(
-      _VOCAB, lstm_units=256, num_lstm_layers=2, seq_length=80)
-  expected = (_VOCAB * 8 + 4 * 256 * (8 + 256 + 1) +
-              4 * 256 * (256 + 256 + 1) + 256 * _VOCAB + _VOCAB)
+      _VOCAB, lstm_units=256, num_lstm_layers=2, seq_length=80
+  )
+  expected = (
+      _VOCAB * 8
+      + 4 * 256 * (8 + 256 + 1)
+      + 4 * 256 * (256 + 256 + 1)
+      + 256 * _VOCAB
+      + _VOCAB
+  )
   assert _num_params(model) == expected
   assert model.output_shape == (None, 80, _VOCAB)
 
 
 def test_same_seed_same_weights_other_seed_differs():
   weights = lambda seed: shakespeare.create_char_model(
-      _VOCAB, seq_length=_SEQ, seed=seed).get_weights()
+      _VOCAB, seq_length=_SEQ, seed=seed
+  ).get_weights()
   for a, b in zip(weights(3), weights(3)):
     np.testing.assert_array_equal(a, b)
   assert not np.array_equal(weights(3)[0], weights(4)[0])
@@ -100,17 +109,26 @@ def test_masked_loss_averages_over_real_targets():
   logits = logits.numpy()
   loss = shakespeare.MaskedSparseCategoricalCrossentropy()
   np.testing.assert_allclose(
-      loss(batch['y'], logits), _masked_cross_entropy(logits, batch['y']),
-      rtol=1e-6)
+      loss(batch['y'], logits),
+      _masked_cross_entropy(logits, batch['y']),
+      rtol=1e-6,
+  )
   # The stock loss also averages over the padded targets: it differs.
   stock = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-  assert abs(float(stock(batch['y'], logits)) -
-             _masked_cross_entropy(logits, batch['y'])) > 1e-4
+  assert (
+      abs(
+          float(stock(batch['y'], logits))
+          - _masked_cross_entropy(logits, batch['y'])
+      )
+      > 1e-4
+  )
   # Per-example sample weights scale each example's real targets.
   weights = np.array([1.0, 0.0, 2.0])
   np.testing.assert_allclose(
       loss(batch['y'], logits, sample_weight=weights),
-      _masked_cross_entropy(logits, batch['y'], weights[:, None]), rtol=1e-6)
+      _masked_cross_entropy(logits, batch['y'], weights[:, None]),
+      rtol=1e-6,
+  )
   assert float(loss(np.zeros([2, _SEQ], np.int32), logits[:2])) == 0.0
 
 
@@ -151,18 +169,23 @@ def test_tff_forward_pass_on_a_batch():
   np.testing.assert_allclose(logits, keras_model(batch['x']), rtol=1e-6)
   assert int(output.num_examples) == 3
   np.testing.assert_allclose(
-      output.loss, _masked_cross_entropy(logits, batch['y']), rtol=1e-6)
+      output.loss, _masked_cross_entropy(logits, batch['y']), rtol=1e-6
+  )
   metrics = model.report_local_unfinalized_metrics()
   total, count = metrics['masked_sparse_categorical_accuracy']
   assert count == (batch['y'] != 0).sum()
   assert total == (logits.argmax(-1) == batch['y'])[batch['y'] != 0].sum()
 
 
-@pytest.mark.parametrize('kwargs', [
-    dict(vocab_size=0), dict(vocab_size=_VOCAB, lstm_units=0),
-    dict(vocab_size=_VOCAB, num_lstm_layers=0),
-    dict(vocab_size=_VOCAB, seq_length=1.5),
-])
+@pytest.mark.parametrize(
+    'kwargs',
+    [
+        dict(vocab_size=0),
+        dict(vocab_size=_VOCAB, lstm_units=0),
+        dict(vocab_size=_VOCAB, num_lstm_layers=0),
+        dict(vocab_size=_VOCAB, seq_length=1.5),
+    ],
+)
 def test_bad_arguments_raise(kwargs):
   with pytest.raises(ValueError):
     shakespeare.create_char_model(**kwargs)

@@ -10,14 +10,16 @@ import pytest
 from tff_fedwin.training import checkpoints as checkpoints_lib
 from tff_fedwin.training import client_states
 
-IDENTITY = checkpoints_lib.RunIdentity(seed=5, clients_per_round=2,
-                                       num_clients=4)
+IDENTITY = checkpoints_lib.RunIdentity(
+    seed=5, clients_per_round=2, num_clients=4
+)
 TEMPLATE = collections.OrderedDict(c=np.zeros(3, np.float32))
 
 
 def _state(value):
-  return collections.OrderedDict(w=np.full([2], value, np.float32),
-                                 t=np.int32(value))
+  return collections.OrderedDict(
+      w=np.full([2], value, np.float32), t=np.int32(value)
+  )
 
 
 @pytest.fixture
@@ -29,13 +31,15 @@ def event_loop_run():
 
 def _checkpoints(tmp_path, run, identity=IDENTITY):
   return checkpoints_lib.Checkpoints(
-      str(tmp_path / 'checkpoints'), identity=identity, run=run)
+      str(tmp_path / 'checkpoints'), identity=identity, run=run
+  )
 
 
 def _store(value):
   store = client_states.ClientStateStore(TEMPLATE)
-  store.update(['a'], [collections.OrderedDict(
-      c=np.full(3, value, np.float32))])
+  store.update(
+      ['a'], [collections.OrderedDict(c=np.full(3, value, np.float32))]
+  )
   return store
 
 
@@ -54,7 +58,8 @@ def test_load_latest_restores_the_newest_state(tmp_path, event_loop_run):
     checkpoints.save(_state(round_num), round_num, None)
 
   restored = _checkpoints(tmp_path, event_loop_run).load_latest(
-      _state(0), total_rounds=3)
+      _state(0), total_rounds=3
+  )
 
   assert (restored.round_num, restored.version) == (3, 3)
   np.testing.assert_array_equal(restored.server_state['w'], [3.0, 3.0])
@@ -62,31 +67,39 @@ def test_load_latest_restores_the_newest_state(tmp_path, event_loop_run):
   assert not [n for n in _files(tmp_path) if n.startswith('client_states')]
 
 
-@pytest.mark.parametrize('identity, argument', [
-    (IDENTITY._replace(seed=6), '`seed`'),
-    (IDENTITY._replace(clients_per_round=3), '`clients_per_round`'),
-    (IDENTITY._replace(num_clients=5), '`train_client_data`'),
-])
+@pytest.mark.parametrize(
+    'identity, argument',
+    [
+        (IDENTITY._replace(seed=6), '`seed`'),
+        (IDENTITY._replace(clients_per_round=3), '`clients_per_round`'),
+        (IDENTITY._replace(num_clients=5), '`train_client_data`'),
+    ],
+)
 def test_load_latest_rejects_other_arguments(
-    tmp_path, event_loop_run, identity, argument):
+    tmp_path, event_loop_run, identity, argument
+):
   _checkpoints(tmp_path, event_loop_run).save(_state(1), 1, None)
 
   with pytest.raises(ValueError, match=argument):
     _checkpoints(tmp_path, event_loop_run, identity).load_latest(
-        _state(0), total_rounds=3)
+        _state(0), total_rounds=3
+    )
 
 
 def test_load_latest_rejects_a_checkpoint_past_total_rounds(
-    tmp_path, event_loop_run):
+    tmp_path, event_loop_run
+):
   _checkpoints(tmp_path, event_loop_run).save(_state(4), 4, None)
 
   with pytest.raises(ValueError, match=r'`total_rounds` \(3\).*\(4\)'):
     _checkpoints(tmp_path, event_loop_run).load_latest(
-        _state(0), total_rounds=3)
+        _state(0), total_rounds=3
+    )
 
 
 def test_client_states_of_dropped_versions_are_removed(
-    tmp_path, event_loop_run):
+    tmp_path, event_loop_run
+):
   checkpoints = _checkpoints(tmp_path, event_loop_run)
   for round_num in range(7):
     checkpoints.save(_state(round_num), round_num, _store(round_num))
@@ -95,7 +108,8 @@ def test_client_states_of_dropped_versions_are_removed(
   kept = [0, 3, 4, 5, 6]
   assert _files(tmp_path) == sorted(
       [f'client_states_{t}.npz' for t in kept]
-      + [f'program_state_{t}' for t in kept])
+      + [f'program_state_{t}' for t in kept]
+  )
 
 
 def test_load_client_states_of_a_round(tmp_path, event_loop_run):

@@ -15,7 +15,8 @@ def test_flatten_scalar_metrics_keeps_numeric_scalars_with_paths():
   point = collections.namedtuple('Point', ['a', 'b'])
   values = collections.OrderedDict(
       client_work=collections.OrderedDict(
-          train=collections.OrderedDict(loss=np.float32(0.5), n=np.int64(3))),
+          train=collections.OrderedDict(loss=np.float32(0.5), n=np.int64(3))
+      ),
       finalizer=point(a=np.bool_(True), b=np.zeros(3)),
       items=[1.5, 'text'],
       empty=(),
@@ -23,22 +24,32 @@ def test_flatten_scalar_metrics_keeps_numeric_scalars_with_paths():
 
   flat = metrics.flatten_scalar_metrics(values, 'train')
 
-  assert flat == collections.OrderedDict([
-      ('train/client_work/train/loss', 0.5),
-      ('train/client_work/train/n', 3),
-      ('train/finalizer/a', 1),
-      ('train/items/0', 1.5),
-  ])
+  assert flat == collections.OrderedDict(
+      [
+          ('train/client_work/train/loss', 0.5),
+          ('train/client_work/train/n', 3),
+          ('train/finalizer/a', 1),
+          ('train/items/0', 1.5),
+      ]
+  )
 
 
 def test_flatten_scalar_metrics_without_prefix():
   assert metrics.flatten_scalar_metrics({'a': {'b': 2}}) == {'a/b': 2}
 
 
-@pytest.mark.parametrize('returned', [
-    {}, [0.5], {'a/b': 0.5}, {'': 0.5}, {1: 0.5}, {'acc': np.zeros(2)},
-    {'acc': 'high'},
-])
+@pytest.mark.parametrize(
+    'returned',
+    [
+        {},
+        [0.5],
+        {'a/b': 0.5},
+        {'': 0.5},
+        {1: 0.5},
+        {'acc': np.zeros(2)},
+        {'acc': 'high'},
+    ],
+)
 def test_check_eval_metrics_rejects(returned):
   with pytest.raises(ValueError, match='`evaluate_fn`'):
     metrics.check_eval_metrics(returned)
@@ -46,7 +57,8 @@ def test_check_eval_metrics_rejects(returned):
 
 def test_check_eval_metrics_returns_floats():
   checked = metrics.check_eval_metrics(
-      {'accuracy': np.float32(0.5), 'count': np.int64(3)})
+      {'accuracy': np.float32(0.5), 'count': np.int64(3)}
+  )
   assert checked == {'accuracy': 0.5, 'count': 3.0}
   assert all(type(v) is float for v in checked.values())
 
@@ -72,28 +84,34 @@ def _evaluate_recording(calls):
     value = float(weights.trainable[0])
     calls.append(value)
     return {'accuracy': value / 10, 'loss': value}
+
   return evaluate
 
 
 def test_evaluate_models_evaluates_window_and_global_model():
   calls = []
 
-  values = metrics.evaluate_models(_FixedRunner(2.0, 4.0), None,
-                                   _evaluate_recording(calls))
+  values = metrics.evaluate_models(
+      _FixedRunner(2.0, 4.0), None, _evaluate_recording(calls)
+  )
 
   assert calls == [2.0, 4.0]
   eval_time = values.pop('eval_time_seconds')
   assert eval_time >= 0
   assert list(values.items()) == [
-      ('window/accuracy', 0.2), ('window/loss', 2.0),
-      ('global/accuracy', 0.4), ('global/loss', 4.0)]
+      ('window/accuracy', 0.2),
+      ('window/loss', 2.0),
+      ('global/accuracy', 0.4),
+      ('global/loss', 4.0),
+  ]
 
 
 def test_evaluate_models_evaluates_once_when_the_models_are_equal():
   calls = []
 
-  values = metrics.evaluate_models(_FixedRunner(3.0, 3.0), None,
-                                   _evaluate_recording(calls))
+  values = metrics.evaluate_models(
+      _FixedRunner(3.0, 3.0), None, _evaluate_recording(calls)
+  )
 
   assert calls == [3.0]
   assert values['window/loss'] == values['global/loss'] == 3.0

@@ -36,6 +36,7 @@ def test_check_runner_names_a_missing_method(method):
 
 
 def test_runner_methods_are_the_protocol_methods():
-  protocol_methods = {name for name in vars(runner.RoundRunner)
-                      if not name.startswith('_')}
+  protocol_methods = {
+      name for name in vars(runner.RoundRunner) if not name.startswith('_')
+  }
   assert set(runner.RUNNER_METHODS) == protocol_methods

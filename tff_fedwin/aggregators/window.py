@@ -31,13 +31,25 @@ def validate_window_args(
 ) -> None:
   """Positional form of `window_math.check_window_args` (older callers)."""
   window_math.check_window_args(
-      window_size=window_size, mode=mode, start_round=start_round,
-      read_every=read_every)
+      window_size=window_size,
+      mode=mode,
+      start_round=start_round,
+      read_every=read_every,
+  )
 
 
-def initial_window(model_like: Any, window_size: int, mode: str,
-                   start_round: int, read_every: int) -> WindowBuffer:
+def initial_window(
+    model_like: Any,
+    window_size: int,
+    mode: str,
+    start_round: int,
+    read_every: int,
+) -> WindowBuffer:
   """Positional form of `window_math.initial_window` (older callers)."""
   return window_math.initial_window(
-      model_like, window_size=window_size, mode=mode, start_round=start_round,
-      read_every=read_every)
+      model_like,
+      window_size=window_size,
+      mode=mode,
+      start_round=start_round,
+      read_every=read_every,
+  )

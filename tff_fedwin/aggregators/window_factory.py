@@ -113,8 +113,11 @@ class WindowedModelAveragingFactory(
         `tff.aggregators.UnweightedMeanFactory()` (unweighted).
     """
     window_math.check_window_args(
-        window_size=window_size, mode=mode, start_round=start_round,
-        read_every=read_every)
+        window_size=window_size,
+        mode=mode,
+        start_round=start_round,
+        read_every=read_every,
+    )
     if inner_factory is not None and not isinstance(
         inner_factory,
         (
@@ -128,8 +131,11 @@ class WindowedModelAveragingFactory(
           f'{type(inner_factory).__name__}.'
       )
     self._window_args = dict(
-        window_size=int(window_size), mode=mode, start_round=int(start_round),
-        read_every=int(read_every))
+        window_size=int(window_size),
+        mode=mode,
+        start_round=int(start_round),
+        read_every=int(read_every),
+    )
     self._inner_factory = inner_factory
 
   @classmethod
@@ -142,8 +148,9 @@ class WindowedModelAveragingFactory(
     """IMA: broadcast the mean of the last P models from round t_s (P=5)."""
     return cls(window_size, mode='broadcast', start_round=start_round, **kwargs)
 
-  def create(self, value_type,
-             weight_type=None) -> tff.templates.AggregationProcess:
+  def create(
+      self, value_type, weight_type=None
+  ) -> tff.templates.AggregationProcess:
     window_math.check_float_structure(value_type, 'value_type')
     inner = _inner_process(self._inner_factory, value_type, weight_type)
     window_args = self._window_args
@@ -161,22 +168,31 @@ class WindowedModelAveragingFactory(
     @tff.tensorflow.computation(window_type, position_type, value_type)
     def window_step_fn(window, position, aggregate):
       return window_math.delta_window_step(
-          window, position, _to_nest(aggregate))
+          window, position, _to_nest(aggregate)
+      )
 
     @tff.federated_computation()
     def init_fn():
       window, position = tff.federated_eval(init_window_fn, tff.SERVER)
       return tff.federated_zip(
-          WindowAggregatorState(inner.initialize(), window, position))
+          WindowAggregatorState(inner.initialize(), window, position)
+      )
 
     return tff.templates.AggregationProcess(
         init_fn,
-        _build_next_fn(inner, window_step_fn, init_fn.type_signature.result,
-                       value_type=value_type, weight_type=weight_type))
+        _build_next_fn(
+            inner,
+            window_step_fn,
+            init_fn.type_signature.result,
+            value_type=value_type,
+            weight_type=weight_type,
+        ),
+    )
 
 
-def _build_next_fn(inner, window_step_fn, state_type, *, value_type,
-                   weight_type):
+def _build_next_fn(
+    inner, window_step_fn, state_type, *, value_type, weight_type
+):
   """The `next` computation: inner aggregation, then the window step."""
 
   def next_body(state, value, weight=None):
@@ -187,21 +203,29 @@ def _build_next_fn(inner, window_step_fn, state_type, *, value_type,
       inner_output = inner.next(state.inner, value)
     # Server computation.
     window, position, result, window_measures = tff.federated_map(
-        window_step_fn, (state.window, state.position, inner_output.result))
+        window_step_fn, (state.window, state.position, inner_output.result)
+    )
     # Output preparation.
     new_state = tff.federated_zip(
-        WindowAggregatorState(inner_output.state, window, position))
+        WindowAggregatorState(inner_output.state, window, position)
+    )
     measurements = tff.federated_zip(
         collections.OrderedDict(
-            inner=inner_output.measurements, window=window_measures))
+            inner=inner_output.measurements, window=window_measures
+        )
+    )
     return tff.templates.MeasuredProcessOutput(
-        state=new_state, result=result, measurements=measurements)
+        state=new_state, result=result, measurements=measurements
+    )
 
   value_at_clients = tff.FederatedType(value_type, tff.CLIENTS)
   if weight_type is not None:
+
     @tff.federated_computation(
-        state_type, value_at_clients,
-        tff.FederatedType(weight_type, tff.CLIENTS))
+        state_type,
+        value_at_clients,
+        tff.FederatedType(weight_type, tff.CLIENTS),
+    )
     def weighted_next_fn(state, value, weight):
       return next_body(state, value, weight)
 

@@ -58,36 +58,48 @@ def build_window_finalizer(
     read_every: E: the window model is exact at rounds t % E == 0; the state
       keeps ceil(W/E) slots (1 in `'broadcast'` mode).
   """
-  window_args = dict(window_size=window_size, mode=mode,
-                     start_round=start_round, read_every=read_every)
+  window_args = dict(
+      window_size=window_size,
+      mode=mode,
+      start_round=start_round,
+      read_every=read_every,
+  )
   window_math.check_window_args(**window_args)
   window_math.check_float_structure(
-      model_weights_type.trainable, 'model trainable weights')
+      model_weights_type.trainable, 'model trainable weights'
+  )
   inner = tff.learning.templates.build_apply_optimizer_finalizer(
-      optimizer, model_weights_type)
+      optimizer, model_weights_type
+  )
   trainable_specs = tff.types.type_to_tf_tensor_specs(
-      model_weights_type.trainable)
+      model_weights_type.trainable
+  )
 
   @tff.tensorflow.computation
   def init_window_fn():
     zeros = tf.nest.map_structure(
-        lambda spec: tf.zeros(spec.shape, spec.dtype), trainable_specs)
+        lambda spec: tf.zeros(spec.shape, spec.dtype), trainable_specs
+    )
     return window_math.initial_window(zeros, **window_args)
 
   window_type = init_window_fn.type_signature.result
 
   window_step_fn = tff.tensorflow.computation(
-      window_math.window_step, window_type, model_weights_type)
+      window_math.window_step, window_type, model_weights_type
+  )
 
   @tff.federated_computation()
   def init_fn():
     return tff.federated_zip(
         WindowFinalizerState(
-            inner.initialize(), tff.federated_eval(init_window_fn, tff.SERVER)))
+            inner.initialize(), tff.federated_eval(init_window_fn, tff.SERVER)
+        )
+    )
 
   return tff.learning.templates.FinalizerProcess(
       init_fn,
-      _build_next_fn(inner, window_step_fn, init_fn.type_signature.result))
+      _build_next_fn(inner, window_step_fn, init_fn.type_signature.result),
+  )
 
 
 def _build_next_fn(inner, window_step_fn, state_type):
@@ -103,15 +115,19 @@ def _build_next_fn(inner, window_step_fn, state_type):
     inner_output = inner.next(state.optimizer, weights, update)
     # Window of the post-optimizer models.
     window, new_weights, window_measures = tff.federated_map(
-        window_step_fn, (state.window, inner_output.result))
+        window_step_fn, (state.window, inner_output.result)
+    )
     # Output preparation.
     return tff.templates.MeasuredProcessOutput(
         state=tff.federated_zip(
-            WindowFinalizerState(inner_output.state, window)),
+            WindowFinalizerState(inner_output.state, window)
+        ),
         result=new_weights,
         measurements=tff.federated_zip(
             collections.OrderedDict(
-                optimizer=inner_output.measurements, window=window_measures)),
+                optimizer=inner_output.measurements, window=window_measures
+            )
+        ),
     )
 
   return next_fn

@@ -50,13 +50,17 @@ def check_window_args(
     raise ValueError(
         f"`{prefix}read_every` must be 1 with {prefix}mode='broadcast' (IMA "
         'sends the window model to clients every round from the start round), '
-        f'got {read_every!r}.')
+        f'got {read_every!r}.'
+    )
 
 
 def check_float_structure(value_type: tff.Type, argument_name: str) -> None:
   """Raises TypeError unless every leaf of `value_type` is a float tensor."""
-  leaves = tff.structure.flatten(value_type) if isinstance(
-      value_type, tff.StructType) else [value_type]
+  leaves = (
+      tff.structure.flatten(value_type)
+      if isinstance(value_type, tff.StructType)
+      else [value_type]
+  )
   for leaf in leaves:
     if not (
         isinstance(leaf, tff.TensorType)
@@ -94,7 +98,8 @@ def window_is_active_numpy(window: WindowBuffer) -> bool:
   """`window_is_active` of a window held as numpy values (a returned state)."""
   t = int(window.num_models)
   return t >= max(int(window.window_size), int(window.start_round)) and (
-      t % int(window.read_every) == 0)
+      t % int(window.read_every) == 0
+  )
 
 
 # TF arithmetic on a `WindowBuffer`.
@@ -135,14 +140,15 @@ def _advance_segment(window: WindowBuffer):
   nxt = tf.math.floormod(window.cursor + 1, k)
   index = tf.reshape(nxt, [1, 1])
   slots = tf.nest.map_structure(
-      lambda s: tf.tensor_scatter_nd_update(
-          s, index, tf.zeros_like(s[:1])), window.slots)
+      lambda s: tf.tensor_scatter_nd_update(s, index, tf.zeros_like(s[:1])),
+      window.slots,
+  )
   window_sum = tf.cond(
       tf.equal(nxt, 0),
+      lambda: tf.nest.map_structure(lambda s: tf.reduce_sum(s, axis=0), slots),
       lambda: tf.nest.map_structure(
-          lambda s: tf.reduce_sum(s, axis=0), slots),
-      lambda: tf.nest.map_structure(
-          lambda total, s: total - s[nxt], window.window_sum, window.slots),
+          lambda total, s: total - s[nxt], window.window_sum, window.slots
+      ),
   )
   return slots, window_sum, nxt
 
@@ -163,8 +169,9 @@ def window_push(window: WindowBuffer, model: Any) -> WindowBuffer:
   prev = window.num_models
   starts_segment = tf.logical_and(
       prev > 0,
-      tf.equal(tf.math.floormod(prev + window.window_size, window.read_every),
-               0),
+      tf.equal(
+          tf.math.floormod(prev + window.window_size, window.read_every), 0
+      ),
   )
   slots, window_sum, cursor = tf.cond(
       starts_segment,
@@ -174,23 +181,28 @@ def window_push(window: WindowBuffer, model: Any) -> WindowBuffer:
   index = tf.reshape(cursor, [1, 1])
   slots = tf.nest.map_structure(
       lambda s, m: tf.tensor_scatter_nd_add(s, index, m[tf.newaxis]),
-      slots, model)
+      slots,
+      model,
+  )
   window_sum = tf.nest.map_structure(tf.add, window_sum, model)
   return window._replace(
-      slots=slots, window_sum=window_sum, cursor=cursor, num_models=prev + 1)
+      slots=slots, window_sum=window_sum, cursor=cursor, num_models=prev + 1
+  )
 
 
 def window_mean(window: WindowBuffer) -> Any:
   """(1/W) * sum of the window (WiMA Eq. 4); meaningful when active."""
   size = window.window_size
   return tf.nest.map_structure(
-      lambda s: s / tf.cast(size, s.dtype), window.window_sum)
+      lambda s: s / tf.cast(size, s.dtype), window.window_sum
+  )
 
 
 def _select(condition: tf.Tensor, if_true: Any, if_false: Any) -> Any:
   """`if_true` where `condition` (a bool scalar) holds, else `if_false`."""
   return tf.nest.map_structure(
-      lambda a, b: tf.where(condition, a, b), if_true, if_false)
+      lambda a, b: tf.where(condition, a, b), if_true, if_false
+  )
 
 
 def evaluated_trainable(window: WindowBuffer, global_trainable: Any) -> Any:
@@ -200,7 +212,8 @@ def evaluated_trainable(window: WindowBuffer, global_trainable: Any) -> Any:
   `global_trainable` (in `'broadcast'` mode the global model already is m^t).
   """
   use_mean = tf.logical_and(
-      window_is_active(window), tf.logical_not(window.broadcast))
+      window_is_active(window), tf.logical_not(window.broadcast)
+  )
   return _select(use_mean, window_mean(window), global_trainable)
 
 
@@ -273,10 +286,17 @@ def delta_window_step(window: WindowBuffer, position: Any, aggregate: Any):
   new_position = _select(apply_window, mean, model)
   result = tf.nest.map_structure(
       lambda p, new, agg: tf.where(apply_window, p - new, agg),
-      position, new_position, aggregate)
+      position,
+      new_position,
+      aggregate,
+  )
   window_model = _select(active, mean, model)
-  return (window, new_position, result,
-          window_measurements(window, window_model, model))
+  return (
+      window,
+      new_position,
+      result,
+      window_measurements(window, window_model, model),
+  )
 
 
 # Numpy read-out of a window held in a returned (numpy) state.
@@ -285,8 +305,9 @@ def delta_window_step(window: WindowBuffer, position: Any, aggregate: Any):
 def window_mean_numpy(window: WindowBuffer) -> Any:
   """(1/W) * sum of the window, in numpy (WiMA Eq. 4)."""
   size = int(window.window_size)
-  return tf.nest.map_structure(lambda s: np.asarray(s) / size,
-                               window.window_sum)
+  return tf.nest.map_structure(
+      lambda s: np.asarray(s) / size, window.window_sum
+  )
 
 
 def reads_window_mean_numpy(window: WindowBuffer) -> bool:

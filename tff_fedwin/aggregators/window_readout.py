@@ -44,8 +44,7 @@ def holds_window(state: Any) -> bool:
   A window is a `WindowAggregatorState` (a `WindowedModelAveragingFactory`
   aggregator) or a `WindowBuffer` (`build_fed_win`'s finalizer, SCAFFOLD).
   """
-  return bool(find_window_states(
-      state, (WindowAggregatorState, WindowBuffer)))
+  return bool(find_window_states(state, (WindowAggregatorState, WindowBuffer)))
 
 
 def _like(reference, values):
@@ -63,7 +62,9 @@ def window_offset_numpy(window: WindowBuffer, position: Any) -> Any:
     return None
   return tf.nest.map_structure(
       lambda m, p: m - np.asarray(p),
-      window_math.window_mean_numpy(window), position)
+      window_math.window_mean_numpy(window),
+      position,
+  )
 
 
 def _aggregator_window_trainable(window_state, trainable):
@@ -73,7 +74,9 @@ def _aggregator_window_trainable(window_state, trainable):
     return trainable
   return tf.nest.map_structure(
       lambda w, o: (np.asarray(w) + o).astype(np.asarray(w).dtype),
-      trainable, _like(trainable, offset))
+      trainable,
+      _like(trainable, offset),
+  )
 
 
 def _absolute_window_trainable(window, trainable):
@@ -111,17 +114,19 @@ def window_model_weights(state: Any) -> tff.learning.models.ModelWeights:
         f'aggregator windows and {len(absolute)} finalizer windows.'
     )
   if found:
-    trainable = _aggregator_window_trainable(found[0],
-                                             global_weights.trainable)
+    trainable = _aggregator_window_trainable(found[0], global_weights.trainable)
   else:
-    trainable = _absolute_window_trainable(absolute[0],
-                                           global_weights.trainable)
+    trainable = _absolute_window_trainable(
+        absolute[0], global_weights.trainable
+    )
   return tff.learning.models.ModelWeights(
-      trainable=trainable, non_trainable=global_weights.non_trainable)
+      trainable=trainable, non_trainable=global_weights.non_trainable
+  )
 
 
 def window_or_global_model_weights(
-    state: Any) -> tff.learning.models.ModelWeights:
+    state: Any,
+) -> tff.learning.models.ModelWeights:
   """The model to evaluate: m^t if `state` holds a window, else w^t.
 
   Args:

@@ -135,9 +135,12 @@ def proximal_gradient(proximal_strength: float) -> GradientTransform:
 
   def transform(gradients, trainable, initial_trainable):
     return tf.nest.map_structure(
-        lambda g, v, v0: g + tf.cast(proximal_strength, v.dtype) * (
-            v - tf.cast(v0, v.dtype)),
-        gradients, trainable, initial_trainable)
+        lambda g, v, v0: g
+        + tf.cast(proximal_strength, v.dtype) * (v - tf.cast(v0, v.dtype)),
+        gradients,
+        trainable,
+        initial_trainable,
+    )
 
   return transform
 
@@ -154,7 +157,8 @@ def control_variate_correction(gradients, trainable, correction):
 def zero_all_if_any_non_finite(structure: Any, all_finite: Any) -> Any:
   """`structure` if `all_finite`, else zeros of its shape (TFF's rule)."""
   return tf.nest.map_structure(
-      lambda t: tf.where(all_finite, t, tf.zeros_like(t)), structure)
+      lambda t: tf.where(all_finite, t, tf.zeros_like(t)), structure
+  )
 
 
 def _all_finite(structure: Any) -> tf.Tensor:
@@ -162,7 +166,8 @@ def _all_finite(structure: Any) -> tf.Tensor:
   if not flat:
     return tf.constant(True)
   return functools.reduce(
-      tf.logical_and, [tf.reduce_all(tf.math.is_finite(t)) for t in flat])
+      tf.logical_and, [tf.reduce_all(tf.math.is_finite(t)) for t in flat]
+  )
 
 
 def _batch_size(output: Any) -> tf.Tensor:
@@ -178,7 +183,8 @@ def check_client_loss(client_loss: Any, num_classes: Any) -> None:
   if client_loss == 'wsm' and num_classes is None:
     raise ValueError(
         "`num_classes` is required with client_loss='wsm' (the length of the "
-        'class proportions beta).')
+        'class proportions beta).'
+    )
   if client_loss == 'wsm':
     checks.check_int('num_classes', num_classes, minimum=1)
 
@@ -191,28 +197,38 @@ def _batch_loss_fn(client_loss: str, label_key: str) -> Callable[..., Any]:
     return output.loss
 
   def wsm_loss(output, batch, class_proportions):
-    return tf.reduce_mean(wsm.wsm_cross_entropy(
-        labels_lib.batch_labels(batch, label_key), output.predictions,
-        class_proportions))
+    return tf.reduce_mean(
+        wsm.wsm_cross_entropy(
+            labels_lib.batch_labels(batch, label_key),
+            output.predictions,
+            class_proportions,
+        )
+    )
 
   return wsm_loss if client_loss == 'wsm' else model_loss
 
 
-def _build_client_init(model_weights, optimizer_step, *, num_classes,
-                       label_key):
+def _build_client_init(
+    model_weights, optimizer_step, *, num_classes, label_key
+):
   """`client_init`; counts class proportions iff `num_classes` is set."""
 
   @tf.function
-  def client_init(initial_weights, dataset, step_input=(),
-                  optimizer_hparams=None):
+  def client_init(
+      initial_weights, dataset, step_input=(), optimizer_hparams=None
+  ):
     tf.nest.map_structure(
-        lambda v, t: v.assign(t), model_weights, initial_weights)
+        lambda v, t: v.assign(t), model_weights, initial_weights
+    )
     class_proportions = ()
     if num_classes is not None:
       class_proportions = wsm.class_proportions_from_dataset(
-          dataset, num_classes, label_key)
-    specs = tuple(tf.TensorSpec(v.shape, v.dtype)
-                  for v in tf.nest.flatten(model_weights.trainable))
+          dataset, num_classes, label_key
+      )
+    specs = tuple(
+        tf.TensorSpec(v.shape, v.dtype)
+        for v in tf.nest.flatten(model_weights.trainable)
+    )
     return ClientStepState(
         optimizer_state=optimizer_step.initialize(specs, optimizer_hparams),
         step_input=tuple(tf.nest.flatten(step_input)),
@@ -225,8 +241,9 @@ def _build_client_init(model_weights, optimizer_step, *, num_classes,
   return client_init
 
 
-def _build_client_step(model, trainable, optimizer_step, *, batch_loss,
-                       gradient_transform):
+def _build_client_step(
+    model, trainable, optimizer_step, *, batch_loss, gradient_transform
+):
   """`client_step`: one optimizer step on the batch's (transformed) gradient."""
 
   @tf.function
@@ -236,21 +253,24 @@ def _build_client_step(model, trainable, optimizer_step, *, batch_loss,
       loss = batch_loss(output, batch, step_state.class_proportions)
     gradients = tape.gradient(loss, trainable)
     gradients = tf.nest.map_structure(
-        lambda g, v: tf.zeros_like(v) if g is None else g, gradients,
-        trainable)
+        lambda g, v: tf.zeros_like(v) if g is None else g, gradients, trainable
+    )
     if gradient_transform is not None:
       step_input = tf.nest.pack_sequence_as(trainable, step_state.step_input)
       gradients = gradient_transform(gradients, trainable, step_input)
     optimizer_state, new_trainable = optimizer_step.next(
-        step_state.optimizer_state, tuple(tf.nest.flatten(trainable)),
-        tuple(tf.nest.flatten(gradients)))
+        step_state.optimizer_state,
+        tuple(tf.nest.flatten(trainable)),
+        tuple(tf.nest.flatten(gradients)),
+    )
     for variable, value in zip(tf.nest.flatten(trainable), new_trainable):
       variable.assign(value)
     batch_size = _batch_size(output)
     loss_sum = step_state.loss_sum
     if output.loss is not None:
       loss_sum += tf.cast(output.loss, tf.float32) * tf.cast(
-          batch_size, tf.float32)
+          batch_size, tf.float32
+      )
     return step_state._replace(
         optimizer_state=optimizer_state,
         num_examples=step_state.num_examples + batch_size,
@@ -267,7 +287,8 @@ def _build_client_final(trainable):
   @tf.function
   def client_final(initial_trainable, step_state):
     model_delta = tf.nest.map_structure(
-        tf.subtract, initial_trainable, trainable)
+        tf.subtract, initial_trainable, trainable
+    )
     return ClientOutput(
         model_delta=model_delta,
         all_finite=_all_finite(model_delta),
@@ -335,12 +356,18 @@ def build_client_training(
       model=model,
       model_weights=model_weights,
       client_init=_build_client_init(
-          model_weights, optimizer_step, num_classes=num_classes,
-          label_key=label_key),
+          model_weights,
+          optimizer_step,
+          num_classes=num_classes,
+          label_key=label_key,
+      ),
       client_step=_build_client_step(
-          model, model_weights.trainable, optimizer_step,
+          model,
+          model_weights.trainable,
+          optimizer_step,
           batch_loss=_batch_loss_fn(client_loss, label_key),
-          gradient_transform=gradient_transform),
+          gradient_transform=gradient_transform,
+      ),
       client_final=_build_client_final(model_weights.trainable),
   )
 
@@ -350,7 +377,8 @@ def run_client_loop(
     step_state: ClientStepState,
     dataset: tf.data.Dataset,
     loop_implementation: tff.learning.LoopImplementation = (
-        tff.learning.LoopImplementation.DATASET_REDUCE),
+        tff.learning.LoopImplementation.DATASET_REDUCE
+    ),
 ) -> ClientStepState:
   """Runs `client_step` over the batches of `dataset`, in order.
 

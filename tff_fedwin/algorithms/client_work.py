@@ -66,31 +66,43 @@ def _build_client_update(
   def client_update(initial_weights, data, optimizer_hparams):
     step_input = initial_weights.trainable if transform is not None else ()
     step_state = training.client_init(
-        initial_weights, data, step_input, optimizer_hparams)
+        initial_weights, data, step_input, optimizer_hparams
+    )
     step_state = client_training.run_client_loop(
-        training.client_step, step_state, data, loop_implementation)
+        training.client_step, step_state, data, loop_implementation
+    )
     output = training.client_final(initial_weights.trainable, step_state)
     update = client_training.zero_all_if_any_non_finite(
-        output.model_delta, output.all_finite)
+        output.model_delta, output.all_finite
+    )
     if not output.all_finite:
       # As TFF: exclude the non-finite training metrics from the aggregate.
       model.reset_metrics()
     return (
         tff.learning.templates.ClientResult(
-            update=update, update_weight=_client_weight(weighting, output)),
+            update=update, update_weight=_client_weight(weighting, output)
+        ),
         model.report_local_unfinalized_metrics(),
     )
 
   return client_update
 
 
-def _check_arguments(model_fn, *, client_loss, num_classes, proximal_strength,
-                     client_weighting, label_key) -> None:
+def _check_arguments(
+    model_fn,
+    *,
+    client_loss,
+    num_classes,
+    proximal_strength,
+    client_weighting,
+    label_key,
+) -> None:
   """Raises TypeError/ValueError/KeyError naming the bad argument."""
   if not isinstance(client_weighting, tff.learning.ClientWeighting):
     raise TypeError(
         '`client_weighting` must be a tff.learning.ClientWeighting, got '
-        f'{client_weighting!r}.')
+        f'{client_weighting!r}.'
+    )
   client_training.check_client_loss(client_loss, num_classes)
   checks.check_number('proximal_strength', proximal_strength, minimum=0)
   if client_loss == 'wsm':
@@ -168,9 +180,13 @@ def build_client_work(
     KeyError: If (`'wsm'`) mapping batches have no `label_key`.
   """
   _check_arguments(
-      model_fn, client_loss=client_loss, num_classes=num_classes,
-      proximal_strength=proximal_strength, client_weighting=client_weighting,
-      label_key=label_key)
+      model_fn,
+      client_loss=client_loss,
+      num_classes=num_classes,
+      proximal_strength=proximal_strength,
+      client_weighting=client_weighting,
+      label_key=label_key,
+  )
   if metrics_aggregator is None:
     metrics_aggregator = tff.learning.metrics.sum_then_finalize
   with tf.Graph().as_default():
@@ -181,7 +197,8 @@ def build_client_work(
   weights_type = tff.learning.models.weights_type_from_model(model)
   # The optimizer's initial hyperparameters, from a placeholder spec.
   initial_hparams = optimizer.get_hparams(
-      optimizer.initialize(tf.TensorSpec([], tf.float32)))
+      optimizer.initialize(tf.TensorSpec([], tf.float32))
+  )
 
   @tff.federated_computation
   def init_fn():
@@ -202,9 +219,15 @@ def build_client_work(
   @tff.tensorflow.computation(state_type, weights_type, data_type)
   def client_update_computation(state, initial_model_weights, dataset):
     client_update = _build_client_update(
-        model_fn, optimizer, client_loss=client_loss, num_classes=num_classes,
-        label_key=label_key, proximal_strength=float(proximal_strength),
-        weighting=client_weighting, loop_implementation=loop_implementation)
+        model_fn,
+        optimizer,
+        client_loss=client_loss,
+        num_classes=num_classes,
+        label_key=label_key,
+        proximal_strength=float(proximal_strength),
+        weighting=client_weighting,
+        loop_implementation=loop_implementation,
+    )
     return client_update(initial_model_weights, dataset, state)
 
   @tff.federated_computation(
@@ -215,12 +238,18 @@ def build_client_work(
   def next_fn(state, weights, client_data):
     client_result, model_outputs = tff.federated_map(
         client_update_computation,
-        (tff.federated_broadcast(state), weights, client_data))
-    measurements = tff.federated_zip(collections.OrderedDict(
-        train=metrics_aggregation_fn(model_outputs)))
+        (tff.federated_broadcast(state), weights, client_data),
+    )
+    measurements = tff.federated_zip(
+        collections.OrderedDict(train=metrics_aggregation_fn(model_outputs))
+    )
     return tff.templates.MeasuredProcessOutput(
-        state, client_result, measurements)
+        state, client_result, measurements
+    )
 
   return tff.learning.templates.ClientWorkProcess(
-      init_fn, next_fn, get_hparams_fn=get_hparams_fn,
-      set_hparams_fn=set_hparams_fn)
+      init_fn,
+      next_fn,
+      get_hparams_fn=get_hparams_fn,
+      set_hparams_fn=set_hparams_fn,
+  )

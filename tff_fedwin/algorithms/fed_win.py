@@ -62,22 +62,25 @@ def build_scheduled_client_work(
     raise ValueError(
         '`client_learning_rate_fn` needs a client optimizer with a '
         f'`learning_rate` hyperparameter; its hyperparameters are '
-        f'{hparams_type}.')
+        f'{hparams_type}.'
+    )
 
   @tff.tensorflow.computation(hparams_type, tf.int32)
   def hparams_for_round_fn(hparams, round_num):
     learning_rate = client_learning_rate_fn(round_num + 1)
     hparams = collections.OrderedDict(hparams)
     hparams['learning_rate'] = tf.cast(
-        learning_rate, hparams['learning_rate'].dtype)
+        learning_rate, hparams['learning_rate'].dtype
+    )
     return hparams, round_num + 1
 
   @tff.federated_computation()
   def init_fn():
     return tff.federated_zip(
         ScheduledClientWorkState(
-            client_work.initialize(),
-            tff.federated_value(0, tff.SERVER)))
+            client_work.initialize(), tff.federated_value(0, tff.SERVER)
+        )
+    )
 
   measurements_type = client_work.next.type_signature.result.measurements.member
 
@@ -90,20 +93,24 @@ def build_scheduled_client_work(
   _, weights_type, data_type = client_work.next.type_signature.parameter
 
   @tff.federated_computation(
-      init_fn.type_signature.result, weights_type, data_type)
+      init_fn.type_signature.result, weights_type, data_type
+  )
   def next_fn(state, weights, client_data):
     # Server computation: this round's hyperparameters.
     hparams, round_num = tff.federated_map(
-        hparams_for_round_fn, (state.hparams, state.round_num))
+        hparams_for_round_fn, (state.hparams, state.round_num)
+    )
     # Client computation.
     output = client_work.next(hparams, weights, client_data)
     # Output preparation.
     return tff.templates.MeasuredProcessOutput(
         state=tff.federated_zip(
-            ScheduledClientWorkState(output.state, round_num)),
+            ScheduledClientWorkState(output.state, round_num)
+        ),
         result=output.result,
         measurements=tff.federated_map(
-            add_learning_rate_fn, (output.measurements, hparams)),
+            add_learning_rate_fn, (output.measurements, hparams)
+        ),
     )
 
   return tff.learning.templates.ClientWorkProcess(init_fn, next_fn)
@@ -133,15 +140,19 @@ def ima_client_learning_rate_fn(
     A function of the round number usable as `client_learning_rate_fn`.
   """
   checks.check_number(
-      'initial_learning_rate', initial_learning_rate, positive=True)
+      'initial_learning_rate', initial_learning_rate, positive=True
+  )
   checks.check_int('start_round', start_round, minimum=0)
 
   def learning_rate_fn(round_num):
     t = tf.cast(round_num, tf.float32)
     t_s = tf.constant(float(start_round), tf.float32)
     before = initial_learning_rate * tf.pow(decay_before, t)
-    after = (initial_learning_rate * tf.pow(decay_before, t_s)
-             * tf.pow(decay_after, t - t_s))
+    after = (
+        initial_learning_rate
+        * tf.pow(decay_before, t_s)
+        * tf.pow(decay_after, t - t_s)
+    )
     return tf.where(t < t_s, before, after)
 
   return learning_rate_fn
@@ -161,12 +172,15 @@ def build_fed_win(
     num_classes: Optional[int] = None,
     proximal_strength: float = 0.0,
     client_weighting: tff.learning.ClientWeighting = (
-        tff.learning.ClientWeighting.NUM_EXAMPLES),
+        tff.learning.ClientWeighting.NUM_EXAMPLES
+    ),
     model_aggregator: Optional[
-        tff.aggregators.WeightedAggregationFactory] = None,
+        tff.aggregators.WeightedAggregationFactory
+    ] = None,
     metrics_aggregator: Optional[Any] = None,
     loop_implementation: tff.learning.LoopImplementation = (
-        tff.learning.LoopImplementation.DATASET_ITERATOR),
+        tff.learning.LoopImplementation.DATASET_ITERATOR
+    ),
 ) -> tff.learning.templates.LearningProcess:
   """Builds FedAvg (or FedAvgM, FedAdam, FedYogi) with an exact model window.
 
@@ -226,9 +240,12 @@ def build_fed_win(
   _check_client_loss_args(client_loss=client_loss, num_classes=num_classes)
   window_args = None
   if window_size is not None:
-    window_args = dict(window_size=window_size, mode=window_mode,
-                       start_round=window_start_round,
-                       read_every=window_read_every)
+    window_args = dict(
+        window_size=window_size,
+        mode=window_mode,
+        start_round=window_start_round,
+        read_every=window_read_every,
+    )
     window_math.check_window_args(**window_args, prefix='window_')
   if server_optimizer_fn is None:
     server_optimizer_fn = tff.learning.optimizers.build_sgdm(learning_rate=1.0)
@@ -241,26 +258,36 @@ def build_fed_win(
 
   model_weights_type = initial_model_weights_fn.type_signature.result
   distributor = tff.learning.templates.build_broadcast_process(
-      model_weights_type)
+      model_weights_type
+  )
   client_work = _build_client_work(
-      model_fn, client_optimizer_fn, client_loss=client_loss,
-      num_classes=num_classes, proximal_strength=proximal_strength,
+      model_fn,
+      client_optimizer_fn,
+      client_loss=client_loss,
+      num_classes=num_classes,
+      proximal_strength=proximal_strength,
       client_weighting=client_weighting,
       metrics_aggregator=metrics_aggregator,
-      loop_implementation=loop_implementation)
+      loop_implementation=loop_implementation,
+  )
   if client_learning_rate_fn is not None:
     client_work = build_scheduled_client_work(
-        client_work, client_learning_rate_fn)
+        client_work, client_learning_rate_fn
+    )
   aggregator = model_aggregator.create(
-      model_weights_type.trainable, tff.TensorType(tf.float32.as_numpy_dtype))
+      model_weights_type.trainable, tff.TensorType(tf.float32.as_numpy_dtype)
+  )
   if window_args is None:
     finalizer = tff.learning.templates.build_apply_optimizer_finalizer(
-        server_optimizer_fn, model_weights_type)
+        server_optimizer_fn, model_weights_type
+    )
   else:
     finalizer = build_window_finalizer(
-        server_optimizer_fn, model_weights_type, **window_args)
+        server_optimizer_fn, model_weights_type, **window_args
+    )
   composed = tff.learning.templates.compose_learning_process(
-      initial_model_weights_fn, distributor, client_work, aggregator, finalizer)
+      initial_model_weights_fn, distributor, client_work, aggregator, finalizer
+  )
   if window_args is None:
     return composed
   return _with_window_model_weights(composed)
@@ -274,8 +301,14 @@ def _check_client_loss_args(*, client_loss, num_classes):
 
 
 def _build_client_work(
-    model_fn, client_optimizer_fn, *, client_loss, num_classes,
-    proximal_strength, client_weighting, metrics_aggregator,
+    model_fn,
+    client_optimizer_fn,
+    *,
+    client_loss,
+    num_classes,
+    proximal_strength,
+    client_weighting,
+    metrics_aggregator,
     loop_implementation,
 ) -> tff.learning.templates.ClientWorkProcess:
   """The model-delta client work on the client-training core (ce or wsm)."""
@@ -304,9 +337,11 @@ def _with_window_model_weights(
   @tff.tensorflow.computation(state_type)
   def get_model_weights(state):
     trainable = window_math.evaluated_trainable(
-        state.finalizer.window, state.global_model_weights.trainable)
+        state.finalizer.window, state.global_model_weights.trainable
+    )
     return tff.learning.models.ModelWeights(
-        trainable, state.global_model_weights.non_trainable)
+        trainable, state.global_model_weights.non_trainable
+    )
 
   return tff.learning.templates.LearningProcess(
       composed.initialize,

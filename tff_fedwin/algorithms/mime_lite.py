@@ -40,8 +40,14 @@ def build_mime_lite_with_window(
   model_aggregator = None
   if window_size is not None:
     model_aggregator = window_factory.WindowedModelAveragingFactory(
-        window_size, mode=window_mode, start_round=window_start_round,
-        read_every=window_read_every)
+        window_size,
+        mode=window_mode,
+        start_round=window_start_round,
+        read_every=window_read_every,
+    )
   return tff.learning.algorithms.build_weighted_mime_lite(
-      model_fn, base_optimizer=base_optimizer,
-      server_optimizer=server_optimizer, model_aggregator=model_aggregator)
+      model_fn,
+      base_optimizer=base_optimizer,
+      server_optimizer=server_optimizer,
+      model_aggregator=model_aggregator,
+  )

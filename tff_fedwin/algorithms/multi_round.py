@@ -40,13 +40,16 @@ def build_multi_round_process(
   if not isinstance(process, tff.learning.templates.LearningProcess):
     raise TypeError(
         '`process` must be a tff.learning.templates.LearningProcess, got '
-        f'{type(process).__name__}.')
+        f'{type(process).__name__}.'
+    )
   rounds_per_call = checks.check_int(
-      'rounds_per_call', rounds_per_call, minimum=1)
+      'rounds_per_call', rounds_per_call, minimum=1
+  )
   state_type, data_type = process.next.type_signature.parameter
   rounds_data_type = tff.FederatedType(
       tff.StructWithPythonType([data_type.member] * rounds_per_call, tuple),
-      tff.CLIENTS)
+      tff.CLIENTS,
+  )
 
   @tff.federated_computation(state_type, rounds_data_type)
   def next_fn(state, rounds_data):
@@ -56,7 +59,8 @@ def build_multi_round_process(
       state = output.state
       metrics.append(output.metrics)
     return tff.learning.templates.LearningProcessOutput(
-        state=state, metrics=tff.federated_zip(tuple(metrics)))
+        state=state, metrics=tff.federated_zip(tuple(metrics))
+    )
 
   return tff.learning.templates.LearningProcess(
       process.initialize,

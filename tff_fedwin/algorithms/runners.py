@@ -38,7 +38,8 @@ class LearningProcessRunner:
     if not isinstance(process, tff.learning.templates.LearningProcess):
       raise ValueError(
           '`process` must be a tff.learning.templates.LearningProcess, got '
-          f'{type(process).__name__}; use ScaffoldRunner for SCAFFOLD.')
+          f'{type(process).__name__}; use ScaffoldRunner for SCAFFOLD.'
+      )
     self._process = process
 
   @property
@@ -54,7 +55,9 @@ class LearningProcessRunner:
     return None
 
   def run_round(
-      self, state: Any, datasets: Sequence[tf.data.Dataset],
+      self,
+      state: Any,
+      datasets: Sequence[tf.data.Dataset],
       client_states: Optional[list[Any]] = None,
   ) -> tuple[Any, None, Any]:
     """One `process.next`: `(state, datasets, None) -> (state, None, metrics)`.
@@ -63,8 +66,10 @@ class LearningProcessRunner:
       ValueError: If `client_states` is not None.
     """
     if client_states is not None:
-      raise ValueError('`client_states` must be None: a LearningProcess keeps '
-                       'no client states.')
+      raise ValueError(
+          '`client_states` must be None: a LearningProcess keeps '
+          'no client states.'
+      )
     output = self._process.next(state, list(datasets))
     return output.state, None, output.metrics
 
@@ -85,8 +90,9 @@ class ScaffoldRunner:
   (c_i, docs/design.md sec. 3) between rounds.
   """
 
-  def __init__(self, process: tff.templates.IterativeProcess,
-               initial_client_state: Any):
+  def __init__(
+      self, process: tff.templates.IterativeProcess, initial_client_state: Any
+  ):
     """Initializes the runner.
 
     Args:
@@ -98,16 +104,20 @@ class ScaffoldRunner:
       ValueError: If an argument has the wrong type.
     """
     if not isinstance(process, tff.templates.IterativeProcess) or isinstance(
-        process, tff.learning.templates.LearningProcess):
+        process, tff.learning.templates.LearningProcess
+    ):
       raise ValueError(
           '`process` must be the tff.templates.IterativeProcess of '
-          f'build_scaffold, got {type(process).__name__}.')
+          f'build_scaffold, got {type(process).__name__}.'
+      )
     if initial_client_state is None or not tf.nest.flatten(
-        initial_client_state):
+        initial_client_state
+    ):
       raise ValueError(
           '`initial_client_state` must be a ScaffoldClientState of arrays '
           '(tff_fedwin.algorithms.initial_client_state(model_fn)), got '
-          f'{initial_client_state!r}.')
+          f'{initial_client_state!r}.'
+      )
     self._process = process
     self._initial_client_state = initial_client_state
 
@@ -124,7 +134,9 @@ class ScaffoldRunner:
     return self._initial_client_state
 
   def run_round(
-      self, state: Any, datasets: Sequence[tf.data.Dataset],
+      self,
+      state: Any,
+      datasets: Sequence[tf.data.Dataset],
       client_states: Sequence[Any],
   ) -> tuple[Any, list[Any], Any]:
     """One SCAFFOLD round: `(state, datasets, c_i) -> (state, c_i+, metrics)`.
@@ -135,7 +147,8 @@ class ScaffoldRunner:
       client_states: Their `ScaffoldClientState`s, in the order of `datasets`.
     """
     state, new_client_states, metrics = self._process.next(
-        state, list(datasets), list(client_states))
+        state, list(datasets), list(client_states)
+    )
     return state, list(new_client_states), metrics
 
   def global_model_weights(self, state: Any) -> ModelWeights:

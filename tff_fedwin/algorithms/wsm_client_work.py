@@ -22,7 +22,8 @@ def build_wsm_client_work(
     *,
     num_classes: int,
     client_weighting: tff.learning.ClientWeighting = (
-        tff.learning.ClientWeighting.NUM_EXAMPLES),
+        tff.learning.ClientWeighting.NUM_EXAMPLES
+    ),
     metrics_aggregator: Optional[Any] = None,
     label_key: str = 'y',
     proximal_strength: float = 0.0,

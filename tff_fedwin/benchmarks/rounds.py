@@ -69,6 +69,7 @@ def driver_peak_gb() -> float:
 
 def learning_process_row(build: Callable[[], Any]) -> RowFn:
   """Times `next` of the LearningProcess `build()`, one round per call."""
+
   def run(data, rounds):
     process = build()
     state = process.initialize()
@@ -77,11 +78,13 @@ def learning_process_row(build: Callable[[], Any]) -> RowFn:
     for _ in range(rounds):
       state = process.next(state, data).state
     return (time.perf_counter() - start) / rounds, state_mb(state)
+
   return run
 
 
 def multi_round_row(build: Callable[[], Any], rounds_per_call: int) -> RowFn:
   """Times one call of `rounds_per_call` rounds; reports time per round."""
+
   def run(data, rounds):
     del rounds
     process = algorithms.build_multi_round_process(build(), rounds_per_call)
@@ -91,15 +94,19 @@ def multi_round_row(build: Callable[[], Any], rounds_per_call: int) -> RowFn:
     start = time.perf_counter()
     state = process.next(state, calls_data).state
     return (time.perf_counter() - start) / rounds_per_call, state_mb(state)
+
   return run
 
 
 def scaffold_row(model_fn, client_learning_rate: float) -> RowFn:
   """Times SCAFFOLD rounds; state MB includes the sampled clients' states."""
+
   def run(data, rounds):
     process = scaffold.build_scaffold(
-        model_fn, client_learning_rate=client_learning_rate,
-        total_clients=len(data))
+        model_fn,
+        client_learning_rate=client_learning_rate,
+        total_clients=len(data),
+    )
     client_states = [scaffold.initial_client_state(model_fn)] * len(data)
     state = process.initialize()
     state, client_states, _ = process.next(state, data, client_states)
@@ -108,6 +115,7 @@ def scaffold_row(model_fn, client_learning_rate: float) -> RowFn:
       state, client_states, _ = process.next(state, data, client_states)
     elapsed = (time.perf_counter() - start) / rounds
     return elapsed, state_mb(state) + state_mb(client_states)
+
   return run
 
 
@@ -119,6 +127,7 @@ def plain_tensorflow_row(keras_model_fn, client_learning_rate: float) -> RowFn:
   client, example-weighted mean of the client deltas, server SGD(1.0). Not a
   bound: the dataset loop itself is slow (see `bound_row`).
   """
+
   def run(data, rounds):
     model = keras_model_fn()
     loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -136,8 +145,7 @@ def plain_tensorflow_row(keras_model_fn, client_learning_rate: float) -> RowFn:
         for var, grad in zip(model.trainable_weights, grads):
           var.assign_sub(client_learning_rate * grad)
         num_examples += tf.cast(tf.shape(batch['y'])[0], tf.float32)
-      deltas = [g - v for g, v in zip(global_weights,
-                                      model.trainable_weights)]
+      deltas = [g - v for g, v in zip(global_weights, model.trainable_weights)]
       return deltas, num_examples
 
     def one_round():
@@ -154,13 +162,17 @@ def plain_tensorflow_row(keras_model_fn, client_learning_rate: float) -> RowFn:
     start = time.perf_counter()
     for _ in range(rounds):
       one_round()
-    return ((time.perf_counter() - start) / rounds,
-            state_mb([w.numpy() for w in global_weights]))
+    return (
+        (time.perf_counter() - start) / rounds,
+        state_mb([w.numpy() for w in global_weights]),
+    )
+
   return run
 
 
-def stack_client_data(data: Sequence[tf.data.Dataset]) -> tuple[tf.Tensor,
-                                                                  tf.Tensor]:
+def stack_client_data(
+    data: Sequence[tf.data.Dataset],
+) -> tuple[tf.Tensor, tf.Tensor]:
   """Stacks equal-shaped client datasets as `[clients, steps, batch, ...]`.
 
   Args:
@@ -177,15 +189,18 @@ def stack_client_data(data: Sequence[tf.data.Dataset]) -> tuple[tf.Tensor,
   clients = [list(dataset.as_numpy_iterator()) for dataset in data]
   shapes = {tuple(b['x'].shape for b in batches) for batches in clients}
   if len(shapes) != 1 or len(set(next(iter(shapes)))) != 1:
-    raise ValueError('The bound needs clients with the same number of '
-                     f'equal-sized batches; got batch shapes {shapes}.')
+    raise ValueError(
+        'The bound needs clients with the same number of '
+        f'equal-sized batches; got batch shapes {shapes}.'
+    )
   x = np.stack([np.stack([b['x'] for b in batches]) for batches in clients])
   y = np.stack([np.stack([b['y'] for b in batches]) for batches in clients])
   return tf.constant(x), tf.constant(y)
 
 
-def build_tensor_fed_avg_round(model: tf.keras.Model,
-                               client_learning_rate: float):
+def build_tensor_fed_avg_round(
+    model: tf.keras.Model, client_learning_rate: float
+):
   """One FedAvg round over stacked client tensors, as one `tf.function`.
 
   Every client starts from the global weights, takes one SGD step per batch on
@@ -234,21 +249,30 @@ def bound_row(keras_model_fn, client_learning_rate: float) -> RowFn:
   of `build_tensor_fed_avg_round`. The fastest honest way to do a FedAvg
   round's work on this machine; every table reports ratios to it.
   """
+
   def run(data, rounds):
     x, y = stack_client_data(data)
     round_fn, global_weights = build_tensor_fed_avg_round(
-        keras_model_fn(), client_learning_rate)
+        keras_model_fn(), client_learning_rate
+    )
     round_fn(x, y)  # Warm-up (tracing).
     start = time.perf_counter()
     for _ in range(rounds):
       round_fn(x, y)
-    return ((time.perf_counter() - start) / rounds,
-            state_mb([w.numpy() for w in global_weights]))
+    return (
+        (time.perf_counter() - start) / rounds,
+        state_mb([w.numpy() for w in global_weights]),
+    )
+
   return run
 
 
-def run_rows(rows: Sequence[Row], data: list[tf.data.Dataset], rounds: int,
-             log: Callable[[str], None] = print) -> list[Result]:
+def run_rows(
+    rows: Sequence[Row],
+    data: list[tf.data.Dataset],
+    rounds: int,
+    log: Callable[[str], None] = print,
+) -> list[Result]:
   """Runs each row on fresh managed worker(s); returns the measurements."""
   results = []
   for row in rows:
@@ -256,20 +280,27 @@ def run_rows(rows: Sequence[Row], data: list[tf.data.Dataset], rounds: int,
       seconds, mb = row.run(data, rounds)
       worker_gb = 0.0
     else:
-      context = (runtime.local_execution_context() if row.num_workers == 1
-                 else runtime.multi_worker_execution_context(
-                     num_workers=row.num_workers))
+      context = (
+          runtime.local_execution_context()
+          if row.num_workers == 1
+          else runtime.multi_worker_execution_context(
+              num_workers=row.num_workers
+          )
+      )
       with context:
         seconds, mb = row.run(data, rounds)
         worker_gb = max(peak_gb(w.pid) for w in runtime.running_workers())
     results.append(Result(row.name, seconds, mb, worker_gb))
-    log(f'{row.name}: {seconds:.2f} s/round, state {mb:.1f} MB, '
-        f'worker peak {worker_gb:.2f} GB')
+    log(
+        f'{row.name}: {seconds:.2f} s/round, state {mb:.1f} MB, '
+        f'worker peak {worker_gb:.2f} GB'
+    )
   return results
 
 
-def markdown_table(results: Sequence[Result], baseline_name: str,
-                   bound_name: str, header: str) -> str:
+def markdown_table(
+    results: Sequence[Result], baseline_name: str, bound_name: str, header: str
+) -> str:
   """A table with each row's ratios to TFF's baseline and to the bound.
 
   Each reference is the mean of its rows (the baseline is measured first and
@@ -280,31 +311,48 @@ def markdown_table(results: Sequence[Result], baseline_name: str,
     by_name[r.name].append(r.seconds_per_round)
   baseline = float(np.mean(by_name[baseline_name]))
   bound = float(np.mean(by_name[bound_name]))
-  lines = [header, '', '| process | s/round | x TFF | x bound | state MB | '
-           'worker peak GB |', '|---|---:|---:|---:|---:|---:|']
+  lines = [
+      header,
+      '',
+      '| process | s/round | x TFF | x bound | state MB | ' 'worker peak GB |',
+      '|---|---:|---:|---:|---:|---:|',
+  ]
   for r in results:
-    lines.append(f'| {r.name} | {r.seconds_per_round:.2f} | '
-                 f'{r.seconds_per_round / baseline:.2f} | '
-                 f'{r.seconds_per_round / bound:.2f} | {r.state_mb:.1f} | '
-                 f'{r.worker_peak_gb:.2f} |')
+    lines.append(
+        f'| {r.name} | {r.seconds_per_round:.2f} | '
+        f'{r.seconds_per_round / baseline:.2f} | '
+        f'{r.seconds_per_round / bound:.2f} | {r.state_mb:.1f} | '
+        f'{r.worker_peak_gb:.2f} |'
+    )
   lines.append('')
   lines.append(f'Driver (Python) peak RSS: {driver_peak_gb():.2f} GB.')
   return '\n'.join(lines)
 
 
-def run_and_report(rows: Sequence[Row], *, baseline_name: str,
-                   bound_name: str, rounds: int, clients: int, steps: int,
-                   batch_size: int, output: Optional[str] = None) -> str:
+def run_and_report(
+    rows: Sequence[Row],
+    *,
+    baseline_name: str,
+    bound_name: str,
+    rounds: int,
+    clients: int,
+    steps: int,
+    batch_size: int,
+    output: Optional[str] = None,
+) -> str:
   """Runs `rows` on synthetic EMNIST clients; prints and returns the table."""
   if rounds < 1:
     raise ValueError(f'`rounds` must be >= 1, got {rounds}.')
   data = synthetic_emnist_data(clients, steps, batch_size)
   results = run_rows(rows, data, rounds)
   table = markdown_table(
-      results, baseline_name, bound_name,
+      results,
+      baseline_name,
+      bound_name,
       f'EMNIST-62 cnn_dropout (1.2M params); {clients} clients x {steps} '
       f'steps of batch {batch_size}; {rounds} timed rounds per row after one '
-      'warm-up call; each row on fresh TFF worker(s).')
+      'warm-up call; each row on fresh TFF worker(s).',
+  )
   print(table, flush=True)
   if output:
     with open(output, 'w') as f:
@@ -312,14 +360,18 @@ def run_and_report(rows: Sequence[Row], *, baseline_name: str,
   return table
 
 
-def fed_avg_baseline(client_learning_rate: float,
-                     model_fn=emnist_model_fn) -> Callable[[], Any]:
+def fed_avg_baseline(
+    client_learning_rate: float, model_fn=emnist_model_fn
+) -> Callable[[], Any]:
   """TFF's own `build_weighted_fed_avg`: the baseline of every table."""
   return lambda: tff.learning.algorithms.build_weighted_fed_avg(
-      model_fn, tff.learning.optimizers.build_sgdm(client_learning_rate))
+      model_fn, tff.learning.optimizers.build_sgdm(client_learning_rate)
+  )
 
 
-def synthetic_emnist_data(num_clients: int, steps: int, batch_size: int,
-                          seed: Optional[int] = 0) -> list[tf.data.Dataset]:
+def synthetic_emnist_data(
+    num_clients: int, steps: int, batch_size: int, seed: Optional[int] = 0
+) -> list[tf.data.Dataset]:
   return tasks.synthetic_client_datasets(
-      num_clients, steps * batch_size, batch_size, seed=seed)
+      num_clients, steps * batch_size, batch_size, seed=seed
+  )

@@ -100,8 +100,9 @@ def dirichlet_label_partition(
       shards = np.array_split(class_indices, holders.size)
     else:
       holders = range(num_clients)
-      shards = _dirichlet_split(class_indices, alpha=alpha, rng=rng,
-                                num_clients=num_clients)
+      shards = _dirichlet_split(
+          class_indices, alpha=alpha, rng=rng, num_clients=num_clients
+      )
     for client, shard in zip(holders, shards):
       client_shards[client].append(shard)
 
@@ -112,8 +113,12 @@ def dirichlet_label_partition(
 
 
 def _dirichlet_split(
-    class_indices: np.ndarray, *, alpha: float, rng: np.random.Generator,
-    num_clients: int) -> list[np.ndarray]:
+    class_indices: np.ndarray,
+    *,
+    alpha: float,
+    rng: np.random.Generator,
+    num_clients: int,
+) -> list[np.ndarray]:
   """One class's shuffled indices cut in Dir(alpha) proportions (equal: inf)."""
   if math.isinf(alpha):
     proportions = np.full(num_clients, 1.0 / num_clients)
@@ -191,13 +196,15 @@ def client_data_from_partition(
   )
   return tff.simulation.datasets.ClientData.from_clients_and_tf_fn(
       client_ids,
-      _rows_dataset_fn(x[order], y[order], offsets=offsets,
-                       client_ids=client_ids),
+      _rows_dataset_fn(
+          x[order], y[order], offsets=offsets, client_ids=client_ids
+      ),
   )
 
 
 def _checked_shards(
-    partition: Sequence[np.ndarray], num_examples: int) -> list[np.ndarray]:
+    partition: Sequence[np.ndarray], num_examples: int
+) -> list[np.ndarray]:
   """The partition's index arrays as int64, after checking them."""
   if not partition:
     raise ValueError('`partition` must hold at least one client.')
@@ -218,7 +225,8 @@ def _checked_shards(
 
 
 def _checked_client_ids(
-    client_ids: Optional[Sequence[str]], num_clients: int) -> list[str]:
+    client_ids: Optional[Sequence[str]], num_clients: int
+) -> list[str]:
   """`client_ids` (default ids if None) as a list, after checking them."""
   if client_ids is None:
     client_ids = default_client_ids(num_clients)
@@ -236,8 +244,12 @@ def _checked_client_ids(
 
 
 def _rows_dataset_fn(
-    x_rows: np.ndarray, y_rows: np.ndarray, *, offsets: np.ndarray,
-    client_ids: list[str]):
+    x_rows: np.ndarray,
+    y_rows: np.ndarray,
+    *,
+    offsets: np.ndarray,
+    client_ids: list[str],
+):
   """`client_id -> tf.data.Dataset` of rows `offsets[k]:offsets[k+1]`.
 
   A Python id (str or bytes) slices the numpy arrays; a string tensor (the

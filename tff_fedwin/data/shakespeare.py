@@ -98,7 +98,8 @@ def lines_to_sequences(
     pieces.extend(([BOS_ID], encode(line), [EOS_ID]))
   stream = (
       np.concatenate(pieces).astype(np.int32)
-      if pieces else np.zeros([0], np.int32)
+      if pieces
+      else np.zeros([0], np.int32)
   )
   num_examples = math.ceil(stream.size / width)
   chunks = np.full([num_examples * width], PAD_ID, np.int32)
@@ -122,8 +123,11 @@ def _pack_clients(
     min_chars: int,
     seq_length: int,
     test_fraction: float,
-) -> tuple[list[str], list[tuple[np.ndarray, np.ndarray]],
-           list[tuple[np.ndarray, np.ndarray]]]:
+) -> tuple[
+    list[str],
+    list[tuple[np.ndarray, np.ndarray]],
+    list[tuple[np.ndarray, np.ndarray]],
+]:
   """Kept client ids, and their (x, y) train and test examples, in order."""
   client_ids, train, test = [], [], []
   for client_id, lines in lines_by_client.items():
@@ -135,7 +139,8 @@ def _pack_clients(
     test.append(lines_to_sequences(test_lines, seq_length))
   if not client_ids:
     raise ValueError(
-        f'No client has at least min_chars={min_chars} training characters.')
+        f'No client has at least min_chars={min_chars} training characters.'
+    )
   return client_ids, train, test
 
 
@@ -178,13 +183,19 @@ def shakespeare_client_data(
   if not 0.0 <= test_fraction < 1.0:
     raise ValueError(f'`test_fraction` must be in [0, 1), got {test_fraction}.')
   client_ids, train, test = _pack_clients(
-      load_shakespeare_lines(plays_dir), min_chars=min_chars,
-      seq_length=seq_length, test_fraction=test_fraction)
+      load_shakespeare_lines(plays_dir),
+      min_chars=min_chars,
+      seq_length=seq_length,
+      test_fraction=test_fraction,
+  )
   sizes = np.cumsum([0] + [x.shape[0] for x, _ in train])
   shards = [np.arange(start, end) for start, end in zip(sizes, sizes[1:])]
   train_data = partition.client_data_from_partition(
       np.concatenate([x for x, _ in train]),
-      np.concatenate([y for _, y in train]), shards, client_ids)
+      np.concatenate([y for _, y in train]),
+      shards,
+      client_ids,
+  )
   test_data = tf.data.Dataset.from_tensor_slices(
       collections.OrderedDict(
           x=np.concatenate([x for x, _ in test]),

@@ -174,8 +174,9 @@ def _parse_play(text: str) -> list[tuple[str, str]]:
           speaker, last_line = None, None
           continue
         fragment = last_line.strip() if last_line is not None else ''
-        if (_CAPS_FRAGMENT.match(fragment) or (
-            name.startswith('of ') and _TITLE_FRAGMENT.match(fragment))):
+        if _CAPS_FRAGMENT.match(fragment) or (
+            name.startswith('of ') and _TITLE_FRAGMENT.match(fragment)
+        ):
           if last_spoken:
             spoken.pop()
           if not fragment.startswith('OF '):

@@ -115,16 +115,21 @@ def _read_arrays(path: str) -> dict[str, np.ndarray]:
   """
   if not os.path.isfile(path):
     problem = 'is not a file' if os.path.exists(path) else 'no such file'
-    raise ValueError(f'{path}: {problem}; load_npz needs a .npz file holding '
-                     f'{", ".join(_NPZ_KEYS)}.')
+    raise ValueError(
+        f'{path}: {problem}; load_npz needs a .npz file holding '
+        f'{", ".join(_NPZ_KEYS)}.'
+    )
   try:
     data = np.load(path, allow_pickle=False)
   except Exception as e:  # pylint: disable=broad-except
-    raise ValueError(f'{path}: not a readable .npz archive '
-                     f'({_one_line(e)}).') from None
+    raise ValueError(
+        f'{path}: not a readable .npz archive ' f'({_one_line(e)}).'
+    ) from None
   if not isinstance(data, np.lib.npyio.NpzFile):
-    raise ValueError(f'{path}: holds a single .npy array, not a .npz archive '
-                     f'of {", ".join(_NPZ_KEYS)}.')
+    raise ValueError(
+        f'{path}: holds a single .npy array, not a .npz archive '
+        f'of {", ".join(_NPZ_KEYS)}.'
+    )
   with data:
     missing = [key for key in _NPZ_KEYS if key not in data.files]
     if missing:
@@ -137,28 +142,41 @@ def _read_arrays(path: str) -> dict[str, np.ndarray]:
       try:
         arrays[key] = data[key]
       except Exception as e:  # pylint: disable=broad-except
-        hint = ('; object arrays need pickle, which load_npz does not allow: '
-                'store numeric arrays' if 'pickle' in str(e) else '')
-        raise ValueError(f'{key} in {path}: cannot read the array '
-                         f'({_one_line(e)}){hint}.') from None
+        hint = (
+            '; object arrays need pickle, which load_npz does not allow: '
+            'store numeric arrays'
+            if 'pickle' in str(e)
+            else ''
+        )
+        raise ValueError(
+            f'{key} in {path}: cannot read the array '
+            f'({_one_line(e)}){hint}.'
+        ) from None
   return arrays
 
 
 def _check_features(path: str, key: str, x: np.ndarray) -> None:
   """Raises ValueError unless `x` is a non-empty numeric array of examples."""
   if x.dtype.kind not in 'biuf':
-    raise ValueError(f'{key} in {path}: features must be numbers (float, '
-                     f'integer or bool), got dtype {x.dtype}.')
+    raise ValueError(
+        f'{key} in {path}: features must be numbers (float, '
+        f'integer or bool), got dtype {x.dtype}.'
+    )
   if x.ndim < 1:
-    raise ValueError(f'{key} in {path}: features need a first axis of '
-                     f'examples, got a scalar.')
+    raise ValueError(
+        f'{key} in {path}: features need a first axis of '
+        f'examples, got a scalar.'
+    )
   if x.shape[0] == 0:
-    raise ValueError(f'{key} in {path}: no examples (shape {x.shape}); train '
-                     f'and test need at least one example each.')
+    raise ValueError(
+        f'{key} in {path}: no examples (shape {x.shape}); train '
+        f'and test need at least one example each.'
+    )
 
 
-def _check_labels(path: str, split: str, x: np.ndarray,
-                  y: np.ndarray) -> np.ndarray:
+def _check_labels(
+    path: str, split: str, x: np.ndarray, y: np.ndarray
+) -> np.ndarray:
   """Returns the labels of `split` as a 1-D array, after checking them.
 
   Raises:
@@ -167,41 +185,54 @@ def _check_labels(path: str, split: str, x: np.ndarray,
   """
   key = f'y_{split}'
   if y.dtype.kind not in 'iu':
-    raise ValueError(f'{key} in {path}: labels must be integers, got dtype '
-                     f'{y.dtype}.')
+    raise ValueError(
+        f'{key} in {path}: labels must be integers, got dtype ' f'{y.dtype}.'
+    )
   if y.ndim < 1 or y.shape[0] != x.shape[0]:
     raise ValueError(
         f'x_{split} and y_{split} in {path} must have the same number of '
         f'examples, got shapes {x.shape} and {y.shape}.'
     )
   if y.size != y.shape[0]:
-    raise ValueError(f'{key} in {path}: labels must be one class id per '
-                     f'example, of shape [N] or [N, 1], got shape {y.shape}.')
+    raise ValueError(
+        f'{key} in {path}: labels must be one class id per '
+        f'example, of shape [N] or [N, 1], got shape {y.shape}.'
+    )
   y = y.reshape(-1)
   if y.dtype.kind == 'i' and y.min() < 0:
-    raise ValueError(f'{key} in {path}: negative label(s) '
-                     f'{_listed(np.unique(y[y < 0]))}; labels must be class '
-                     f'ids 0, 1, 2, ...')
+    raise ValueError(
+        f'{key} in {path}: negative label(s) '
+        f'{_listed(np.unique(y[y < 0]))}; labels must be class '
+        f'ids 0, 1, 2, ...'
+    )
   return y
 
 
-def _check_splits_agree(path: str, x_train: np.ndarray, y_train: np.ndarray,
-                        x_test: np.ndarray, y_test: np.ndarray) -> None:
+def _check_splits_agree(
+    path: str,
+    x_train: np.ndarray,
+    y_train: np.ndarray,
+    x_test: np.ndarray,
+    y_test: np.ndarray,
+) -> None:
   """Raises ValueError if test examples or labels do not fit the train ones."""
   if x_train.shape[1:] != x_test.shape[1:]:
-    raise ValueError(f'x_train and x_test in {path}: examples differ in shape, '
-                     f'{x_train.shape[1:]} vs {x_test.shape[1:]} (shapes '
-                     f'{x_train.shape} and {x_test.shape}).')
+    raise ValueError(
+        f'x_train and x_test in {path}: examples differ in shape, '
+        f'{x_train.shape[1:]} vs {x_test.shape[1:]} (shapes '
+        f'{x_train.shape} and {x_test.shape}).'
+    )
   classes = np.unique(y_train)
   unknown = np.setdiff1d(np.unique(y_test), classes)
   if unknown.size:
-    raise ValueError(f'y_test in {path}: label(s) {_listed(unknown)} not among '
-                     f'the classes in y_train ({classes.size} classes: '
-                     f'{_listed(classes)}).')
+    raise ValueError(
+        f'y_test in {path}: label(s) {_listed(unknown)} not among '
+        f'the classes in y_train ({classes.size} classes: '
+        f'{_listed(classes)}).'
+    )
 
 
-def _integer_divisor(path: str, x_train: np.ndarray,
-                     x_test: np.ndarray) -> int:
+def _integer_divisor(path: str, x_train: np.ndarray, x_test: np.ndarray) -> int:
   """The divisor that scales integer features of both splits to [0, 1].
 
   Raises:
@@ -217,7 +248,8 @@ def _integer_divisor(path: str, x_train: np.ndarray,
       f'x_train, x_test in {path}: {_dtypes(x_train, x_test)} features with '
       f'values in [{low}, {high}] cannot be scaled to [0, 1] (integers must '
       f'lie in [0, {_BYTE_MAX}] or be uint16); store float features or pass '
-      f'scale_integer_features=False.')
+      f'scale_integer_features=False.'
+  )
 
 
 def _dtypes(x_train: np.ndarray, x_test: np.ndarray) -> str:
@@ -225,8 +257,12 @@ def _dtypes(x_train: np.ndarray, x_test: np.ndarray) -> str:
   return '/'.join(names)
 
 
-def _float_features(path: str, x_train: np.ndarray, x_test: np.ndarray,
-                    scale_integer_features: bool):
+def _float_features(
+    path: str,
+    x_train: np.ndarray,
+    x_test: np.ndarray,
+    scale_integer_features: bool,
+):
   """Returns both splits' features as float32, scaled as `load_npz` says."""
   kinds = {x_train.dtype.kind, x_test.dtype.kind}
   divisor = 1
@@ -236,11 +272,17 @@ def _float_features(path: str, x_train: np.ndarray, x_test: np.ndarray,
           f'x_train, x_test in {path}: {_dtypes(x_train, x_test)} features mix '
           f'integers with floats or bools, so they cannot be scaled alike; '
           f'store both splits the same way or pass '
-          f'scale_integer_features=False.')
+          f'scale_integer_features=False.'
+      )
     divisor = _integer_divisor(path, x_train, x_test)
     # A warning, so that a run shows it by default: it changes the user's data.
-    logging.warning('x_train, x_test in %s: %s features scaled to [0, 1] '
-                    '(divided by %d)', path, _dtypes(x_train, x_test), divisor)
+    logging.warning(
+        'x_train, x_test in %s: %s features scaled to [0, 1] '
+        '(divided by %d)',
+        path,
+        _dtypes(x_train, x_test),
+        divisor,
+    )
   features = []
   for key, x in (('x_train', x_train), ('x_test', x_test)):
     stored_float = x.dtype.kind == 'f'
@@ -257,9 +299,11 @@ def _float_features(path: str, x_train: np.ndarray, x_test: np.ndarray,
 def _check_finite(path: str, key: str, x: np.ndarray) -> None:
   finite = np.isfinite(x)
   if not finite.all():
-    raise ValueError(f'{key} in {path}: {finite.size - finite.sum()} NaN or '
-                     f'infinite value(s) (as float32); features must be '
-                     f'finite.')
+    raise ValueError(
+        f'{key} in {path}: {finite.size - finite.sum()} NaN or '
+        f'infinite value(s) (as float32); features must be '
+        f'finite.'
+    )
 
 
 def load_npz(path: str, *, scale_integer_features: bool = True) -> Arrays:
@@ -308,6 +352,7 @@ def load_npz(path: str, *, scale_integer_features: bool = True) -> Arrays:
     labels[split] = _check_labels(path, split, x, y)
   x_train, x_test = arrays['x_train'], arrays['x_test']
   _check_splits_agree(path, x_train, labels['train'], x_test, labels['test'])
-  x_train, x_test = _float_features(path, x_train, x_test,
-                                    scale_integer_features)
+  x_train, x_test = _float_features(
+      path, x_train, x_test, scale_integer_features
+  )
   return (x_train, labels['train']), (x_test, labels['test'])

@@ -19,8 +19,15 @@ from tff_fedwin.training import divergence
 from tff_fedwin.training import outputs
 
 TASKS = registry.TASKS
-ALGORITHMS = ('fedavg', 'fedavgm', 'fedadam', 'fedyogi', 'fedprox',
-              'mime_lite', 'scaffold')
+ALGORITHMS = (
+    'fedavg',
+    'fedavgm',
+    'fedadam',
+    'fedyogi',
+    'fedprox',
+    'mime_lite',
+    'scaffold',
+)
 CLIENT_LOSSES = client_training.CLIENT_LOSSES
 WINDOW_MODES = fed_win.WINDOW_MODES
 LR_SCHEDULES = ('constant', 'ima')
@@ -36,9 +43,12 @@ class InputDataError(ValueError):
 
 # Errors a user can act on from their message alone; scripts print them as one
 # line (see scripts/run_experiment.py).
-USER_ERRORS = (InputDataError, registry.DataUnavailableError,
-               runtime.WorkerConfinementError,
-               divergence.TrainingDivergedError)
+USER_ERRORS = (
+    InputDataError,
+    registry.DataUnavailableError,
+    runtime.WorkerConfinementError,
+    divergence.TrainingDivergedError,
+)
 
 
 @attrs.frozen
@@ -92,8 +102,10 @@ def parse_workers(workers: str) -> tuple[Optional[int], tuple[str, ...]]:
   workers = workers.strip()
   if not workers:
     return None, ()
-  allowed = ('empty, an integer >= 1 or a comma list of host:port with '
-             f'ports 1-{_MAX_PORT}')
+  allowed = (
+      'empty, an integer >= 1 or a comma list of host:port with '
+      f'ports 1-{_MAX_PORT}'
+  )
   if workers.isdigit():
     if int(workers) < 1:
       raise ValueError(f'--workers must be {allowed}; got {workers!r}.')
@@ -101,35 +113,56 @@ def parse_workers(workers: str) -> tuple[Optional[int], tuple[str, ...]]:
   addresses = tuple(a.strip() for a in workers.split(','))
   for address in addresses:
     host, _, port = address.rpartition(':')
-    if (not _HOST.match(host) or not port.isdigit()
-        or not 1 <= int(port) <= _MAX_PORT):
-      raise ValueError(f'--workers must be {allowed}; got {address!r} in '
-                       f'{workers!r}.')
+    if (
+        not _HOST.match(host)
+        or not port.isdigit()
+        or not 1 <= int(port) <= _MAX_PORT
+    ):
+      raise ValueError(
+          f'--workers must be {allowed}; got {address!r} in ' f'{workers!r}.'
+      )
   return None, addresses
 
 
 def _check_values(config: ExperimentConfig) -> None:
   """Each flag on its own: choices, integer and number ranges, names."""
-  for flag, allowed in (('task', TASKS), ('algorithm', ALGORITHMS),
-                        ('client_loss', CLIENT_LOSSES),
-                        ('window_mode', WINDOW_MODES),
-                        ('client_lr_schedule', LR_SCHEDULES),
-                        ('worker_bind', WORKER_BINDS)):
+  for flag, allowed in (
+      ('task', TASKS),
+      ('algorithm', ALGORITHMS),
+      ('client_loss', CLIENT_LOSSES),
+      ('window_mode', WINDOW_MODES),
+      ('client_lr_schedule', LR_SCHEDULES),
+      ('worker_bind', WORKER_BINDS),
+  ):
     checks.check_choice(f'--{flag}', getattr(config, flag), allowed)
   if not outputs.is_directory_name(config.experiment_name):
     raise ValueError(
         '--experiment_name must be one directory name (no "/", not "." or '
-        f'".."); got {config.experiment_name!r}.')
-  for flag in ('total_rounds', 'clients_per_round', 'client_epochs',
-               'client_batch_size', 'rounds_per_eval', 'rounds_per_checkpoint',
-               'num_clients', 'window_read_every', 'summary_last_n'):
+        f'".."); got {config.experiment_name!r}.'
+    )
+  for flag in (
+      'total_rounds',
+      'clients_per_round',
+      'client_epochs',
+      'client_batch_size',
+      'rounds_per_eval',
+      'rounds_per_checkpoint',
+      'num_clients',
+      'window_read_every',
+      'summary_last_n',
+  ):
     checks.check_int(f'--{flag}', getattr(config, flag), minimum=1)
   for flag in ('window_size', 'window_start_round', 'seed'):
     checks.check_int(f'--{flag}', getattr(config, flag), minimum=0)
-  checks.check_number('--dirichlet_alpha', config.dirichlet_alpha, minimum=0,
-                      allow_infinity=True)
-  checks.check_number('--proximal_strength', config.proximal_strength,
-                      minimum=0)
+  checks.check_number(
+      '--dirichlet_alpha',
+      config.dirichlet_alpha,
+      minimum=0,
+      allow_infinity=True,
+  )
+  checks.check_number(
+      '--proximal_strength', config.proximal_strength, minimum=0
+  )
   for flag in ('client_learning_rate', 'server_learning_rate'):
     checks.check_number(f'--{flag}', getattr(config, flag), positive=True)
 
@@ -141,10 +174,12 @@ def _check_data(config: ExperimentConfig) -> None:
   if config.data_npz and config.task != 'npz':
     raise ValueError('--data_npz is only used with --task=npz.')
   if config.task in ('mnist', 'npz') and (
-      config.clients_per_round > config.num_clients):
+      config.clients_per_round > config.num_clients
+  ):
     raise ValueError(
         f'--clients_per_round ({config.clients_per_round}) must be <= '
-        f'--num_clients ({config.num_clients}).')
+        f'--num_clients ({config.num_clients}).'
+    )
 
 
 def _check_window(config: ExperimentConfig) -> None:
@@ -153,51 +188,72 @@ def _check_window(config: ExperimentConfig) -> None:
     raise ValueError(
         f'--window_size ({config.window_size}) must be <= --total_rounds '
         f'({config.total_rounds}): the window model is active from round '
-        'max(W, --window_start_round) on, so it would never be used.')
+        'max(W, --window_start_round) on, so it would never be used.'
+    )
   if config.window_start_round > config.total_rounds:
     raise ValueError(
         f'--window_start_round ({config.window_start_round}) must be <= '
-        f'--total_rounds ({config.total_rounds}).')
-  if config.window_size == 0 and (config.window_mode != 'evaluate' or
-                                  config.window_start_round or
-                                  config.window_read_every != 1):
-    raise ValueError('--window_mode, --window_start_round and '
-                     '--window_read_every need --window_size >= 1.')
+        f'--total_rounds ({config.total_rounds}).'
+    )
+  if config.window_size == 0 and (
+      config.window_mode != 'evaluate'
+      or config.window_start_round
+      or config.window_read_every != 1
+  ):
+    raise ValueError(
+        '--window_mode, --window_start_round and '
+        '--window_read_every need --window_size >= 1.'
+    )
   if config.window_read_every > 1 and (
-      config.rounds_per_eval % config.window_read_every or
-      config.total_rounds % config.window_read_every):
+      config.rounds_per_eval % config.window_read_every
+      or config.total_rounds % config.window_read_every
+  ):
     raise ValueError(
         f'--rounds_per_eval ({config.rounds_per_eval}) and --total_rounds '
         f'({config.total_rounds}) must be multiples of --window_read_every '
         f'({config.window_read_every}): the window model exists only at those '
-        'rounds.')
+        'rounds.'
+    )
   if config.algorithm == 'scaffold' and config.window_read_every != 1:
-    raise ValueError('--window_read_every is not supported with '
-                     '--algorithm=scaffold (its window keeps W slots).')
+    raise ValueError(
+        '--window_read_every is not supported with '
+        '--algorithm=scaffold (its window keeps W slots).'
+    )
   if config.window_mode == 'broadcast' and config.window_read_every != 1:
-    raise ValueError('--window_read_every must be 1 with '
-                     '--window_mode=broadcast.')
+    raise ValueError(
+        '--window_read_every must be 1 with ' '--window_mode=broadcast.'
+    )
 
 
 def _check_algorithm(config: ExperimentConfig) -> None:
   """The algorithm supports the loss, the schedule and the window."""
   if config.client_loss == 'wsm' and (
-      config.task not in registry.CLASSIFICATION_TASKS):
+      config.task not in registry.CLASSIFICATION_TASKS
+  ):
     raise ValueError(
         f'--client_loss=wsm needs one label per example: --task must be one '
-        f'of {", ".join(registry.CLASSIFICATION_TASKS)}; got {config.task!r}.')
+        f'of {", ".join(registry.CLASSIFICATION_TASKS)}; got {config.task!r}.'
+    )
   if config.algorithm == 'mime_lite' and config.client_loss != 'ce':
     raise ValueError('--algorithm=mime_lite supports --client_loss=ce only.')
   if config.client_lr_schedule == 'ima' and config.algorithm in (
-      'fedprox', 'mime_lite', 'scaffold'):
+      'fedprox',
+      'mime_lite',
+      'scaffold',
+  ):
     raise ValueError(
         '--client_lr_schedule=ima is supported with --algorithm=fedavg, '
-        f'fedavgm, fedadam or fedyogi; got {config.algorithm!r}.')
-  if config.algorithm in ('fedprox', 'mime_lite') and config.window_size and (
-      config.client_loss == 'ce' and config.server_learning_rate != 1.0):
+        f'fedavgm, fedadam or fedyogi; got {config.algorithm!r}.'
+    )
+  if (
+      config.algorithm in ('fedprox', 'mime_lite')
+      and config.window_size
+      and (config.client_loss == 'ce' and config.server_learning_rate != 1.0)
+  ):
     raise ValueError(
         f'--algorithm={config.algorithm} uses the window as TFF model '
-        'aggregator, which is exact only with --server_learning_rate=1.0.')
+        'aggregator, which is exact only with --server_learning_rate=1.0.'
+    )
 
 
 def validate_config(config: ExperimentConfig) -> None:
@@ -208,5 +264,7 @@ def validate_config(config: ExperimentConfig) -> None:
   _check_algorithm(config)
   _, addresses = parse_workers(config.workers)
   if addresses and config.worker_bind != 'loopback':
-    raise ValueError('--worker_bind applies to the workers this run starts; '
-                     '--workers lists running ones.')
+    raise ValueError(
+        '--worker_bind applies to the workers this run starts; '
+        '--workers lists running ones.'
+    )

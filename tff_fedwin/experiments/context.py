@@ -6,8 +6,9 @@ from tff_fedwin import runtime
 from tff_fedwin.experiments import config as config_lib
 
 
-def execution_context(workers: str,
-                      worker_bind: str = 'loopback') -> ContextManager[None]:
+def execution_context(
+    workers: str, worker_bind: str = 'loopback'
+) -> ContextManager[None]:
   """A context manager for `--workers` (see `parse_workers`).
 
   '' runs one local worker, 'N' N local workers, 'host:port,...' the running
@@ -22,4 +23,5 @@ def execution_context(workers: str,
   if addresses:
     return runtime.multi_worker_execution_context(addresses=addresses)
   return runtime.multi_worker_execution_context(
-      num_workers=num_workers, loopback_only=loopback_only)
+      num_workers=num_workers, loopback_only=loopback_only
+  )

@@ -13,18 +13,23 @@ def _create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
   """The task of `config`; its data errors name the file or the flags."""
   try:
     return tasks_registry.create_task(
-        config.task, batch_size=config.client_batch_size,
-        epochs=config.client_epochs, seed=config.seed,
+        config.task,
+        batch_size=config.client_batch_size,
+        epochs=config.client_epochs,
+        seed=config.seed,
         num_clients=config.num_clients,
-        dirichlet_alpha=config.dirichlet_alpha, data_npz=config.data_npz,
+        dirichlet_alpha=config.dirichlet_alpha,
+        data_npz=config.data_npz,
         cache_dir=config.cache_dir,
         use_synthetic_data=config.use_synthetic_data,
-        scale_integer_features=config.scale_integer_features)
+        scale_integer_features=config.scale_integer_features,
+    )
   except ValueError as e:
     raise config_lib.InputDataError(str(e)) from e
   except tasks_registry.DataUnavailableError as e:
     raise tasks_registry.DataUnavailableError(
-        f'{e} (flags: --cache_dir, --use_synthetic_data)') from e
+        f'{e} (flags: --cache_dir, --use_synthetic_data)'
+    ) from e
 
 
 def run_experiment(config: config_lib.ExperimentConfig) -> dict[str, Any]:
@@ -41,7 +46,8 @@ def run_experiment(config: config_lib.ExperimentConfig) -> dict[str, Any]:
     raise config_lib.InputDataError(
         f'--clients_per_round ({config.clients_per_round}) must be <= the '
         f'number of training clients of --task={config.task} '
-        f'({num_train_clients}).')
+        f'({num_train_clients}).'
+    )
   with context.execution_context(config.workers, config.worker_bind):
     runner = registry.build_runner(config, task, num_train_clients)
     return loop.run_training(

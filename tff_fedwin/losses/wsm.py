@@ -130,13 +130,15 @@ def wsm_cross_entropy(
   if num_classes is None:
     num_classes = tf.shape(logits)[-1]
   labels = _check_labels_in_range(labels, num_classes)
-  with tf.control_dependencies([
-      tf.debugging.assert_equal(
-          tf.size(class_proportions),
-          tf.cast(num_classes, tf.int32),
-          message='class_proportions must have num_classes entries.',
-      )
-  ]):
+  with tf.control_dependencies(
+      [
+          tf.debugging.assert_equal(
+              tf.size(class_proportions),
+              tf.cast(num_classes, tf.int32),
+              message='class_proportions must have num_classes entries.',
+          )
+      ]
+  ):
     shifted_logits = logits + _log_proportions(class_proportions)
   return tf.nn.sparse_softmax_cross_entropy_with_logits(
       labels=labels, logits=shifted_logits

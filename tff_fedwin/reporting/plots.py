@@ -50,14 +50,16 @@ def _check_curves(curves: Sequence[str]) -> tuple[str, ...]:
   if isinstance(curves, str):
     raise ValueError(
         f'`curves` must be a sequence of names from {list(CURVES)}, got the '
-        f'string {curves!r}.')
+        f'string {curves!r}.'
+    )
   curves = tuple(curves)
   if not curves:
     raise ValueError(f'`curves` must name at least one of {list(CURVES)}.')
   unknown = [c for c in curves if c not in CURVES]
   if unknown:
     raise ValueError(
-        f'Unknown curve(s) {unknown}: `curves` must be from {list(CURVES)}.')
+        f'Unknown curve(s) {unknown}: `curves` must be from {list(CURVES)}.'
+    )
   if len(set(curves)) != len(curves):
     raise ValueError(f'`curves` has duplicates: {list(curves)}.')
   return curves
@@ -67,7 +69,8 @@ def _check_metric(metric: str) -> str:
   if not isinstance(metric, str) or not metric or '/' in metric:
     raise ValueError(
         f'`metric` must be a non-empty name without "/" (e.g. accuracy, '
-        f'loss), got {metric!r}.')
+        f'loss), got {metric!r}.'
+    )
   return metric
 
 
@@ -104,7 +107,8 @@ def read_eval_curves(
   if not os.path.isfile(path):
     raise FileNotFoundError(
         f'No {outputs.METRICS_CSV} in run directory {os.fspath(run_dir)!r} '
-        f'({path} does not exist).')
+        f'({path} does not exist).'
+    )
   with open(path, newline='') as f:
     reader = csv.DictReader(f)
     fieldnames = reader.fieldnames or []
@@ -115,12 +119,17 @@ def read_eval_curves(
     columns = {curve: f'{curve}/{metric}' for curve in curves}
     missing = [c for c in columns.values() if c not in fieldnames]
     if missing:
-      available = sorted({
-          name.split('/', 1)[1] for name in fieldnames
-          if name.split('/', 1)[0] in CURVES and '/' in name})
+      available = sorted(
+          {
+              name.split('/', 1)[1]
+              for name in fieldnames
+              if name.split('/', 1)[0] in CURVES and '/' in name
+          }
+      )
       raise MetricNotFoundError(
           f'Metric {metric!r} not in {path}: no column(s) {missing}; its eval '
-          f'metrics are {available}.')
+          f'metrics are {available}.'
+      )
     rounds = {curve: [] for curve in curves}
     values = {curve: [] for curve in curves}
     for line_num, row in enumerate(reader, start=2):
@@ -137,16 +146,18 @@ def read_eval_curves(
   for curve in curves:
     if not rounds[curve]:
       raise ValueError(
-          f'{path} has no eval round with a {columns[curve]!r} value.')
+          f'{path} has no eval round with a {columns[curve]!r} value.'
+      )
     curve_rounds = np.asarray(rounds[curve], dtype=np.int64)
     order = np.argsort(curve_rounds, kind='stable')
     curve_rounds = curve_rounds[order]
     repeated = curve_rounds[1:][curve_rounds[1:] == curve_rounds[:-1]]
     if repeated.size:
-      raise ValueError(
-          f'{path} has round {int(repeated[0])} more than once.')
-    result[curve] = (curve_rounds,
-                     np.asarray(values[curve], dtype=np.float64)[order])
+      raise ValueError(f'{path} has round {int(repeated[0])} more than once.')
+    result[curve] = (
+        curve_rounds,
+        np.asarray(values[curve], dtype=np.float64)[order],
+    )
   return result
 
 
@@ -166,22 +177,25 @@ def mean_curves(runs: Sequence[Mapping[str, Curve]]) -> dict[str, Curve]:
   """
   runs = list(runs)
   if not runs:
-    raise ValueError('`runs` must hold at least one run\'s curves.')
+    raise ValueError("`runs` must hold at least one run's curves.")
   names = list(runs[0])
   result = {}
   for i, run in enumerate(runs[1:], start=1):
     if list(run) != names:
       raise ValueError(
-          f'`runs[{i}]` has curves {list(run)}, `runs[0]` has {names}.')
+          f'`runs[{i}]` has curves {list(run)}, `runs[0]` has {names}.'
+      )
   for name in names:
     rounds = np.asarray(runs[0][name][0])
     for i, run in enumerate(runs[1:], start=1):
       if not np.array_equal(np.asarray(run[name][0]), rounds):
         raise ValueError(
             f'`runs[{i}]` curve {name!r} has other eval rounds than '
-            f'`runs[0]`: {list(run[name][0])} vs {list(rounds)}.')
-    values = np.mean([np.asarray(run[name][1], np.float64) for run in runs],
-                     axis=0)
+            f'`runs[0]`: {list(run[name][0])} vs {list(rounds)}.'
+        )
+    values = np.mean(
+        [np.asarray(run[name][1], np.float64) for run in runs], axis=0
+    )
     result[name] = (rounds, values)
   return result
 
@@ -235,23 +249,27 @@ def plot_runs(
   for i, run in enumerate(runs):
     if not isinstance(run, tuple) or len(run) != 2:
       raise ValueError(
-          f'`runs[{i}]` must be a (label, curves) pair, got {run!r}.')
+          f'`runs[{i}]` must be a (label, curves) pair, got {run!r}.'
+      )
     label, run_curves = run
     if not isinstance(label, str) or not label:
-      raise ValueError(f'`runs[{i}]` label must be a non-empty string, got '
-                       f'{label!r}.')
+      raise ValueError(
+          f'`runs[{i}]` label must be a non-empty string, got ' f'{label!r}.'
+      )
     lines = []
     for curve in curves:
       if curve not in run_curves:
         raise ValueError(
             f'Run {label!r} has no {curve!r} curve (it has '
-            f'{sorted(run_curves)}).')
+            f'{sorted(run_curves)}).'
+        )
       x, y = (np.asarray(a) for a in run_curves[curve])
       if x.ndim != 1 or x.shape != y.shape or not x.size:
         raise ValueError(
             f'Run {label!r}, curve {curve!r}: rounds and values must be '
             f'non-empty 1-D arrays of one length, got shapes {x.shape} and '
-            f'{y.shape}.')
+            f'{y.shape}.'
+        )
       lines.append((curve, x, y))
     checked.append((label, lines))
 
@@ -263,13 +281,21 @@ def plot_runs(
     color = color_cycle[i % len(color_cycle)]
     for curve, x, y in lines:
       marker = 'o' if x.size <= MAX_POINTS_WITH_MARKERS else None
-      ax.plot(x, y, linestyle=CURVE_LINESTYLES[curve], color=color,
-              marker=marker, markersize=3, linewidth=1.5,
-              label=f'{label} ({curve})')
+      ax.plot(
+          x,
+          y,
+          linestyle=CURVE_LINESTYLES[curve],
+          color=color,
+          marker=marker,
+          markersize=3,
+          linewidth=1.5,
+          label=f'{label} ({curve})',
+      )
   ax.set_xlabel('round')
   ax.set_ylabel(metric)
-  ax.set_title(title if title is not None else
-               f'{metric}: window vs. global model')
+  ax.set_title(
+      title if title is not None else f'{metric}: window vs. global model'
+  )
   ax.grid(True, alpha=0.3)
   ax.xaxis.get_major_locator().set_params(integer=True)
   ax.legend(loc='best', fontsize='small')

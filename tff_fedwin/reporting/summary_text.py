@@ -32,11 +32,13 @@ def format_summary(summary: Mapping[str, Any], output_dir: str) -> str:
   rounds = list(summary['eval_rounds'])
   seconds = round(summary['total_round_and_eval_time_seconds'])
   resumed = summary.get('resumed_from_round')
-  head = (f'{summary["experiment_name"]}: {summary["total_rounds"]} rounds, '
-          f'{datetime.timedelta(seconds=seconds)} of rounds and evals'
-          + (f' (resumed from round {resumed})' if resumed is not None else '')
-          + f'; mean +- std over the last {len(rounds)} evals '
-          f'({_rounds_text(rounds)}):')
+  head = (
+      f'{summary["experiment_name"]}: {summary["total_rounds"]} rounds, '
+      f'{datetime.timedelta(seconds=seconds)} of rounds and evals'
+      + (f' (resumed from round {resumed})' if resumed is not None else '')
+      + f'; mean +- std over the last {len(rounds)} evals '
+      f'({_rounds_text(rounds)}):'
+  )
   lines = [head]
   for metric in sorted(summary['window']):
     parts = []
@@ -45,7 +47,9 @@ def format_summary(summary: Mapping[str, Any], output_dir: str) -> str:
       if stats is not None:
         parts.append(f'{model} {stats["mean"]:.4f} +- {stats["std"]:.4f}')
     lines.append(f'  {metric}: ' + ', '.join(parts))
-  lines.append(f'  outputs: {output_dir} ({outputs.METRICS_CSV}, '
-               f'{outputs.SUMMARY_JSON}, {outputs.TENSORBOARD_DIR}/, '
-               f'{outputs.CHECKPOINT_DIR}/)')
+  lines.append(
+      f'  outputs: {output_dir} ({outputs.METRICS_CSV}, '
+      f'{outputs.SUMMARY_JSON}, {outputs.TENSORBOARD_DIR}/, '
+      f'{outputs.CHECKPOINT_DIR}/)'
+  )
   return '\n'.join(lines)

@@ -74,7 +74,8 @@ def create_remote_execution_context(
   channel = grpc.insecure_channel(address, worker_stub.GRPC_CHANNEL_OPTIONS)
   stub = worker_stub.WorkerStub(address, channel, reconnect_timeout_seconds)
   return tff.framework.SyncExecutionContext(
-      **remote_context_args(stub, default_num_clients=default_num_clients))
+      **remote_context_args(stub, default_num_clients=default_num_clients)
+  )
 
 
 @contextlib.contextmanager
@@ -103,7 +104,8 @@ def local_execution_context(
     The installed `tff.framework.SyncExecutionContext`.
   """
   worker = workers.start_local_worker(
-      log_dir=log_dir, loopback_only=loopback_only)
+      log_dir=log_dir, loopback_only=loopback_only
+  )
   try:
     context = create_remote_execution_context(
         worker.address, default_num_clients=default_num_clients

@@ -31,7 +31,8 @@ _TCP_LISTEN = '0A'
 _INSTALL_HINT = (
     'install gcc (Debian/Ubuntu: apt-get install gcc) or set CC, or request a '
     'worker listening on all interfaces without authentication explicitly: '
-    'loopback_only=False (scripts: --worker_bind=all)')
+    'loopback_only=False (scripts: --worker_bind=all)'
+)
 
 
 class WorkerConfinementError(RuntimeError):
@@ -84,9 +85,11 @@ def shim_dir() -> str:
     if problems:
       logging.info('Loopback shim directory: %s; using %s.', problems[0], path)
     return path
-  raise _fail(f'No usable directory for the loopback shim: '
-              f'{"; ".join(problems)}. Set XDG_CACHE_HOME to a writable path '
-              f'without whitespace, ":" or "$".')
+  raise _fail(
+      f'No usable directory for the loopback shim: '
+      f'{"; ".join(problems)}. Set XDG_CACHE_HOME to a writable path '
+      f'without whitespace, ":" or "$".'
+  )
 
 
 def _make_private_dir(path: str) -> None:
@@ -101,15 +104,21 @@ def _check_private_dir(path: str) -> None:
   """Refuses a directory others control; drops group/other read access."""
   st = os.lstat(path)
   if not stat.S_ISDIR(st.st_mode):
-    raise _fail(f'Refusing loopback shim directory {path}: not a directory '
-                '(a symlink or another file type).')
+    raise _fail(
+        f'Refusing loopback shim directory {path}: not a directory '
+        '(a symlink or another file type).'
+    )
   if st.st_uid != os.geteuid():
-    raise _fail(f'Refusing loopback shim directory {path}: owned by uid '
-                f'{st.st_uid}, not by the current user (uid {os.geteuid()}).')
+    raise _fail(
+        f'Refusing loopback shim directory {path}: owned by uid '
+        f'{st.st_uid}, not by the current user (uid {os.geteuid()}).'
+    )
   mode = stat.S_IMODE(st.st_mode)
   if mode & 0o022:
-    raise _fail(f'Refusing loopback shim directory {path}: writable by group '
-                f'or others (mode {mode:04o}); remove it or `chmod 700` it.')
+    raise _fail(
+        f'Refusing loopback shim directory {path}: writable by group '
+        f'or others (mode {mode:04o}); remove it or `chmod 700` it.'
+    )
   if mode & 0o077:  # Only readable by others (e.g. an older cache): tighten.
     os.chmod(path, 0o700)
 
@@ -122,8 +131,9 @@ def _read_owned_file(path: str) -> Optional[bytes]:
       closed to writes by others.
   """
   try:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
-                 | os.O_CLOEXEC)
+    fd = os.open(
+        path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    )
   except FileNotFoundError:
     return None
   except OSError as e:
@@ -134,11 +144,15 @@ def _read_owned_file(path: str) -> Optional[bytes]:
     if not stat.S_ISREG(st.st_mode):
       problem = 'not a regular file'
     elif st.st_uid != os.geteuid():
-      problem = (f'owned by uid {st.st_uid}, not by the current user '
-                 f'(uid {os.geteuid()})')
+      problem = (
+          f'owned by uid {st.st_uid}, not by the current user '
+          f'(uid {os.geteuid()})'
+      )
     elif st.st_mode & 0o022:
-      problem = (f'writable by group or others (mode '
-                 f'{stat.S_IMODE(st.st_mode):04o})')
+      problem = (
+          f'writable by group or others (mode '
+          f'{stat.S_IMODE(st.st_mode):04o})'
+      )
     else:
       return f.read()
   raise _fail(f'Refusing loopback shim file {path}: {problem}.')
@@ -171,14 +185,19 @@ def loopback_bind_library() -> str:
     recorded = _read_owned_file(digest_path)
     if content is not None:
       if recorded is not None and (
-          hashlib.sha256(content).hexdigest().encode() == recorded.strip()):
+          hashlib.sha256(content).hexdigest().encode() == recorded.strip()
+      ):
         return library
-      logging.warning('Loopback shim %s does not match its recorded digest; '
-                      'rebuilding it.', library)
+      logging.warning(
+          'Loopback shim %s does not match its recorded digest; '
+          'rebuilding it.',
+          library,
+      )
     _build(directory, library, digest_path)
   except OSError as e:
-    raise _fail(f'Cannot build the loopback shim in {directory}: {e}.'
-                ) from None
+    raise _fail(
+        f'Cannot build the loopback shim in {directory}: {e}.'
+    ) from None
   return library
 
 
@@ -191,15 +210,17 @@ def _compiler() -> list[str]:
     raise _fail(
         f'Cannot confine the TFF worker to loopback: no C compiler ($CC, cc '
         f'or gcc on PATH) to build the LD_PRELOAD shim {SHIM_SOURCE}, and no '
-        f'valid build of it is cached. To fix: {_INSTALL_HINT}.')
+        f'valid build of it is cached. To fix: {_INSTALL_HINT}.'
+    )
   return [found]
 
 
 def _build(directory: str, library: str, digest_path: str) -> None:
   """Compiles the shim to a new temporary file, then moves it into place."""
   compiler = _compiler()
-  fd, tmp_library = tempfile.mkstemp(prefix='.loopback_bind-', suffix='.so',
-                                     dir=directory)  # O_EXCL, mode 0600.
+  fd, tmp_library = tempfile.mkstemp(
+      prefix='.loopback_bind-', suffix='.so', dir=directory
+  )  # O_EXCL, mode 0600.
   os.close(fd)
   tmp_digest = None
   try:
@@ -220,20 +241,36 @@ def _build(directory: str, library: str, digest_path: str) -> None:
 
 
 def _compile(compiler: list[str], output: str) -> None:
-  command = compiler + ['-shared', '-fPIC', '-O2', '-o', output, SHIM_SOURCE,
-                        '-ldl']
+  command = compiler + [
+      '-shared',
+      '-fPIC',
+      '-O2',
+      '-o',
+      output,
+      SHIM_SOURCE,
+      '-ldl',
+  ]
   try:
-    result = subprocess.run(command, capture_output=True, text=True,
-                            timeout=_COMPILE_TIMEOUT_SECONDS, check=False)
+    result = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=_COMPILE_TIMEOUT_SECONDS,
+        check=False,
+    )
   except (OSError, subprocess.TimeoutExpired) as e:
-    raise _fail(f'Cannot confine the TFF worker to loopback: running the C '
-                f'compiler {shlex.join(compiler)} failed ({e}). To fix: '
-                f'{_INSTALL_HINT}.') from None
+    raise _fail(
+        f'Cannot confine the TFF worker to loopback: running the C '
+        f'compiler {shlex.join(compiler)} failed ({e}). To fix: '
+        f'{_INSTALL_HINT}.'
+    ) from None
   if result.returncode != 0:
     tail = ' | '.join(result.stderr.strip().splitlines()[-_STDERR_TAIL_LINES:])
-    raise _fail(f'Cannot confine the TFF worker to loopback: compiling '
-                f'{SHIM_SOURCE} with {shlex.join(compiler)} failed (exit '
-                f'{result.returncode}): {tail or "no output"}')
+    raise _fail(
+        f'Cannot confine the TFF worker to loopback: compiling '
+        f'{SHIM_SOURCE} with {shlex.join(compiler)} failed (exit '
+        f'{result.returncode}): {tail or "no output"}'
+    )
 
 
 def ld_preload(existing: Optional[str] = None) -> str:
@@ -245,17 +282,20 @@ def ld_preload(existing: Optional[str] = None) -> str:
   """
   library = loopback_bind_library()
   if not is_preload_safe(library):
-    raise _fail(f'The loopback shim path {library!r} cannot be carried in '
-                f'LD_PRELOAD (it must be absolute, without whitespace, ":" or '
-                f'"$").')
+    raise _fail(
+        f'The loopback shim path {library!r} cannot be carried in '
+        f'LD_PRELOAD (it must be absolute, without whitespace, ":" or '
+        f'"$").'
+    )
   return ':'.join(filter(None, [library, existing]))
 
 
 def _decode_address(hex_address: str) -> str:
   """Decodes a /proc/net/tcp{,6} address: 32-bit words in host byte order."""
   packed = b''.join(
-      struct.pack('=I', int(hex_address[i:i + 8], 16))
-      for i in range(0, len(hex_address), 8))
+      struct.pack('=I', int(hex_address[i : i + 8], 16))
+      for i in range(0, len(hex_address), 8)
+  )
   ip = ipaddress.ip_address(packed)
   if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
     return f'::ffff:{ip.ipv4_mapped}'  # Python < 3.13 prints ::ffff:7f00:1.
@@ -279,7 +319,7 @@ def _socket_inodes(pid: int) -> set[str]:
     except FileNotFoundError:
       continue  # Closed meanwhile.
     if target.startswith('socket:['):
-      inodes.add(target[len('socket:['):-1])
+      inodes.add(target[len('socket:[') : -1])
   return inodes
 
 
@@ -305,9 +345,11 @@ def listening_sockets(pid: int) -> list[tuple[str, int]]:
             found.append((_decode_address(address), int(port, 16)))
     return found
   except OSError as e:
-    raise _fail(f'Cannot read the listening sockets of process {pid} from '
-                f'/proc ({e}), so its confinement to loopback cannot be '
-                f'checked.') from None
+    raise _fail(
+        f'Cannot read the listening sockets of process {pid} from '
+        f'/proc ({e}), so its confinement to loopback cannot be '
+        f'checked.'
+    ) from None
 
 
 def check_loopback_only(pid: int) -> None:
@@ -318,11 +360,15 @@ def check_loopback_only(pid: int) -> None:
   """
   listeners = listening_sockets(pid)
   if not listeners:
-    raise _fail(f'Process {pid} has no listening TCP socket in /proc/{pid}/'
-                f'net/tcp or tcp6, so its confinement to loopback cannot be '
-                f'checked.')
+    raise _fail(
+        f'Process {pid} has no listening TCP socket in /proc/{pid}/'
+        f'net/tcp or tcp6, so its confinement to loopback cannot be '
+        f'checked.'
+    )
   for address, port in listeners:
     if not is_loopback(address):
-      raise _fail(f'TFF worker pid {pid} listens on port {port} at address '
-                  f'{address}, which is not loopback (the LD_PRELOAD shim did '
-                  f'not take effect).')
+      raise _fail(
+          f'TFF worker pid {pid} listens on port {port} at address '
+          f'{address}, which is not loopback (the LD_PRELOAD shim did '
+          f'not take effect).'
+      )

@@ -47,9 +47,11 @@ class _WorkerConnection:
   ):
     self.address = address
     self.channel = grpc.insecure_channel(
-        address, worker_stub.GRPC_CHANNEL_OPTIONS)
+        address, worker_stub.GRPC_CHANNEL_OPTIONS
+    )
     self._stub = worker_stub.WorkerStub(
-        address, self.channel, reconnect_timeout_seconds)
+        address, self.channel, reconnect_timeout_seconds
+    )
     self._executors = weakref.WeakSet()
     # As `contexts.create_remote_execution_context`, but asynchronous.
     self.async_context = tff.framework.AsyncExecutionContext(
@@ -57,7 +59,8 @@ class _WorkerConnection:
             self._stub,
             default_num_clients=default_num_clients,
             on_executor=self._executors.add,
-        ))
+        )
+    )
 
   def dispose_executors(self) -> None:
     """Frees this context's executors on the worker (errors are ignored)."""
@@ -371,8 +374,11 @@ def multi_worker_execution_context(
   try:
     if num_workers is not None:
       for _ in range(num_workers):
-        started.append(workers.start_local_worker(
-            log_dir=log_dir, loopback_only=loopback_only))
+        started.append(
+            workers.start_local_worker(
+                log_dir=log_dir, loopback_only=loopback_only
+            )
+        )
       addresses = [w.address for w in started]
     context = create_multi_worker_context(addresses)
     with tff.framework.get_context_stack().install(context):

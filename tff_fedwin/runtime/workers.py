@@ -150,8 +150,12 @@ def _worker_env(loopback_only: bool) -> dict[str, str]:
 
 
 def _spawn(
-    *, port: int, max_concurrent_computation_calls: int, log_path: str,
-    env: dict[str, str]) -> LocalWorker:
+    *,
+    port: int,
+    max_concurrent_computation_calls: int,
+    log_path: str,
+    env: dict[str, str],
+) -> LocalWorker:
   """Starts `worker_binary` on `port`, tied to this thread, logs to a file."""
   args = [
       worker_binary_path(),
@@ -184,7 +188,8 @@ def _wait_until_confined_and_serving(
   except loopback.WorkerConfinementError as e:
     worker.kill()
     raise loopback.WorkerConfinementError(
-        f'{e} The worker was killed.') from None
+        f'{e} The worker was killed.'
+    ) from None
   except BaseException:
     worker.stop()
     raise
@@ -227,8 +232,11 @@ def start_local_worker(
   """
   env = _worker_env(loopback_only)
   if port is None:
-    port = _pick_loopback_port() if loopback_only else (
-        portpicker.pick_unused_port())
+    port = (
+        _pick_loopback_port()
+        if loopback_only
+        else (portpicker.pick_unused_port())
+    )
   log_dir = log_dir or _default_log_dir()
   os.makedirs(log_dir, exist_ok=True)
   if max_concurrent_computation_calls is None:
@@ -237,14 +245,18 @@ def start_local_worker(
       port=port,
       max_concurrent_computation_calls=max_concurrent_computation_calls,
       log_path=os.path.join(log_dir, f'worker-{os.getpid()}-{port}.log'),
-      env=env)
+      env=env,
+  )
   _wait_until_confined_and_serving(
-      worker, timeout_seconds=ready_timeout_seconds,
-      loopback_only=loopback_only)
+      worker, timeout_seconds=ready_timeout_seconds, loopback_only=loopback_only
+  )
   if not loopback_only:
     logging.warning(
         'TFF worker pid %d listens on port %d on all network interfaces, '
-        'without authentication (loopback_only=False).', worker.pid, port)
+        'without authentication (loopback_only=False).',
+        worker.pid,
+        port,
+    )
   return worker
 
 
@@ -262,7 +274,8 @@ def _stop_all_workers() -> None:
 def _wait_until_serving(worker: LocalWorker, timeout_seconds: float) -> None:
   deadline = time.monotonic() + timeout_seconds
   with grpc.insecure_channel(
-      worker.address, worker_stub.GRPC_CHANNEL_OPTIONS) as channel:
+      worker.address, worker_stub.GRPC_CHANNEL_OPTIONS
+  ) as channel:
     ready = grpc.channel_ready_future(channel)
     while True:
       try:

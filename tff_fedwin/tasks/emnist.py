@@ -15,22 +15,33 @@ import tensorflow as tf
 IMAGE_SHAPE = (28, 28, 1)
 
 
-def create_cnn_dropout_model(num_classes: int = 62,
-                             seed: int = 0) -> tf.keras.Model:
+def create_cnn_dropout_model(
+    num_classes: int = 62, seed: int = 0
+) -> tf.keras.Model:
   """Keras CNN with logits output (no softmax); deterministic with `seed`."""
   init = lambda i: tf.keras.initializers.GlorotUniform(seed=seed + i)
-  return tf.keras.Sequential([
-      tf.keras.layers.Conv2D(32, 3, activation='relu', input_shape=IMAGE_SHAPE,
-                             kernel_initializer=init(0)),
-      tf.keras.layers.Conv2D(64, 3, activation='relu',
-                             kernel_initializer=init(1)),
-      tf.keras.layers.MaxPool2D(2),
-      tf.keras.layers.Dropout(0.25, seed=seed),
-      tf.keras.layers.Flatten(),
-      tf.keras.layers.Dense(128, activation='relu', kernel_initializer=init(2)),
-      tf.keras.layers.Dropout(0.5, seed=seed),
-      tf.keras.layers.Dense(num_classes, kernel_initializer=init(3)),
-  ])
+  return tf.keras.Sequential(
+      [
+          tf.keras.layers.Conv2D(
+              32,
+              3,
+              activation='relu',
+              input_shape=IMAGE_SHAPE,
+              kernel_initializer=init(0),
+          ),
+          tf.keras.layers.Conv2D(
+              64, 3, activation='relu', kernel_initializer=init(1)
+          ),
+          tf.keras.layers.MaxPool2D(2),
+          tf.keras.layers.Dropout(0.25, seed=seed),
+          tf.keras.layers.Flatten(),
+          tf.keras.layers.Dense(
+              128, activation='relu', kernel_initializer=init(2)
+          ),
+          tf.keras.layers.Dropout(0.5, seed=seed),
+          tf.keras.layers.Dense(num_classes, kernel_initializer=init(3)),
+      ]
+  )
 
 
 def emnist_input_spec() -> collections.OrderedDict:
@@ -56,5 +67,7 @@ def synthetic_client_datasets(
     y = rng.integers(0, num_classes, examples_per_client).astype(np.int32)
     datasets.append(
         tf.data.Dataset.from_tensor_slices(
-            collections.OrderedDict(x=x, y=y)).batch(batch_size))
+            collections.OrderedDict(x=x, y=y)
+        ).batch(batch_size)
+    )
   return datasets

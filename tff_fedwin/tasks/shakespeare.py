@@ -46,11 +46,13 @@ def create_char_model(
   Raises:
     ValueError: If an argument is not a positive integer.
   """
-  for name, value in (('vocab_size', vocab_size),
-                      ('embedding_dim', embedding_dim),
-                      ('lstm_units', lstm_units),
-                      ('num_lstm_layers', num_lstm_layers),
-                      ('seq_length', seq_length)):
+  for name, value in (
+      ('vocab_size', vocab_size),
+      ('embedding_dim', embedding_dim),
+      ('lstm_units', lstm_units),
+      ('num_lstm_layers', num_lstm_layers),
+      ('seq_length', seq_length),
+  ):
     checks.check_int(name, value, minimum=1)
   inputs = tf.keras.Input(shape=[seq_length], dtype=tf.int32)
   hidden = tf.keras.layers.Embedding(
@@ -58,7 +60,8 @@ def create_char_model(
       embedding_dim,
       mask_zero=False,
       embeddings_initializer=tf.keras.initializers.RandomUniform(
-          -0.05, 0.05, seed=seed),
+          -0.05, 0.05, seed=seed
+      ),
   )(inputs)
   for i in range(num_lstm_layers):
     hidden = tf.keras.layers.LSTM(
@@ -66,7 +69,8 @@ def create_char_model(
         return_sequences=True,
         kernel_initializer=tf.keras.initializers.HeNormal(seed=seed + 1 + i),
         recurrent_initializer=tf.keras.initializers.Orthogonal(
-            seed=seed + 101 + i),
+            seed=seed + 101 + i
+        ),
     )(hidden)
   logits = tf.keras.layers.Dense(
       vocab_size,
@@ -125,7 +129,8 @@ class MaskedSparseCategoricalCrossentropy(tf.keras.losses.Loss):
   def call(self, y_true, y_pred):
     y_true = tf.cast(y_true, tf.int32)
     losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=y_true, logits=y_pred)
+        labels=y_true, logits=y_pred
+    )
     return losses * self._weights(y_true, losses.dtype)
 
   def __call__(self, y_true, y_pred, sample_weight=None):
@@ -139,14 +144,16 @@ class MaskedSparseCategoricalCrossentropy(tf.keras.losses.Loss):
         weights *= sample_weight
         losses *= sample_weight
       return tf.math.divide_no_nan(
-          tf.reduce_sum(losses), tf.reduce_sum(weights))
+          tf.reduce_sum(losses), tf.reduce_sum(weights)
+      )
 
   def get_config(self):
     return {'pad_id': self._pad_id, 'name': self.name}
 
 
 class MaskedSparseCategoricalAccuracy(
-    tf.keras.metrics.SparseCategoricalAccuracy):
+    tf.keras.metrics.SparseCategoricalAccuracy
+):
   """Accuracy of the arg-max logit over targets that are not `pad_id`."""
 
   def __init__(

@@ -44,7 +44,8 @@ def client_states_file(checkpoint_dir: str, round_num: int) -> str:
 
 
 def _program_state(
-    state: Any, round_num: int, identity: RunIdentity) -> Mapping[str, Any]:
+    state: Any, round_num: int, identity: RunIdentity
+) -> Mapping[str, Any]:
   return collections.OrderedDict(
       server_state=state,
       round_num=np.int64(round_num),
@@ -61,21 +62,34 @@ class Checkpoints:
   completion (e.g. `asyncio.AbstractEventLoop.run_until_complete`).
   """
 
-  def __init__(self, checkpoint_dir: str, *, identity: RunIdentity,
-               run: Callable[[Any], Any]):
+  def __init__(
+      self,
+      checkpoint_dir: str,
+      *,
+      identity: RunIdentity,
+      run: Callable[[Any], Any],
+  ):
     self.directory = checkpoint_dir
     self._identity = identity
     self._run = run
     self._manager = tff.program.FileProgramStateManager(
-        checkpoint_dir, keep_total=CHECKPOINTS_TO_KEEP)
+        checkpoint_dir, keep_total=CHECKPOINTS_TO_KEEP
+    )
 
-  def save(self, state: Any, round_num: int,
-           store: Optional[client_states_lib.ClientStateStore]) -> None:
+  def save(
+      self,
+      state: Any,
+      round_num: int,
+      store: Optional[client_states_lib.ClientStateStore],
+  ) -> None:
     """Saves `store` (if any), then the program state as version t."""
     if store is not None:
       store.save(client_states_file(self.directory, round_num))
-    self._run(self._manager.save(
-        _program_state(state, round_num, self._identity), round_num))
+    self._run(
+        self._manager.save(
+            _program_state(state, round_num, self._identity), round_num
+        )
+    )
     if store is not None:
       self._remove_stale_client_states()
 
@@ -86,8 +100,9 @@ class Checkpoints:
       if match and int(match.group(1)) not in keep:
         os.remove(os.path.join(self.directory, entry))
 
-  def load_latest(self, initial_state: Any, *,
-                  total_rounds: int) -> Optional[Restored]:
+  def load_latest(
+      self, initial_state: Any, *, total_rounds: int
+  ) -> Optional[Restored]:
     """The newest program state, or None; ValueError if it does not fit."""
     structure = _program_state(initial_state, 0, RunIdentity(0, 0, 0))
     loaded, version = self._run(self._manager.load_latest(structure))
@@ -97,29 +112,34 @@ class Checkpoints:
     return Restored(loaded['server_state'], round_num, version)
 
   def _check(self, loaded: Mapping[str, Any], *, total_rounds: int) -> int:
-    for key, argument in (('seed', 'seed'),
-                          ('clients_per_round', 'clients_per_round'),
-                          ('num_clients', 'train_client_data')):
+    for key, argument in (
+        ('seed', 'seed'),
+        ('clients_per_round', 'clients_per_round'),
+        ('num_clients', 'train_client_data'),
+    ):
       value = getattr(self._identity, key)
       if int(loaded[key]) != value:
         raise ValueError(
             f'`{argument}` differs from the checkpoint in {self.directory}: '
             f'{key} is {value} now and {int(loaded[key])} there; resume with '
-            'the same arguments or use another `experiment_name`.')
+            'the same arguments or use another `experiment_name`.'
+        )
     round_num = int(loaded['round_num'])
     if round_num > total_rounds:
       raise ValueError(
           f'`total_rounds` ({total_rounds}) is smaller than the round of the '
-          f'newest checkpoint in {self.directory} ({round_num}).')
+          f'newest checkpoint in {self.directory} ({round_num}).'
+      )
     return round_num
 
   def load_client_states(
-      self, round_num: int,
-      template: Any) -> client_states_lib.ClientStateStore:
+      self, round_num: int, template: Any
+  ) -> client_states_lib.ClientStateStore:
     """The client states of round `round_num`; FileNotFoundError if missing."""
     path = client_states_file(self.directory, round_num)
     if not os.path.exists(path):
       raise FileNotFoundError(
           f'The client states of the checkpoint of round {round_num} '
-          f'are missing: {path}.')
+          f'are missing: {path}.'
+      )
     return client_states_lib.ClientStateStore.load(path, template)

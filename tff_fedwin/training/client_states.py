@@ -269,8 +269,9 @@ class ClientStateStore:
     return tf.nest.pack_sequence_as(self._template, leaves)
 
 
-def atomic_write(path: str, write: Callable[[IO], None], *,
-                 binary: bool) -> None:
+def atomic_write(
+    path: str, write: Callable[[IO], None], *, binary: bool
+) -> None:
   """Writes `path` through `write(file)` so that no partial file can remain.
 
   Writes a temporary file in the same directory (mode 0600), fsyncs it,
@@ -280,7 +281,8 @@ def atomic_write(path: str, write: Callable[[IO], None], *,
   path = os.fspath(path)
   directory = os.path.dirname(os.path.abspath(path))
   fd, temp_path = tempfile.mkstemp(
-      dir=directory, prefix=f'.{os.path.basename(path)}.', suffix='.tmp')
+      dir=directory, prefix=f'.{os.path.basename(path)}.', suffix='.tmp'
+  )
   try:
     with os.fdopen(fd, 'wb' if binary else 'w') as f:
       write(f)

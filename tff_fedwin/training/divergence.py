@@ -32,7 +32,8 @@ class TrainingDivergedError(RuntimeError):
 
 
 def first_divergence_metric(
-    values: Mapping[str, float]) -> Optional[tuple[str, float]]:
+    values: Mapping[str, float],
+) -> Optional[tuple[str, float]]:
   """Returns `(name, value)` of the first metric saying training diverged.
 
   Args:
@@ -48,7 +49,8 @@ def first_divergence_metric(
     last = name.rsplit('/', 1)[-1]
     is_loss = last == LOSS_SUFFIX or last.endswith('_' + LOSS_SUFFIX)
     if (is_loss and not math.isfinite(value)) or (
-        last == NON_FINITE_UPDATE_SUFFIX and value != 0):
+        last == NON_FINITE_UPDATE_SUFFIX and value != 0
+    ):
       return name, value
   return None
 
@@ -73,12 +75,22 @@ def check_training_finite(
   if found is None:
     return
   name, value = found
-  skipped = (' (the aggregated update was NaN or inf; the server skipped it)'
-             if name.endswith(NON_FINITE_UPDATE_SUFFIX) else '')
-  kept = ('' if last_checkpoint_round is None else
-          f' The checkpoint of round {last_checkpoint_round} is intact.')
+  skipped = (
+      ' (the aggregated update was NaN or inf; the server skipped it)'
+      if name.endswith(NON_FINITE_UPDATE_SUFFIX)
+      else ''
+  )
+  kept = (
+      ''
+      if last_checkpoint_round is None
+      else f' The checkpoint of round {last_checkpoint_round} is intact.'
+  )
   raise TrainingDivergedError(
       f'{experiment_name}: {name} is {value}{skipped} at round {round_num}; '
       f'stopped before recording that round.{kept} Likely cause: a client or '
       'server learning rate too large for this model and data (or unscaled '
-      'input features).', round_num, name, value)
+      'input features).',
+      round_num,
+      name,
+      value,
+  )

@@ -52,33 +52,44 @@ class _Arguments(NamedTuple):
 def _check_arguments(runner: Any, args: _Arguments) -> _Arguments:
   """Raises ValueError naming the first bad argument; `args` with ints."""
   runner_lib.check_runner(runner)
-  if not isinstance(args.train_client_data,
-                    tff.simulation.datasets.ClientData):
+  if not isinstance(args.train_client_data, tff.simulation.datasets.ClientData):
     raise ValueError(
         '`train_client_data` must be a tff.simulation.datasets.ClientData, got '
-        f'{type(args.train_client_data).__name__}.')
+        f'{type(args.train_client_data).__name__}.'
+    )
   for name in ('preprocess_fn', 'evaluate_fn'):
     if not callable(getattr(args, name)):
       raise ValueError(f'`{name}` must be callable.')
   num_clients = len(args.train_client_data.client_ids)
   clients_per_round = checks.check_int(
-      'clients_per_round', args.clients_per_round, minimum=1)
+      'clients_per_round', args.clients_per_round, minimum=1
+  )
   if clients_per_round > num_clients:
     raise ValueError(
         f'`clients_per_round` ({clients_per_round}) exceeds the number of '
-        f'clients in `train_client_data` ({num_clients}).')
-  ints = {name: checks.check_int(name, getattr(args, name), minimum=1)
-          for name in ('total_rounds', 'rounds_per_eval',
-                       'rounds_per_checkpoint', 'summary_last_n')}
+        f'clients in `train_client_data` ({num_clients}).'
+    )
+  ints = {
+      name: checks.check_int(name, getattr(args, name), minimum=1)
+      for name in (
+          'total_rounds',
+          'rounds_per_eval',
+          'rounds_per_checkpoint',
+          'summary_last_n',
+      )
+  }
   seed = checks.check_int('seed', args.seed, minimum=0)
   if not isinstance(args.output_dir, (str, os.PathLike)) or not os.fspath(
-      args.output_dir):
+      args.output_dir
+  ):
     raise ValueError(
-        f'`output_dir` must be a non-empty path, got {args.output_dir!r}.')
+        f'`output_dir` must be a non-empty path, got {args.output_dir!r}.'
+    )
   if not outputs.is_directory_name(args.experiment_name):
     raise ValueError(
         '`experiment_name` must be a non-empty directory name without path '
-        f'separators, got {args.experiment_name!r}.')
+        f'separators, got {args.experiment_name!r}.'
+    )
   return args._replace(clients_per_round=clients_per_round, seed=seed, **ints)
 
 
@@ -93,23 +104,35 @@ def _event_loop() -> Iterator[Any]:
     loop.close()
 
 
-def _start(runner: runner_lib.RoundRunner,
-           checkpoints: checkpoints_lib.Checkpoints, *, total_rounds: int,
-           experiment_name: str) -> _Start:
+def _start(
+    runner: runner_lib.RoundRunner,
+    checkpoints: checkpoints_lib.Checkpoints,
+    *,
+    total_rounds: int,
+    experiment_name: str,
+) -> _Start:
   """Restores the newest checkpoint, or saves the initial state as version 0."""
   initial_state = runner.initialize()
   template = runner.initial_client_state()
   restored = checkpoints.load_latest(initial_state, total_rounds=total_rounds)
   if restored is None:
-    store = (None if template is None
-             else client_states_lib.ClientStateStore(template))
+    store = (
+        None
+        if template is None
+        else client_states_lib.ClientStateStore(template)
+    )
     checkpoints.save(initial_state, 0, store)
     return _Start(initial_state, store, None)
-  store = (None if template is None else
-           checkpoints.load_client_states(restored.round_num, template))
-  message = (f'{experiment_name}: resuming from the checkpoint of round '
-             f'{restored.round_num} (version {restored.version}) in '
-             f'{checkpoints.directory}')
+  store = (
+      None
+      if template is None
+      else checkpoints.load_client_states(restored.round_num, template)
+  )
+  message = (
+      f'{experiment_name}: resuming from the checkpoint of round '
+      f'{restored.round_num} (version {restored.version}) in '
+      f'{checkpoints.directory}'
+  )
   logging.info('%s', message)
   progress.print_line(message)
   return _Start(restored.server_state, store, restored.round_num)
@@ -118,10 +141,15 @@ def _start(runner: runner_lib.RoundRunner,
 class _Rounds:
   """Runs, records and checkpoints the rounds of one `run_training` call."""
 
-  def __init__(self, runner: runner_lib.RoundRunner, *, args: _Arguments,
-               store: Optional[client_states_lib.ClientStateStore],
-               checkpoints: checkpoints_lib.Checkpoints,
-               run: Callable[[Any], Any]):
+  def __init__(
+      self,
+      runner: runner_lib.RoundRunner,
+      *,
+      args: _Arguments,
+      store: Optional[client_states_lib.ClientStateStore],
+      checkpoints: checkpoints_lib.Checkpoints,
+      run: Callable[[Any], Any],
+  ):
     self._runner = runner
     self._args = args
     self._client_ids = list(args.train_client_data.client_ids)
@@ -130,41 +158,55 @@ class _Rounds:
     paths = outputs.RunPaths(args.output_dir, args.experiment_name)
     self._releases = (
         tff.program.CSVFileReleaseManager(
-            paths.metrics_csv, key_fieldname=outputs.ROUND_KEY),
-        tff.program.TensorBoardReleaseManager(paths.tensorboard))
+            paths.metrics_csv, key_fieldname=outputs.ROUND_KEY
+        ),
+        tff.program.TensorBoardReleaseManager(paths.tensorboard),
+    )
     self._run = run
 
   def train(self, state: Any, round_num: int) -> tuple[Any, dict[str, Any]]:
     """Round t: the new state and the row `train/...`, `round_time_seconds`."""
     start = time.monotonic()
     sampled = sampling.sample_clients(
-        self._client_ids, self._args.clients_per_round,
-        self._args.seed, round_num)
+        self._client_ids,
+        self._args.clients_per_round,
+        self._args.seed,
+        round_num,
+    )
     datasets = sampling.client_datasets(
-        self._args.train_client_data, sampled, self._args.preprocess_fn)
-    client_states = (None if self._store is None
-                     else self._store.get(sampled))
+        self._args.train_client_data, sampled, self._args.preprocess_fn
+    )
+    client_states = None if self._store is None else self._store.get(sampled)
     state, new_client_states, train_metrics = self._runner.run_round(
-        state, datasets, client_states)
+        state, datasets, client_states
+    )
     if self._store is not None:
       if new_client_states is None:
         raise ValueError(
             '`runner.run_round` returned no client states, but the runner '
-            'has an `initial_client_state()`.')
+            'has an `initial_client_state()`.'
+        )
       self._store.update(sampled, list(new_client_states))
     round_time = time.monotonic() - start
     values = metrics_lib.flatten_scalar_metrics(
-        train_metrics, outputs.TRAIN_PREFIX)
+        train_metrics, outputs.TRAIN_PREFIX
+    )
     values[outputs.ROUND_TIME_KEY] = round_time
     return state, values
 
-  def evaluate_if_due(self, state: Any, round_num: int,
-                      values: dict[str, Any]) -> None:
+  def evaluate_if_due(
+      self, state: Any, round_num: int, values: dict[str, Any]
+  ) -> None:
     """Adds the eval columns at eval rounds (every k rounds and round T)."""
-    if (round_num % self._args.rounds_per_eval == 0
-        or round_num == self._args.total_rounds):
-      values.update(metrics_lib.evaluate_models(
-          self._runner, state, self._args.evaluate_fn))
+    if (
+        round_num % self._args.rounds_per_eval == 0
+        or round_num == self._args.total_rounds
+    ):
+      values.update(
+          metrics_lib.evaluate_models(
+              self._runner, state, self._args.evaluate_fn
+          )
+      )
 
   def release(self, values: dict[str, Any], round_num: int) -> None:
     """Writes the row to metrics.csv and TensorBoard."""
@@ -173,38 +215,52 @@ class _Rounds:
 
   def checkpoint_if_due(self, state: Any, round_num: int) -> bool:
     """Checkpoints at every k-th round and round T; whether it did."""
-    if (round_num % self._args.rounds_per_checkpoint
-        and round_num != self._args.total_rounds):
+    if (
+        round_num % self._args.rounds_per_checkpoint
+        and round_num != self._args.total_rounds
+    ):
       return False
     self._checkpoints.save(state, round_num, self._store)
-    logging.info('%s: checkpoint of round %d saved in %s',
-                 self._args.experiment_name, round_num,
-                 self._checkpoints.directory)
+    logging.info(
+        '%s: checkpoint of round %d saved in %s',
+        self._args.experiment_name,
+        round_num,
+        self._checkpoints.directory,
+    )
     return True
 
 
-def _train_rounds(rounds: _Rounds, start: _Start, *, total_rounds: int,
-                  experiment_name: str) -> None:
+def _train_rounds(
+    rounds: _Rounds, start: _Start, *, total_rounds: int, experiment_name: str
+) -> None:
   """Rounds after the start up to T; stops if training diverges."""
   state = start.state
   first_round = (start.resumed_from or 0) + 1
   checkpoint_round = start.resumed_from or 0
   printer = progress.ProgressPrinter(
-      experiment_name=experiment_name, first_round=first_round,
-      total_rounds=total_rounds)
+      experiment_name=experiment_name,
+      first_round=first_round,
+      total_rounds=total_rounds,
+  )
   for round_num in range(first_round, total_rounds + 1):
     iteration_start = time.monotonic()
     state, values = rounds.train(state, round_num)
     rounds.evaluate_if_due(state, round_num, values)
     divergence.check_training_finite(
-        values, round_num=round_num, experiment_name=experiment_name,
-        last_checkpoint_round=checkpoint_round)
+        values,
+        round_num=round_num,
+        experiment_name=experiment_name,
+        last_checkpoint_round=checkpoint_round,
+    )
     rounds.release(values, round_num)
     if rounds.checkpoint_if_due(state, round_num):
       checkpoint_round = round_num
     printer.round_done(
-        round_num=round_num, round_time=values[outputs.ROUND_TIME_KEY],
-        iteration_time=time.monotonic() - iteration_start, values=values)
+        round_num=round_num,
+        round_time=values[outputs.ROUND_TIME_KEY],
+        iteration_time=time.monotonic() - iteration_start,
+        values=values,
+    )
 
 
 def run_training(
@@ -269,29 +325,52 @@ def run_training(
       the server skipped a non-finite update.
   """
   start_time = time.monotonic()
-  args = _check_arguments(runner, _Arguments(
-      train_client_data=train_client_data, preprocess_fn=preprocess_fn,
-      clients_per_round=clients_per_round, total_rounds=total_rounds,
-      seed=seed, evaluate_fn=evaluate_fn, rounds_per_eval=rounds_per_eval,
-      rounds_per_checkpoint=rounds_per_checkpoint, output_dir=output_dir,
-      experiment_name=experiment_name, summary_last_n=summary_last_n))
+  args = _check_arguments(
+      runner,
+      _Arguments(
+          train_client_data=train_client_data,
+          preprocess_fn=preprocess_fn,
+          clients_per_round=clients_per_round,
+          total_rounds=total_rounds,
+          seed=seed,
+          evaluate_fn=evaluate_fn,
+          rounds_per_eval=rounds_per_eval,
+          rounds_per_checkpoint=rounds_per_checkpoint,
+          output_dir=output_dir,
+          experiment_name=experiment_name,
+          summary_last_n=summary_last_n,
+      ),
+  )
   total_rounds = args.total_rounds
   paths = outputs.RunPaths(output_dir, experiment_name)
   os.makedirs(paths.root, exist_ok=True)
   identity = checkpoints_lib.RunIdentity(
-      seed=args.seed, clients_per_round=args.clients_per_round,
-      num_clients=len(train_client_data.client_ids))
+      seed=args.seed,
+      clients_per_round=args.clients_per_round,
+      num_clients=len(train_client_data.client_ids),
+  )
   with _event_loop() as run:
     checkpoints = checkpoints_lib.Checkpoints(
-        paths.checkpoints, identity=identity, run=run)
-    start = _start(runner, checkpoints, total_rounds=total_rounds,
-                   experiment_name=experiment_name)
-    rounds = _Rounds(runner, args=args, store=start.store,
-                     checkpoints=checkpoints, run=run)
-    _train_rounds(rounds, start, total_rounds=total_rounds,
-                  experiment_name=experiment_name)
+        paths.checkpoints, identity=identity, run=run
+    )
+    start = _start(
+        runner,
+        checkpoints,
+        total_rounds=total_rounds,
+        experiment_name=experiment_name,
+    )
+    rounds = _Rounds(
+        runner, args=args, store=start.store, checkpoints=checkpoints, run=run
+    )
+    _train_rounds(
+        rounds,
+        start,
+        total_rounds=total_rounds,
+        experiment_name=experiment_name,
+    )
   summary = outputs.summarize_csv(
-      paths.metrics_csv, last_n=args.summary_last_n, last_round=total_rounds)
+      paths.metrics_csv, last_n=args.summary_last_n, last_round=total_rounds
+  )
   summary.update(
       experiment_name=experiment_name,
       total_rounds=total_rounds,

@@ -15,7 +15,8 @@ EvaluateFn = Callable[[runner_lib.ModelWeights], Mapping[str, float]]
 
 
 def flatten_scalar_metrics(
-    metrics: Any, prefix: str = '') -> 'collections.OrderedDict[str, Any]':
+    metrics: Any, prefix: str = ''
+) -> 'collections.OrderedDict[str, Any]':
   """The numeric scalars of a nested metrics structure, keyed `a/b/c`.
 
   Mappings, named tuples, lists and tuples are walked (sequence positions
@@ -42,8 +43,7 @@ def flatten_scalar_metrics(
       array = np.asarray(value)
       if array.ndim == 0 and array.dtype.kind in 'biuf':
         key = '/'.join(path)
-        flat[key] = (float(array) if array.dtype.kind == 'f'
-                     else int(array))
+        flat[key] = float(array) if array.dtype.kind == 'f' else int(array)
       return
     for name, child in items:
       walk(child, path + [str(name)])
@@ -52,39 +52,45 @@ def flatten_scalar_metrics(
   return flat
 
 
-def check_eval_metrics(
-    metrics: Any) -> 'collections.OrderedDict[str, float]':
+def check_eval_metrics(metrics: Any) -> 'collections.OrderedDict[str, float]':
   """`evaluate_fn`'s result as floats; ValueError unless named scalars."""
   if not isinstance(metrics, Mapping) or not metrics:
     raise ValueError(
         '`evaluate_fn` must return a non-empty mapping of metric names to '
-        f'floats, got {metrics!r}.')
+        f'floats, got {metrics!r}.'
+    )
   checked = collections.OrderedDict()
   for name, value in metrics.items():
     if not isinstance(name, str) or not name or '/' in name:
       raise ValueError(
           '`evaluate_fn` must return str metric names without "/", got '
-          f'{name!r}.')
+          f'{name!r}.'
+      )
     array = np.asarray(value)
     if array.ndim != 0 or array.dtype.kind not in 'biuf':
       raise ValueError(
-          f'`evaluate_fn` returned a non-scalar metric {name!r}: {value!r}.')
+          f'`evaluate_fn` returned a non-scalar metric {name!r}: {value!r}.'
+      )
     checked[name] = float(array)
   return checked
 
 
-def same_weights(a: runner_lib.ModelWeights,
-                 b: runner_lib.ModelWeights) -> bool:
+def same_weights(
+    a: runner_lib.ModelWeights, b: runner_lib.ModelWeights
+) -> bool:
   """Whether two models have equal leaves (the window model is w^t)."""
   leaves_a = tf.nest.flatten((a.trainable, a.non_trainable))
   leaves_b = tf.nest.flatten((b.trainable, b.non_trainable))
   return len(leaves_a) == len(leaves_b) and all(
       np.array_equal(np.asarray(x), np.asarray(y))
-      for x, y in zip(leaves_a, leaves_b))
+      for x, y in zip(leaves_a, leaves_b)
+  )
 
 
 def evaluate_models(
-    runner: runner_lib.RoundRunner, state: Any, evaluate_fn: EvaluateFn,
+    runner: runner_lib.RoundRunner,
+    state: Any,
+    evaluate_fn: EvaluateFn,
 ) -> 'collections.OrderedDict[str, float]':
   """`window/<m>`, `global/<m>` and `eval_time_seconds` of a server state.
 
@@ -99,8 +105,10 @@ def evaluate_models(
   else:
     global_metrics = check_eval_metrics(evaluate_fn(global_weights))
   values = collections.OrderedDict()
-  for prefix, metrics in ((outputs.WINDOW_PREFIX, window_metrics),
-                          (outputs.GLOBAL_PREFIX, global_metrics)):
+  for prefix, metrics in (
+      (outputs.WINDOW_PREFIX, window_metrics),
+      (outputs.GLOBAL_PREFIX, global_metrics),
+  ):
     for name, value in metrics.items():
       values[f'{prefix}/{name}'] = value
   values[outputs.EVAL_TIME_KEY] = time.monotonic() - start

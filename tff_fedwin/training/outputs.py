@@ -29,9 +29,13 @@ GLOBAL_PREFIX = 'global'
 
 def is_directory_name(name: Any) -> bool:
   """Whether `name` is one non-empty directory name (no path separators)."""
-  return (isinstance(name, str) and bool(name) and name not in ('.', '..')
-          and os.sep not in name
-          and not (os.altsep and os.altsep in name))
+  return (
+      isinstance(name, str)
+      and bool(name)
+      and name not in ('.', '..')
+      and os.sep not in name
+      and not (os.altsep and os.altsep in name)
+  )
 
 
 class RunPaths:
@@ -47,9 +51,11 @@ class RunPaths:
 
 def write_json_atomically(value: Any, path: str) -> None:
   """Writes `value` as indented JSON; readers see the old or the new file."""
+
   def write(f):
     json.dump(value, f, indent=2, sort_keys=True)
     f.write('\n')
+
   client_states.atomic_write(path, write, binary=False)
 
 
@@ -64,8 +70,9 @@ def _read_rows(csv_path: str, last_round: int) -> list[dict[str, str]]:
   rows = []
   if os.path.exists(csv_path):
     with open(csv_path, newline='') as f:
-      rows = [row for row in csv.DictReader(f)
-              if int(row[ROUND_KEY]) <= last_round]
+      rows = [
+          row for row in csv.DictReader(f) if int(row[ROUND_KEY]) <= last_round
+      ]
   rows.sort(key=lambda row: int(row[ROUND_KEY]))
   return rows
 
@@ -73,11 +80,18 @@ def _read_rows(csv_path: str, last_round: int) -> list[dict[str, str]]:
 def _metric_stats(eval_rows, prefix: str):
   """`{metric: {mean, std, values}}` of the `prefix/` columns of `eval_rows`."""
   per_metric = collections.OrderedDict()
-  names = sorted({key[len(prefix) + 1:] for row in eval_rows for key in row
-                  if key.startswith(prefix + '/')})
+  names = sorted(
+      {
+          key[len(prefix) + 1 :]
+          for row in eval_rows
+          for key in row
+          if key.startswith(prefix + '/')
+      }
+  )
   for name in names:
     values = np.array(
-        [float(row[f'{prefix}/{name}']) for row in eval_rows], np.float64)
+        [float(row[f'{prefix}/{name}']) for row in eval_rows], np.float64
+    )
     per_metric[name] = collections.OrderedDict(
         mean=float(np.mean(values)),
         std=float(np.std(values)),
@@ -87,7 +101,8 @@ def _metric_stats(eval_rows, prefix: str):
 
 
 def summarize_csv(
-    csv_path: str, *, last_n: int, last_round: int) -> dict[str, Any]:
+    csv_path: str, *, last_n: int, last_round: int
+) -> dict[str, Any]:
   """Mean and std of every eval metric over the last `last_n` eval rounds.
 
   Rows after `last_round` (left by a longer run that died) are ignored.
@@ -99,16 +114,23 @@ def summarize_csv(
   """
   rows = _read_rows(csv_path, last_round)
   eval_rows = [
-      row for row in rows
-      if any(key.startswith(WINDOW_PREFIX + '/') and value not in (None, '')
-             for key, value in row.items())
+      row
+      for row in rows
+      if any(
+          key.startswith(WINDOW_PREFIX + '/') and value not in (None, '')
+          for key, value in row.items()
+      )
   ][-last_n:]
   summary = collections.OrderedDict()
   for prefix in (WINDOW_PREFIX, GLOBAL_PREFIX):
     summary[prefix] = _metric_stats(eval_rows, prefix)
   summary['eval_rounds'] = [int(row[ROUND_KEY]) for row in eval_rows]
   summary['rounds_in_csv'] = len(rows)
-  summary['total_round_and_eval_time_seconds'] = float(sum(
-      _float_or_none(row.get(key)) or 0.0
-      for row in rows for key in (ROUND_TIME_KEY, EVAL_TIME_KEY)))
+  summary['total_round_and_eval_time_seconds'] = float(
+      sum(
+          _float_or_none(row.get(key)) or 0.0
+          for row in rows
+          for key in (ROUND_TIME_KEY, EVAL_TIME_KEY)
+      )
+  )
   return summary

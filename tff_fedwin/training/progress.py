@@ -25,9 +25,13 @@ def print_line(message: str) -> None:
 
 def eval_text(values: Mapping[str, float]) -> str:
   """`, window/accuracy 0.9000, ...` of a row's eval columns, or ''."""
-  parts = [f'{k} {v:.4f}' for k, v in values.items()
-           if k.startswith((outputs.WINDOW_PREFIX + '/',
-                            outputs.GLOBAL_PREFIX + '/'))]
+  parts = [
+      f'{k} {v:.4f}'
+      for k, v in values.items()
+      if k.startswith(
+          (outputs.WINDOW_PREFIX + '/', outputs.GLOBAL_PREFIX + '/')
+      )
+  ]
   return (', ' + ', '.join(parts)) if parts else ''
 
 
@@ -38,23 +42,34 @@ class ProgressPrinter:
   every `PROGRESS_INTERVAL_SECONDS`.
   """
 
-  def __init__(self, *, experiment_name: str, first_round: int,
-               total_rounds: int):
+  def __init__(
+      self, *, experiment_name: str, first_round: int, total_rounds: int
+  ):
     self._name = experiment_name
     self._first_round = first_round
     self._total_rounds = total_rounds
     self._iteration_times = []
     self._last_line = -math.inf
 
-  def round_done(self, *, round_num: int, round_time: float,
-                 iteration_time: float, values: Mapping[str, float]) -> None:
+  def round_done(
+      self,
+      *,
+      round_num: int,
+      round_time: float,
+      iteration_time: float,
+      values: Mapping[str, float],
+  ) -> None:
     """Records a finished round; prints its line if one is due."""
     self._iteration_times.append(iteration_time)
     eta = np.mean(self._iteration_times) * (self._total_rounds - round_num)
     evaluated = eval_text(values)
-    if evaluated or round_num == self._first_round or (
-        time.monotonic() - self._last_line >= PROGRESS_INTERVAL_SECONDS):
+    if (
+        evaluated
+        or round_num == self._first_round
+        or (time.monotonic() - self._last_line >= PROGRESS_INTERVAL_SECONDS)
+    ):
       print_line(
           f'{self._name}: round {round_num}/{self._total_rounds} '
-          f'{round_time:.2f}s, ETA {format_seconds(eta)}{evaluated}')
+          f'{round_time:.2f}s, ETA {format_seconds(eta)}{evaluated}'
+      )
       self._last_line = time.monotonic()

@@ -13,8 +13,13 @@ import tensorflow_federated as tff
 ModelWeights = tff.learning.models.ModelWeights
 
 # The methods `run_training` calls; `check_runner` looks for each of them.
-RUNNER_METHODS = ('initialize', 'initial_client_state', 'run_round',
-                  'global_model_weights', 'window_model_weights')
+RUNNER_METHODS = (
+    'initialize',
+    'initial_client_state',
+    'run_round',
+    'global_model_weights',
+    'window_model_weights',
+)
 
 
 class RoundRunner(Protocol):
@@ -32,7 +37,9 @@ class RoundRunner(Protocol):
     """Every client's state before its first round; None: no client states."""
 
   def run_round(
-      self, state: Any, datasets: Sequence[tf.data.Dataset],
+      self,
+      state: Any,
+      datasets: Sequence[tf.data.Dataset],
       client_states: Optional[list[Any]],
   ) -> tuple[Any, Optional[list[Any]], Any]:
     """One round: `(state, datasets, client_states) -> (state, new, metrics)`.
@@ -62,4 +69,5 @@ def check_runner(runner: Any) -> None:
       raise ValueError(
           f'`runner` must be a RoundRunner with a `{method}` method (e.g. a '
           'tff_fedwin.algorithms.runners.LearningProcessRunner), got '
-          f'{type(runner).__name__}.')
+          f'{type(runner).__name__}.'
+      )

@@ -10,8 +10,8 @@ PreprocessFn = Callable[[tf.data.Dataset], tf.data.Dataset]
 
 
 def sample_clients(
-    client_ids: Sequence[str], clients_per_round: int, seed: int,
-    round_num: int) -> list[str]:
+    client_ids: Sequence[str], clients_per_round: int, seed: int, round_num: int
+) -> list[str]:
   """The clients of round `round_num`: without replacement, from `(seed, t)`.
 
   `np.random.default_rng([seed, round_num]).choice(len(client_ids),
@@ -39,5 +39,7 @@ def client_datasets(
     preprocess_fn: PreprocessFn,
 ) -> list[tf.data.Dataset]:
   """`preprocess_fn` of each client's raw dataset, in the order of the ids."""
-  return [preprocess_fn(client_data.create_tf_dataset_for_client(c))
-          for c in client_ids]
+  return [
+      preprocess_fn(client_data.create_tf_dataset_for_client(c))
+      for c in client_ids
+  ]

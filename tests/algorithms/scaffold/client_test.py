@@ -18,12 +18,19 @@ class TestBuildScaffoldClientUpdateExecution:
   @pytest.mark.parametrize('client_index', range(sref.TOTAL_CLIENTS))
   @pytest.mark.parametrize('zero_controls', [True, False])
   def test_client_update_matches_numpy(
-      self, client_loss, client_index, zero_controls):
+      self, client_loss, client_index, zero_controls
+  ):
     params = sref.np_initial_params()
-    server_control = sref.np_zeros() if zero_controls else sref.nonzero_controls(1)
-    client_control = sref.np_zeros() if zero_controls else sref.nonzero_controls(2)
+    server_control = (
+        sref.np_zeros() if zero_controls else sref.nonzero_controls(1)
+    )
+    client_control = (
+        sref.np_zeros() if zero_controls else sref.nonzero_controls(2)
+    )
     client_update = scaffold.build_scaffold_client_update(
-        sref.model_fn, sref.CLIENT_LEARNING_RATE, client_loss=client_loss,
+        sref.model_fn,
+        sref.CLIENT_LEARNING_RATE,
+        client_loss=client_loss,
         num_classes=sref.NUM_CLASSES if client_loss == 'wsm' else None,
     )
 
@@ -38,7 +45,10 @@ class TestBuildScaffoldClientUpdateExecution:
     )
 
     expected = sref.np_client_update(
-        params, server_control, client_control, sref.CLIENT_DATA[client_index],
+        params,
+        server_control,
+        client_control,
+        sref.CLIENT_DATA[client_index],
         client_loss=client_loss,
     )
     sref.assert_close(result.model_delta, expected.model_delta)
@@ -47,8 +57,9 @@ class TestBuildScaffoldClientUpdateExecution:
     assert result.client_weight.numpy() == 1.0
     assert result.num_examples.numpy() == expected.num_examples
     # loss_sum always uses the model's plain cross-entropy (also with WSM).
-    np.testing.assert_allclose(result.loss_sum.numpy(), expected.loss_sum,
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        result.loss_sum.numpy(), expected.loss_sum, rtol=1e-5
+    )
 
   def test_client_update_on_empty_dataset_changes_nothing(self):
     client_control = sref.nonzero_controls(2)
@@ -58,7 +69,9 @@ class TestBuildScaffoldClientUpdateExecution:
 
     new_state, result = client_update(
         tff.learning.models.ModelWeights(
-            trainable=[tf.constant(p, tf.float32) for p in sref.np_initial_params()],
+            trainable=[
+                tf.constant(p, tf.float32) for p in sref.np_initial_params()
+            ],
             non_trainable=[],
         ),
         [tf.constant(c, tf.float32) for c in sref.nonzero_controls(1)],
@@ -75,19 +88,26 @@ class TestBuildScaffoldClientUpdateExecution:
 
   def test_wsm_test_data_has_clients_with_absent_classes(self):
     # So that the WSM tests below exercise the beta_c = 0 masking.
-    counts = [np.bincount(y, minlength=sref.NUM_CLASSES) for _, y, _ in sref.CLIENT_DATA]
+    counts = [
+        np.bincount(y, minlength=sref.NUM_CLASSES)
+        for _, y, _ in sref.CLIENT_DATA
+    ]
     assert any((c == 0).any() for c in counts)
     assert any((c > 0).all() for c in counts)
 
   def test_client_update_with_wsm_reports_plain_cross_entropy(self):
     client_update = scaffold.build_scaffold_client_update(
-        sref.model_fn, sref.CLIENT_LEARNING_RATE, client_loss='wsm',
+        sref.model_fn,
+        sref.CLIENT_LEARNING_RATE,
+        client_loss='wsm',
         num_classes=sref.NUM_CLASSES,
     )
 
     _, result = client_update(
         tff.learning.models.ModelWeights(
-            trainable=[tf.constant(p, tf.float32) for p in sref.np_initial_params()],
+            trainable=[
+                tf.constant(p, tf.float32) for p in sref.np_initial_params()
+            ],
             non_trainable=[],
         ),
         [tf.constant(c, tf.float32) for c in sref.np_zeros()],
@@ -98,7 +118,10 @@ class TestBuildScaffoldClientUpdateExecution:
     # loss_sum: sum over batches of (plain CE on raw logits, before the step)
     # * batch size, along the WSM trajectory.
     expected = sref.np_client_update(
-        sref.np_initial_params(), sref.np_zeros(), sref.np_zeros(), sref.CLIENT_DATA[0],
+        sref.np_initial_params(),
+        sref.np_zeros(),
+        sref.np_zeros(),
+        sref.CLIENT_DATA[0],
         client_loss='wsm',
     )
     assert result.num_examples.numpy() == expected.num_examples
@@ -118,7 +141,9 @@ class TestBuildScaffoldClientUpdateExecution:
 
     _, result = client_update(
         tff.learning.models.ModelWeights(
-            trainable=[tf.constant(p, tf.float32) for p in sref.np_initial_params()],
+            trainable=[
+                tf.constant(p, tf.float32) for p in sref.np_initial_params()
+            ],
             non_trainable=[],
         ),
         [tf.constant(c, tf.float32) for c in sref.np_zeros()],
@@ -127,7 +152,10 @@ class TestBuildScaffoldClientUpdateExecution:
     )
 
     expected = sref.np_client_update(
-        sref.np_initial_params(), sref.np_zeros(), sref.np_zeros(), sref.CLIENT_DATA[0],
+        sref.np_initial_params(),
+        sref.np_zeros(),
+        sref.np_zeros(),
+        sref.CLIENT_DATA[0],
         client_loss='wsm',
     )
     sref.assert_close(result.model_delta, expected.model_delta)
@@ -138,15 +166,23 @@ class TestOptionIIControlVariate:
 
   def test_after_k_steps(self):
     new = scaffold.option_ii_control_variate(
-        [tf.constant([1.0, 2.0])], [tf.constant([0.5, -0.5])],
-        [tf.constant([0.2, 0.4])], tf.constant(2, tf.int64), 0.1)
+        [tf.constant([1.0, 2.0])],
+        [tf.constant([0.5, -0.5])],
+        [tf.constant([0.2, 0.4])],
+        tf.constant(2, tf.int64),
+        0.1,
+    )
     # [1 - 0.5 + 0.2 / 0.2, 2 + 0.5 + 0.4 / 0.2].
     sref.assert_close(new, [[1.5, 4.5]])
 
   def test_without_steps_keeps_the_client_control_variate(self):
     new = scaffold.option_ii_control_variate(
-        [tf.constant([1.0, 2.0])], [tf.constant([0.5, -0.5])],
-        [tf.constant([0.0, 0.0])], tf.constant(0, tf.int64), 0.1)
+        [tf.constant([1.0, 2.0])],
+        [tf.constant([0.5, -0.5])],
+        [tf.constant([0.0, 0.0])],
+        tf.constant(0, tf.int64),
+        0.1,
+    )
     sref.assert_close(new, [[1.0, 2.0]])
 
 

@@ -14,17 +14,18 @@ from tff_fedwin import training
 from tff_fedwin.algorithms import scaffold
 
 
-
 @pytest.fixture(scope='module')
 def build_process():
   """Builds each process configuration once per module."""
   return sref.process_builder()
 
+
 class TestBuildScaffoldComputation:
   """Type signatures and static properties of the computations."""
 
   def test_next_type_signature_places_state_data_and_client_states(
-      self, build_process,
+      self,
+      build_process,
   ):
     process = build_process()
     param = process.next.type_signature.parameter
@@ -66,10 +67,10 @@ class TestBuildScaffoldComputation:
         ),
     )
 
-
   @pytest.mark.parametrize('window_size', [None, 2])
   def test_get_model_weights_maps_server_state_to_model_weights(
-      self, build_process, window_size):
+      self, build_process, window_size
+  ):
     process = build_process(window_size=window_size)
     state_type = process.initialize.type_signature.result.member
     weights_type = tff.learning.models.weights_type_from_model(sref.model_fn)
@@ -77,10 +78,12 @@ class TestBuildScaffoldComputation:
     assert isinstance(process, scaffold.ScaffoldProcess)
     tff.test.assert_types_identical(
         process.get_model_weights.type_signature,
-        tff.FunctionType(state_type, weights_type))
+        tff.FunctionType(state_type, weights_type),
+    )
 
   def test_process_rejects_get_model_weights_of_another_type(
-      self, build_process):
+      self, build_process
+  ):
     process = build_process()
     other = tff.tensorflow.computation(lambda x: x, np.float32)
 
@@ -99,7 +102,9 @@ class TestBuildScaffoldComputation:
 class TestBuildScaffoldExecution:
   """Rounds vs the numpy SCAFFOLD."""
 
-  def test_initialize_uses_model_weights_and_zero_control_variate(self, build_process):
+  def test_initialize_uses_model_weights_and_zero_control_variate(
+      self, build_process
+  ):
     state = build_process().initialize()
 
     assert isinstance(state, scaffold.ScaffoldServerState)
@@ -112,9 +117,12 @@ class TestBuildScaffoldExecution:
 
   @pytest.mark.parametrize('server_learning_rate', [1.0, 0.5])
   def test_rounds_match_numpy_scaffold(
-      self, build_process, server_learning_rate):
+      self, build_process, server_learning_rate
+  ):
     process = build_process(server_learning_rate)
-    store = training.ClientStateStore(scaffold.initial_client_state(sref.model_fn))
+    store = training.ClientStateStore(
+        scaffold.initial_client_state(sref.model_fn)
+    )
     state = process.initialize()
     np_params = sref.np_initial_params()
     np_control = sref.np_zeros()
@@ -145,7 +153,8 @@ class TestBuildScaffoldExecution:
 
       assert state.round_num == round_num
       sref.assert_close(
-          scaffold.model_weights_to_evaluate(state).trainable, np_params)
+          scaffold.model_weights_to_evaluate(state).trainable, np_params
+      )
       sref.assert_close(process.get_model_weights(state).trainable, np_params)
       sref.assert_close(state.control_variate, np_control)
       for i in range(sref.TOTAL_CLIENTS):
@@ -159,8 +168,13 @@ class TestBuildScaffoldExecution:
           np.testing.assert_array_equal(new_leaf, old_leaf)
       # c stays the mean of all N client control variates.
       mean_client_control = [
-          np.mean([store.get([cid])[0].control_variate[j] for cid in sref.CLIENT_IDS],
-                  axis=0)
+          np.mean(
+              [
+                  store.get([cid])[0].control_variate[j]
+                  for cid in sref.CLIENT_IDS
+              ],
+              axis=0,
+          )
           for j in range(2)
       ]
       sref.assert_close(state.control_variate, mean_client_control)
@@ -168,7 +182,8 @@ class TestBuildScaffoldExecution:
       assert metrics['num_clients_with_data'] == len(sampled)
       np.testing.assert_allclose(
           metrics['train_loss'],
-          sum(r.loss_sum for r in results) / sum(r.num_examples for r in results),
+          sum(r.loss_sum for r in results)
+          / sum(r.num_examples for r in results),
           rtol=1e-5,
       )
 
@@ -195,7 +210,9 @@ class TestBuildScaffoldExecution:
     sref.assert_close(state.global_model_weights.trainable, expected_params)
     sref.assert_close(state.control_variate, expected_control)
     sref.assert_close(new_client_states[0].control_variate, client_controls[0])
-    sref.assert_close(new_client_states[1].control_variate, results[1].new_control)
+    sref.assert_close(
+        new_client_states[1].control_variate, results[1].new_control
+    )
     assert metrics['num_clients_with_data'] == 1
     assert metrics['num_examples'] == len(sref.CLIENT_DATA[1][1])
     assert np.isfinite(metrics['train_loss'])
@@ -208,7 +225,10 @@ class TestBuildScaffoldExecution:
 
     state, new_client_states, metrics = process.next(
         sref.make_server_state(params, server_control, round_num=3),
-        [sref.make_dataset(sref.EMPTY_DATA), sref.make_dataset(sref.EMPTY_DATA)],
+        [
+            sref.make_dataset(sref.EMPTY_DATA),
+            sref.make_dataset(sref.EMPTY_DATA),
+        ],
         [sref.make_client_state(c) for c in client_controls],
     )
 
@@ -243,7 +263,9 @@ class TestBuildScaffoldExecution:
         [sref.make_client_state(client_control) for _ in data],
     )
 
-    sref.assert_close(state.global_model_weights.non_trainable, [expected_count])
+    sref.assert_close(
+        state.global_model_weights.non_trainable, [expected_count]
+    )
 
   def test_rounds_with_wsm_match_numpy_scaffold(self, build_process):
     process = build_process(client_loss='wsm', num_classes=sref.NUM_CLASSES)
@@ -252,7 +274,8 @@ class TestBuildScaffoldExecution:
 
     for t, state, store, _ in sref.run_rounds(process, rounds):
       sref.assert_round_matches(
-          t, state, store, expected[t - 1], with_window=False, process=process)
+          t, state, store, expected[t - 1], with_window=False, process=process
+      )
 
   def test_rounds_with_wsm_report_plain_cross_entropy(self, build_process):
     process = build_process(client_loss='wsm', num_classes=sref.NUM_CLASSES)
@@ -261,7 +284,9 @@ class TestBuildScaffoldExecution:
 
     for t, _, _, metrics in sref.run_rounds(process, rounds):
       np.testing.assert_allclose(
-          metrics['train_loss'], expected[t - 1].train_loss, rtol=1e-5,
+          metrics['train_loss'],
+          expected[t - 1].train_loss,
+          rtol=1e-5,
           err_msg=f'round {t}',
       )
       assert metrics['num_examples'] == expected[t - 1].num_examples
@@ -281,13 +306,21 @@ class TestBuildScaffoldArguments:
           (dict(window_size=0), ValueError, 'window_size'),
           (dict(window_size=2.5), TypeError, 'window_size'),
           (dict(window_size=2, window_mode='ima'), ValueError, 'window_mode'),
-          (dict(window_size=2, window_start_round=-1), ValueError,
-           'window_start_round'),
-          (dict(window_size=2, window_start_round=1.0), TypeError,
-           'window_start_round'),
+          (
+              dict(window_size=2, window_start_round=-1),
+              ValueError,
+              'window_start_round',
+          ),
+          (
+              dict(window_size=2, window_start_round=1.0),
+              TypeError,
+              'window_start_round',
+          ),
       ],
   )
-  def test_build_rejects_bad_loss_and_window_arguments(self, kwargs, error, argument):
+  def test_build_rejects_bad_loss_and_window_arguments(
+      self, kwargs, error, argument
+  ):
     with pytest.raises(error, match=argument):
       scaffold.build_scaffold(
           sref.model_fn, client_learning_rate=0.1, total_clients=4, **kwargs

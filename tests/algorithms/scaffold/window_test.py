@@ -12,11 +12,11 @@ from tff_fedwin.aggregators import window_model_weights
 from tff_fedwin.algorithms import scaffold
 
 
-
 @pytest.fixture(scope='module')
 def build_process():
   """Builds each process configuration once per module."""
   return sref.process_builder()
+
 
 # (W, start_round): active from max(W, start_round), i.e. from round W, or
 # from round W + 1 (start_round after W).
@@ -59,7 +59,8 @@ class TestBuildScaffoldWindowExecution:
       self, build_process, window_size, start_round, mode
   ):
     process = build_process(
-        window_size=window_size, window_mode=mode,
+        window_size=window_size,
+        window_mode=mode,
         window_start_round=start_round,
     )
     rounds = 2 * window_size + 2
@@ -69,13 +70,15 @@ class TestBuildScaffoldWindowExecution:
 
     for t, state, store, _ in sref.run_rounds(process, rounds):
       sref.assert_round_matches(
-          t, state, store, expected[t - 1], with_window=True, process=process)
+          t, state, store, expected[t - 1], with_window=True, process=process
+      )
 
   @pytest.mark.parametrize('mode', ['evaluate', 'broadcast'])
   def test_window_measurements_match_numpy(self, build_process, mode):
     window_size, start_round = 2, 3
     process = build_process(
-        window_size=window_size, window_mode=mode,
+        window_size=window_size,
+        window_mode=mode,
         window_start_round=start_round,
     )
     rounds = 5
@@ -88,11 +91,15 @@ class TestBuildScaffoldWindowExecution:
       assert measured['window_fill'] == expected[t - 1].window_fill, t
       assert bool(measured['window_active']) == expected[t - 1].window_active, t
       np.testing.assert_allclose(
-          measured['window_distance'], expected[t - 1].window_distance,
-          atol=sref.ATOL, err_msg=f'round {t}',
+          measured['window_distance'],
+          expected[t - 1].window_distance,
+          atol=sref.ATOL,
+          err_msg=f'round {t}',
       )
       np.testing.assert_allclose(
-          metrics['train_loss'], expected[t - 1].train_loss, rtol=1e-5,
+          metrics['train_loss'],
+          expected[t - 1].train_loss,
+          rtol=1e-5,
           err_msg=f'round {t}',
       )
 
@@ -102,26 +109,39 @@ class TestBuildScaffoldWindowExecution:
     assert isinstance(state.window, window_lib.WindowBuffer)
     assert state.window.num_models == 0
     assert state.window.window_size == 2
-    sref.assert_close(scaffold.model_weights_to_evaluate(state).trainable,
-                  sref.np_initial_params())
-    sref.assert_close(window_model_weights(state).trainable, sref.np_initial_params())
+    sref.assert_close(
+        scaffold.model_weights_to_evaluate(state).trainable,
+        sref.np_initial_params(),
+    )
+    sref.assert_close(
+        window_model_weights(state).trainable, sref.np_initial_params()
+    )
 
   def test_wsm_with_broadcast_window_matches_numpy(self, build_process):
     window_size, start_round = 2, 3
     process = build_process(
-        client_loss='wsm', num_classes=sref.NUM_CLASSES, window_size=window_size,
-        window_mode='broadcast', window_start_round=start_round,
+        client_loss='wsm',
+        num_classes=sref.NUM_CLASSES,
+        window_size=window_size,
+        window_mode='broadcast',
+        window_start_round=start_round,
     )
     rounds = 2 * window_size + 2
     expected = sref.np_simulate(
-        rounds, client_loss='wsm', window_size=window_size, mode='broadcast',
+        rounds,
+        client_loss='wsm',
+        window_size=window_size,
+        mode='broadcast',
         start_round=start_round,
     )
 
     for t, state, store, metrics in sref.run_rounds(process, rounds):
       sref.assert_round_matches(
-          t, state, store, expected[t - 1], with_window=True, process=process)
+          t, state, store, expected[t - 1], with_window=True, process=process
+      )
       np.testing.assert_allclose(
-          metrics['train_loss'], expected[t - 1].train_loss, rtol=1e-5,
+          metrics['train_loss'],
+          expected[t - 1].train_loss,
+          rtol=1e-5,
           err_msg=f'round {t}',
       )

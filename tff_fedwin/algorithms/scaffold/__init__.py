@@ -17,4 +17,3 @@ from tff_fedwin.algorithms.scaffold.server import scaffold_server_update
 from tff_fedwin.algorithms.scaffold.types import ScaffoldClientResult
 from tff_fedwin.algorithms.scaffold.types import ScaffoldClientState
 from tff_fedwin.algorithms.scaffold.types import ScaffoldServerState
-

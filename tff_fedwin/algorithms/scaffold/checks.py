@@ -12,13 +12,15 @@ from tff_fedwin.losses import labels as labels_lib
 
 
 def check_rates_and_clients(
-    *, client_learning_rate: Any, server_learning_rate: Any,
-    total_clients: Any) -> int:
+    *, client_learning_rate: Any, server_learning_rate: Any, total_clients: Any
+) -> int:
   """Checks the positive learning rates and N; returns `int(total_clients)`."""
   checks.check_number(
-      'client_learning_rate', client_learning_rate, positive=True)
+      'client_learning_rate', client_learning_rate, positive=True
+  )
   checks.check_number(
-      'server_learning_rate', server_learning_rate, positive=True)
+      'server_learning_rate', server_learning_rate, positive=True
+  )
   return checks.check_int('total_clients', total_clients, minimum=1)
 
 

@@ -80,13 +80,18 @@ def option_ii_control_variate(
   def new_control_variate(c_i, c, delta):
     # divide_no_nan keeps K = 0 finite; tf.where then keeps c_i.
     scale = tf.cast(num_steps, delta.dtype) * tf.cast(
-        learning_rate, delta.dtype)
+        learning_rate, delta.dtype
+    )
     return tf.where(
-        has_data, c_i - c + tf.math.divide_no_nan(delta, scale), c_i)
+        has_data, c_i - c + tf.math.divide_no_nan(delta, scale), c_i
+    )
 
   return tf.nest.map_structure(
-      new_control_variate, client_control_variate, server_control_variate,
-      model_delta)
+      new_control_variate,
+      client_control_variate,
+      server_control_variate,
+      model_delta,
+  )
 
 
 def build_scaffold_client_update(
@@ -95,8 +100,9 @@ def build_scaffold_client_update(
     *,
     client_loss: str = 'ce',
     num_classes: int | None = None,
-) -> Callable[..., tuple[types.ScaffoldClientState,
-                         types.ScaffoldClientResult]]:
+) -> Callable[
+    ..., tuple[types.ScaffoldClientState, types.ScaffoldClientResult]
+]:
   """Builds the SCAFFOLD client step as a `tf.function` (builds the model).
 
   Call inside the graph that runs the step (a `tff.tensorflow.computation`),
@@ -136,24 +142,33 @@ def build_scaffold_client_update(
   )
 
   @tf.function
-  def client_update(initial_weights, server_control_variate, client_state,
-                    dataset):
+  def client_update(
+      initial_weights, server_control_variate, client_state, dataset
+  ):
     client_control_variate = client_state.control_variate
     correction = tf.nest.map_structure(
-        tf.subtract, server_control_variate, client_control_variate)
+        tf.subtract, server_control_variate, client_control_variate
+    )
     step_state = training.client_init(initial_weights, dataset, correction)
     step_state = client_training.run_client_loop(
-        training.client_step, step_state, dataset)
+        training.client_step, step_state, dataset
+    )
     output = training.client_final(initial_weights.trainable, step_state)
     new_client_control_variate = option_ii_control_variate(
-        client_control_variate, server_control_variate, output.model_delta,
-        output.num_steps, client_learning_rate)
+        client_control_variate,
+        server_control_variate,
+        output.model_delta,
+        output.num_steps,
+        client_learning_rate,
+    )
     result = types.ScaffoldClientResult(
         model_delta=tf.nest.map_structure(tf.negative, output.model_delta),
         control_variate_delta=tf.nest.map_structure(
-            tf.subtract, new_client_control_variate, client_control_variate),
+            tf.subtract, new_client_control_variate, client_control_variate
+        ),
         non_trainable_weights=tf.nest.map_structure(
-            tf.identity, training.model_weights.non_trainable),
+            tf.identity, training.model_weights.non_trainable
+        ),
         client_weight=tf.cast(output.num_steps > 0, tf.float32),
         num_examples=output.num_examples,
         loss_sum=output.loss_sum,

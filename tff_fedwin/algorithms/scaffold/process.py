@@ -37,7 +37,8 @@ class ScaffoldProcess(tff.templates.IterativeProcess):
     if parameter is None or not parameter.is_equivalent_to(state_type):
       raise TypeError(
           '`get_model_weights_fn` must take the unplaced server state '
-          f'{state_type}, got {parameter}.')
+          f'{state_type}, got {parameter}.'
+      )
     self._get_model_weights_fn = get_model_weights_fn
 
   @property
@@ -70,12 +71,14 @@ def model_weights_to_evaluate(
   """
   if not isinstance(state, types.ScaffoldServerState):
     raise ValueError(
-        f'`state` must be a ScaffoldServerState, got {type(state).__name__}.')
+        f'`state` must be a ScaffoldServerState, got {type(state).__name__}.'
+    )
   return window_readout.window_or_global_model_weights(state)
 
 
-def _initial_state_computation(model_fn, *, window_size, window_mode,
-                               window_start_round) -> tff.Computation:
+def _initial_state_computation(
+    model_fn, *, window_size, window_mode, window_start_round
+) -> tff.Computation:
   """`( -> S)`: x the model's initial weights, c = 0, round 0, empty window."""
 
   @tff.tensorflow.computation
@@ -85,8 +88,12 @@ def _initial_state_computation(model_fn, *, window_size, window_mode,
     window = ()
     if window_size is not None:
       window = window_math.initial_window(
-          zeros, window_size=window_size, mode=window_mode,
-          start_round=window_start_round, read_every=1)
+          zeros,
+          window_size=window_size,
+          mode=window_mode,
+          start_round=window_start_round,
+          read_every=1,
+      )
     return types.ScaffoldServerState(
         global_model_weights=weights,
         control_variate=zeros,
@@ -97,32 +104,54 @@ def _initial_state_computation(model_fn, *, window_size, window_mode,
   return initial_server_state_fn
 
 
-def _next_computation(model_fn, *, server_state_type, data_type,
-                      client_learning_rate, server_learning_rate,
-                      total_clients, client_loss, num_classes,
-                      with_window) -> tff.Computation:
+def _next_computation(
+    model_fn,
+    *,
+    server_state_type,
+    data_type,
+    client_learning_rate,
+    server_learning_rate,
+    total_clients,
+    client_loss,
+    num_classes,
+    with_window,
+) -> tff.Computation:
   """`next`: broadcast x and c, map the client step, sum, map the server step."""
   client_state_type = tff.types.to_type(
-      types.ScaffoldClientState(server_state_type.control_variate))
+      types.ScaffoldClientState(server_state_type.control_variate)
+  )
 
   @tff.tensorflow.computation(
       server_state_type.global_model_weights,
-      server_state_type.control_variate, client_state_type, data_type)
-  def client_update_fn(initial_weights, server_control_variate, client_state,
-                       dataset):
+      server_state_type.control_variate,
+      client_state_type,
+      data_type,
+  )
+  def client_update_fn(
+      initial_weights, server_control_variate, client_state, dataset
+  ):
     client_update = client.build_scaffold_client_update(
-        model_fn, client_learning_rate, client_loss=client_loss,
-        num_classes=num_classes)
+        model_fn,
+        client_learning_rate,
+        client_loss=client_loss,
+        num_classes=num_classes,
+    )
     new_client_state, result = client_update(
-        initial_weights, server_control_variate, client_state, dataset)
+        initial_weights, server_control_variate, client_state, dataset
+    )
     return new_client_state, server.round_sums_summand(result)
 
   @tff.tensorflow.computation(
-      server_state_type, client_update_fn.type_signature.result[1])
+      server_state_type, client_update_fn.type_signature.result[1]
+  )
   def server_update_fn(state, sums):
     return server.next_server_state(
-        state, sums, server_learning_rate=server_learning_rate,
-        total_clients=total_clients, with_window=with_window)
+        state,
+        sums,
+        server_learning_rate=server_learning_rate,
+        total_clients=total_clients,
+        with_window=with_window,
+    )
 
   @tff.federated_computation(
       tff.FederatedType(server_state_type, tff.SERVER),
@@ -134,7 +163,8 @@ def _next_computation(model_fn, *, server_state_type, data_type,
     control_variate = tff.federated_broadcast(state.control_variate)
     client_outputs = tff.federated_map(
         client_update_fn,
-        (model_weights, control_variate, client_states, client_data))
+        (model_weights, control_variate, client_states, client_data),
+    )
     sums = tff.federated_sum(client_outputs[1])
     new_state, metrics = tff.federated_map(server_update_fn, (state, sums))
     return new_state, client_outputs[0], metrics
@@ -201,7 +231,9 @@ def build_scaffold(
   """
   total_clients = checks.check_rates_and_clients(
       client_learning_rate=client_learning_rate,
-      server_learning_rate=server_learning_rate, total_clients=total_clients)
+      server_learning_rate=server_learning_rate,
+      total_clients=total_clients,
+  )
   client_training.check_client_loss(client_loss, num_classes)
   checks.check_window_args(window_size, window_mode, window_start_round)
   checks.check_model(model_fn)
@@ -213,8 +245,11 @@ def build_scaffold(
   with_window = window_size is not None
 
   initial_server_state_fn = _initial_state_computation(
-      model_fn, window_size=window_size, window_mode=window_mode,
-      window_start_round=window_start_round)
+      model_fn,
+      window_size=window_size,
+      window_mode=window_mode,
+      window_start_round=window_start_round,
+  )
 
   @tff.federated_computation
   def initialize_fn():
@@ -222,11 +257,16 @@ def build_scaffold(
 
   server_state_type = initial_server_state_fn.type_signature.result
   next_fn = _next_computation(
-      model_fn, server_state_type=server_state_type, data_type=data_type,
+      model_fn,
+      server_state_type=server_state_type,
+      data_type=data_type,
       client_learning_rate=client_learning_rate,
-      server_learning_rate=server_learning_rate, total_clients=total_clients,
-      client_loss=client_loss, num_classes=num_classes,
-      with_window=with_window)
+      server_learning_rate=server_learning_rate,
+      total_clients=total_clients,
+      client_loss=client_loss,
+      num_classes=num_classes,
+      with_window=with_window,
+  )
 
   @tff.tensorflow.computation(server_state_type)
   def get_model_weights_fn(state):

@@ -160,4 +160,5 @@ def evaluation_model_weights(
     return weights
   return tff.learning.models.ModelWeights(
       window_math.evaluated_trainable(state.window, weights.trainable),
-      weights.non_trainable)
+      weights.non_trainable,
+  )
