@@ -1,0 +1,130 @@
+"""TFF's EMNIST and StackOverflow tasks, with a clear error when offline."""
+
+import collections
+import os
+from typing import Optional
+
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_fedwin.tasks import emnist as emnist_lib
+from tff_fedwin.tasks import task as task_lib
+
+Task = task_lib.Task
+
+STACKOVERFLOW_VOCAB_SIZE = 10000
+# The files TFF 0.87 reads (after an LZMA/bz2 download) for the tasks.
+EMNIST_FILE = 'emnist_all.sqlite'
+STACKOVERFLOW_FILE = 'stackoverflow.sqlite'
+STACKOVERFLOW_WORD_COUNTS = 'stackoverflow.word_count.tar.bz2'
+_TFF_DEFAULT_CACHE = os.path.join('~', '.tff')
+_KERAS_CACHE = os.path.join('~', '.keras', 'datasets')
+# Keras' `get_file` turns a failed download into a bare `Exception` so worded.
+_KERAS_FETCH_FAILURE = 'URL fetch failure'
+
+
+class DataUnavailableError(RuntimeError):
+  """A task's data could not be downloaded and is not in the cache."""
+
+
+def _is_download_failure(error: Exception) -> bool:
+  """Whether `error` is how TFF or Keras report a failed download."""
+  # urllib's URLError (TFF's LZMA fetch) is an OSError, as are socket errors.
+  return isinstance(error, OSError) or str(error).startswith(
+      _KERAS_FETCH_FAILURE
+  )
+
+
+def _download_failure_reason(error: Exception) -> str:
+  reason = getattr(error, 'reason', None) or error
+  return ' '.join(f'{type(error).__name__}: {reason}'.split())
+
+
+def _cache_dir_text(cache_dir: Optional[str]) -> str:
+  if cache_dir is None:
+    return f"cache_dir=None (TFF's default {_TFF_DEFAULT_CACHE})"
+  return f'cache_dir={cache_dir!r}'
+
+
+def _load_emnist(cache_dir: Optional[str]):
+  """TFF's EMNIST (train, test), or DataUnavailableError if not obtainable."""
+  try:
+    return tff.simulation.datasets.emnist.load_data(
+        only_digits=False, cache_dir=cache_dir
+    )
+  except Exception as e:  # pylint: disable=broad-except
+    if not _is_download_failure(e):
+      raise
+    raise DataUnavailableError(
+        f'Task emnist: downloading EMNIST into {_cache_dir_text(cache_dir)} '
+        f'failed ({_download_failure_reason(e)}). To run offline, set '
+        f'cache_dir to a directory holding the extracted {EMNIST_FILE}, or '
+        f'set use_synthetic_data=True.'
+    ) from e
+
+
+def emnist_task(*, batch_size, epochs, seed, cache_dir, use_synthetic_data):
+  if use_synthetic_data:
+    train = test = tff.simulation.datasets.emnist.get_synthetic()
+  else:
+    train, test = _load_emnist(cache_dir)
+
+  def to_xy(element):
+    return collections.OrderedDict(
+        x=tf.expand_dims(element['pixels'], -1),
+        y=tf.cast(element['label'], tf.int32),
+    )
+
+  train_data = train.preprocess(lambda ds: ds.map(to_xy))
+  preprocess_fn = task_lib.batching_fn(batch_size, epochs, seed)
+  test_data = test.create_tf_dataset_from_all_clients().map(to_xy).batch(1000)
+  element_spec = preprocess_fn(
+      train_data.create_tf_dataset_for_client(train_data.client_ids[0])
+  ).element_spec
+  model_fn = task_lib.classification_model_fn(
+      lambda: emnist_lib.create_cnn_dropout_model(62, seed), element_spec
+  )
+  return Task('emnist', model_fn, train_data, preprocess_fn, test_data, 62)
+
+
+def stackoverflow_task(
+    *, batch_size, epochs, seed, cache_dir, use_synthetic_data
+):
+  del seed
+  try:
+    baseline = (
+        tff.simulation.baselines.stackoverflow.create_word_prediction_task(
+            tff.simulation.baselines.ClientSpec(
+                num_epochs=epochs, batch_size=batch_size
+            ),
+            vocab_size=STACKOVERFLOW_VOCAB_SIZE,
+            cache_dir=cache_dir,
+            use_synthetic_data=use_synthetic_data,
+        )
+    )
+  except Exception as e:  # pylint: disable=broad-except
+    if use_synthetic_data or not _is_download_failure(e):
+      raise
+    raise DataUnavailableError(
+        f'Task stackoverflow: downloading StackOverflow into '
+        f'{_cache_dir_text(cache_dir)} failed ({_download_failure_reason(e)}). '
+        f'To run offline, set cache_dir to a directory holding the extracted '
+        f"{STACKOVERFLOW_FILE} and put {STACKOVERFLOW_WORD_COUNTS} in Keras' "
+        f'cache {_KERAS_CACHE} (TFF reads the word counts there, not in '
+        f'cache_dir), or set use_synthetic_data=True.'
+    ) from e
+  datasets = baseline.datasets
+  train_data = datasets.train_data
+  test_data = datasets.get_centralized_test_data()
+  if not use_synthetic_data:
+    test_data = test_data.take(100)  # 100 batches: a tractable eval on CPU.
+  # TFF's word-prediction ids: 0 pad, 1..vocab words, then OOV, BOS, EOS.
+  return Task(
+      'stackoverflow',
+      baseline.model_fn,
+      train_data,
+      datasets.train_preprocess_fn,
+      test_data,
+      STACKOVERFLOW_VOCAB_SIZE + 4,
+      pad_label=0,
+  )
