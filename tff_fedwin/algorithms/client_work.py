@@ -110,6 +110,36 @@ def _check_arguments(
       labels_lib.integer_label_spec(model_fn().input_spec, label_key)
 
 
+def _hparams_computations(optimizer: tff.learning.optimizers.Optimizer):
+  """`init_fn`, `get_hparams_fn`, `set_hparams_fn` of a state = hparams.
+
+  The client work's state is exactly the optimizer's hyperparameters `H`, as
+  in TFF's model-delta client work: `( -> H@SERVER)`, `(H -> H)`,
+  `(<H, H> -> H)`.
+  """
+  # The optimizer's initial hyperparameters, from a placeholder spec.
+  initial_hparams = optimizer.get_hparams(
+      optimizer.initialize(tf.TensorSpec([], tf.float32))
+  )
+
+  @tff.federated_computation
+  def init_fn():
+    return tff.federated_value(initial_hparams, tff.SERVER)
+
+  state_type = init_fn.type_signature.result.member
+
+  @tff.tensorflow.computation(state_type)
+  def get_hparams_fn(state):
+    return state
+
+  @tff.tensorflow.computation(state_type, state_type)
+  def set_hparams_fn(state, hparams):
+    del state
+    return hparams
+
+  return init_fn, get_hparams_fn, set_hparams_fn
+
+
 def build_client_work(
     model_fn: ModelFn,
     optimizer: tff.learning.optimizers.Optimizer,
@@ -195,26 +225,8 @@ def build_client_work(
     metrics_aggregation_fn = metrics_aggregator(model.metric_finalizers())
   data_type = tff.SequenceType(tff.types.tensorflow_to_type(model.input_spec))
   weights_type = tff.learning.models.weights_type_from_model(model)
-  # The optimizer's initial hyperparameters, from a placeholder spec.
-  initial_hparams = optimizer.get_hparams(
-      optimizer.initialize(tf.TensorSpec([], tf.float32))
-  )
-
-  @tff.federated_computation
-  def init_fn():
-    return tff.federated_value(initial_hparams, tff.SERVER)
-
-  # The state is exactly the optimizer's hyperparameters.
+  init_fn, get_hparams_fn, set_hparams_fn = _hparams_computations(optimizer)
   state_type = init_fn.type_signature.result.member
-
-  @tff.tensorflow.computation(state_type)
-  def get_hparams_fn(state):
-    return state
-
-  @tff.tensorflow.computation(state_type, state_type)
-  def set_hparams_fn(state, hparams):
-    del state
-    return hparams
 
   @tff.tensorflow.computation(state_type, weights_type, data_type)
   def client_update_computation(state, initial_model_weights, dataset):
