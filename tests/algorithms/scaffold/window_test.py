@@ -7,7 +7,7 @@ import pytest
 import tensorflow_federated as tff
 
 from tests import scaffold_reference as sref
-from tff_fedwin.aggregators import window as window_lib
+from tff_fedwin import aggregators
 from tff_fedwin.aggregators import window_model_weights
 from tff_fedwin.algorithms import scaffold
 
@@ -106,7 +106,7 @@ class TestBuildScaffoldWindowExecution:
   def test_initial_window_is_empty_and_model_is_initial(self, build_process):
     state = build_process(window_size=2, window_mode='evaluate').initialize()
 
-    assert isinstance(state.window, window_lib.WindowBuffer)
+    assert isinstance(state.window, aggregators.WindowBuffer)
     assert state.window.num_models == 0
     assert state.window.window_size == 2
     sref.assert_close(
