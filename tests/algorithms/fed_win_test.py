@@ -5,21 +5,16 @@ The numpy side (tests/numpy_reference.py) implements FedAvg, the window mean
 papers; nothing here calls the window code to produce an expected value.
 """
 
-import collections
-
 import numpy as np
 import pytest
-import tensorflow as tf
 import tensorflow_federated as tff
 
 from tests import linear_task as task
 from tests import numpy_reference as ref
-from tests.linear_task import CLIENT_LR, INPUT_DIM, W0
+from tests.linear_task import CLIENT_LR, INPUT_DIM
 from tests.linear_task import client_datasets, kernel as _kernel, model_fn
-from tests.linear_task import numpy_batches, simulate as _simulate
+from tests.linear_task import simulate as _simulate
 from tff_fedwin.aggregators import window_model_weights
-from tff_fedwin.aggregators import WindowBuffer
-from tff_fedwin.aggregators.window_finalizer import WindowFinalizerState
 from tff_fedwin.algorithms import fed_win
 
 _ITERATOR = tff.learning.LoopImplementation.DATASET_ITERATOR  # The default.
@@ -29,95 +24,6 @@ WINDOW_GRID = [
     for start in (0, w + 2)
     for mode in ('evaluate', 'broadcast')
 ] + [(3, 0, 'evaluate', tff.learning.LoopImplementation.DATASET_REDUCE)]
-
-
-def _window_finalizer_type(num_slots):
-  return tff.to_type(
-      WindowFinalizerState(
-          optimizer=collections.OrderedDict(learning_rate=np.float32),
-          window=WindowBuffer(
-              slots=[(np.float32, [num_slots, INPUT_DIM, 1])],
-              window_sum=[(np.float32, [INPUT_DIM, 1])],
-              cursor=np.int32,
-              num_models=np.int32,
-              window_size=np.int32,
-              read_every=np.int32,
-              start_round=np.int32,
-              broadcast=np.bool_,
-          ),
-      )
-  )
-
-
-_WINDOW_MEASUREMENTS = collections.OrderedDict(
-    window_fill=np.int32, window_active=np.bool_, window_distance=np.float32
-)
-
-
-class TestBuildFedWinComputation:
-
-  def test_window_state_metrics_and_get_model_weights_types(self):
-    # W=5, E=2: ceil(5/2) = 3 slots of the [3, 1] kernel.
-    process = fed_win.build_fed_win(
-        model_fn,
-        tff.learning.optimizers.build_sgdm(CLIENT_LR),
-        window_size=5,
-        window_read_every=2,
-    )
-    weights_type = tff.learning.models.weights_type_from_model(model_fn)
-    state_type = process.initialize.type_signature.result
-    assert state_type.placement is tff.SERVER
-    tff.test.assert_types_identical(
-        state_type.member.finalizer, _window_finalizer_type(3)
-    )
-    tff.test.assert_types_identical(
-        state_type.member.global_model_weights, weights_type
-    )
-    tff.test.assert_types_identical(
-        process.get_model_weights.type_signature,
-        tff.FunctionType(state_type.member, weights_type),
-    )
-    state_param, data_param = process.next.type_signature.parameter
-    tff.test.assert_types_identical(state_param, state_type)
-    tff.test.assert_types_identical(
-        data_param,
-        tff.FederatedType(
-            tff.SequenceType(
-                tff.types.tensorflow_to_type(model_fn().input_spec)
-            ),
-            tff.CLIENTS,
-        ),
-    )
-    result_type = process.next.type_signature.result
-    tff.test.assert_types_identical(result_type.state, state_type)
-    tff.test.assert_types_identical(
-        result_type.metrics.member.finalizer,
-        tff.to_type(
-            collections.OrderedDict(
-                optimizer=collections.OrderedDict(update_non_finite=np.int32),
-                window=_WINDOW_MEASUREMENTS,
-            )
-        ),
-    )
-
-  def test_without_window_types_are_tff_fed_avg_types(self):
-    # No window: the same parts as TFF's build_weighted_fed_avg.
-    ours = fed_win.build_fed_win(
-        model_fn, tff.learning.optimizers.build_sgdm(CLIENT_LR)
-    )
-    theirs = tff.learning.algorithms.build_weighted_fed_avg(
-        model_fn, tff.learning.optimizers.build_sgdm(CLIENT_LR)
-    )
-    tff.test.assert_types_identical(
-        ours.initialize.type_signature, theirs.initialize.type_signature
-    )
-    tff.test.assert_types_identical(
-        ours.next.type_signature, theirs.next.type_signature
-    )
-    tff.test.assert_types_identical(
-        ours.get_model_weights.type_signature,
-        theirs.get_model_weights.type_signature,
-    )
 
 
 class TestBuildFedWinExecution:
@@ -375,155 +281,3 @@ class TestBuildFedWinExecution:
           atol=1e-5,
           err_msg=f'round {t}',
       )
-
-
-class TestBuildFedWinArguments:
-
-  @pytest.mark.parametrize(
-      'kwargs,error,pattern',
-      [
-          (dict(window_size=0), ValueError, 'window_size'),
-          (dict(window_size=2.5), ValueError, 'window_size'),
-          (
-              dict(window_size=3, window_mode='average'),
-              ValueError,
-              '`window_mode` must be one of evaluate, broadcast',
-          ),
-          (
-              dict(window_size=3, window_start_round=-1),
-              ValueError,
-              'start_round',
-          ),
-          (dict(window_size=3, window_read_every=0), ValueError, 'read_every'),
-          (
-              dict(window_size=3, window_mode='broadcast', window_read_every=2),
-              ValueError,
-              'read_every',
-          ),
-      ],
-  )
-  def test_bad_window_arguments_raise_naming_the_argument(
-      self, kwargs, error, pattern
-  ):
-    with pytest.raises(error, match=pattern):
-      fed_win.build_fed_win(
-          model_fn, tff.learning.optimizers.build_sgdm(CLIENT_LR), **kwargs
-      )
-
-  @pytest.mark.parametrize(
-      'kwargs,pattern',
-      [
-          (dict(client_loss='focal'), '`client_loss` must be one of ce, wsm'),
-          (dict(client_loss='wsm'), 'num_classes'),
-          (dict(proximal_strength=-0.1), 'proximal_strength'),
-      ],
-  )
-  def test_bad_client_loss_arguments_raise(self, kwargs, pattern):
-    with pytest.raises(ValueError, match=pattern):
-      fed_win.build_fed_win(
-          task.softmax_model_fn,
-          tff.learning.optimizers.build_sgdm(CLIENT_LR),
-          **kwargs,
-      )
-
-
-class TestBuildScheduledClientWorkComputation:
-
-  def test_state_counts_rounds_and_measurements_add_the_rate(self):
-    client_work = tff.learning.templates.build_model_delta_client_work(
-        model_fn,
-        tff.learning.optimizers.build_sgdm(CLIENT_LR),
-        client_weighting=tff.learning.ClientWeighting.NUM_EXAMPLES,
-    )
-    scheduled = fed_win.build_scheduled_client_work(
-        client_work, lambda t: 0.1 / tf.cast(t, tf.float32)
-    )
-    state_type = tff.FederatedType(
-        tff.to_type(
-            fed_win.ScheduledClientWorkState(
-                hparams=collections.OrderedDict(learning_rate=np.float32),
-                round_num=np.int32,
-            )
-        ),
-        tff.SERVER,
-    )
-    tff.test.assert_types_identical(
-        scheduled.initialize.type_signature, tff.FunctionType(None, state_type)
-    )
-    next_type = scheduled.next.type_signature
-    their_next = client_work.next.type_signature
-    tff.test.assert_types_identical(next_type.parameter[0], state_type)
-    tff.test.assert_types_identical(
-        next_type.parameter[1], their_next.parameter[1]
-    )
-    tff.test.assert_types_identical(
-        next_type.parameter[2], their_next.parameter[2]
-    )
-    tff.test.assert_types_identical(next_type.result.state, state_type)
-    tff.test.assert_types_identical(
-        next_type.result.result, their_next.result.result
-    )
-    # TFF's measurements plus `client_learning_rate`.
-    measurements = tff.StructWithPythonType(
-        list(tff.structure.iter_elements(their_next.result.measurements.member))
-        + [('client_learning_rate', tff.TensorType(np.float32))],
-        collections.OrderedDict,
-    )
-    tff.test.assert_types_identical(
-        next_type.result.measurements,
-        tff.FederatedType(measurements, tff.SERVER),
-    )
-
-
-class TestBuildScheduledClientWorkExecution:
-
-  def test_client_learning_rate_fn_drives_client_training(self):
-    # With a schedule lr_t = 0.1 / t the numpy FedAvg must use that rate in
-    # round t; the rate is also reported in the metrics.
-    rounds = 3
-    process = fed_win.build_fed_win(
-        model_fn,
-        tff.learning.optimizers.build_sgdm(1.0),
-        client_learning_rate_fn=lambda t: 0.1 / tf.cast(t, tf.float32),
-        window_size=2,
-    )
-    data = client_datasets()
-    state = process.initialize()
-    w = W0.astype(np.float64)
-    for t in range(1, rounds + 1):
-      output = process.next(state, data)
-      state = output.state
-      w = w - ref.fedavg_aggregate(w, numpy_batches(), 0.1 / t)
-      np.testing.assert_allclose(
-          _kernel(state.global_model_weights),
-          w,
-          atol=1e-5,
-          err_msg=f'round {t}',
-      )
-      np.testing.assert_allclose(
-          output.metrics['client_work']['client_learning_rate'],
-          0.1 / t,
-          rtol=1e-6,
-      )
-
-
-class TestImaClientLearningRateFn:
-
-  def test_bad_arguments_raise_naming_the_argument(self):
-    with pytest.raises(ValueError, match='`initial_learning_rate` must be'):
-      fed_win.ima_client_learning_rate_fn(0.0, 3)
-    with pytest.raises(ValueError, match='`start_round` must be .* >= 0'):
-      fed_win.ima_client_learning_rate_fn(0.1, -1)
-
-  def test_ima_client_learning_rate_schedule_values(self):
-    # lr_t = lr0 * 0.99^t before t_s, lr0 * 0.99^t_s * 0.97^(t - t_s) after,
-    # evaluated by hand for lr0 = 0.1, t_s = 3.
-    fn = fed_win.ima_client_learning_rate_fn(0.1, 3)
-    expected = {
-        1: 0.1 * 0.99,
-        2: 0.1 * 0.99**2,
-        3: 0.1 * 0.99**3,
-        5: 0.1 * 0.99**3 * 0.97**2,
-    }
-    for t, lr in expected.items():
-      np.testing.assert_allclose(float(fn(tf.constant(t))), lr, rtol=1e-6)

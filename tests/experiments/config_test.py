@@ -1,23 +1,17 @@
 """Tests for tff_fedwin.experiments.config: the flags' checks.
 
-`BASE` is a valid configuration; each case breaks one field (or two) and the
-error must name the flag(s); the accepted cases sit at the edges of what is
-allowed.
+`BASE` (tests/experiments/config_fixtures.py) is a valid configuration; each
+case breaks one field (or two) and the error must name the flag(s); the
+accepted cases sit at the edges of what is allowed.
 """
 
 import attrs
 import pytest
 
+from tests.experiments import config_fixtures
 from tff_fedwin import experiments
 
-# A valid configuration the table below breaks one field (or two) at a time.
-BASE = experiments.ExperimentConfig(
-    task='npz',
-    data_npz='data.npz',
-    num_clients=10,
-    clients_per_round=2,
-    total_rounds=10,
-)
+BASE = config_fixtures.BASE
 
 
 def _fails(name, flags, **overrides):
@@ -329,149 +323,3 @@ def test_validate_config_accepts(overrides):
 
   assert experiments.validate_config(config) is None
   assert config == attrs.evolve(BASE, **overrides)  # Not changed.
-
-
-def _edge(name, flags, accepted, rejected, **common):
-  return pytest.param(
-      dict(common, **accepted), dict(common, **rejected), flags, id=name
-  )
-
-
-# A value at the edge of what is allowed next to the first value past it.
-EDGES = [
-    _edge(
-        'window_start_round_at_total_rounds',
-        ['--window_start_round', '--total_rounds'],
-        dict(window_start_round=10),
-        dict(window_start_round=11),
-        window_size=2,
-    ),
-    _edge(
-        'window_size_at_total_rounds',
-        ['--window_size', '--total_rounds'],
-        dict(window_size=10),
-        dict(window_size=11),
-    ),
-    _edge(
-        'clients_per_round_at_num_clients',
-        ['--clients_per_round', '--num_clients'],
-        dict(clients_per_round=10),
-        dict(clients_per_round=11),
-    ),
-    _edge(
-        'window_size_zero',
-        ['--window_size'],
-        dict(window_size=0),
-        dict(window_size=-1),
-    ),
-    _edge('seed_zero', ['--seed'], dict(seed=0), dict(seed=-1)),
-    _edge(
-        'total_rounds_one',
-        ['--total_rounds'],
-        dict(total_rounds=1),
-        dict(total_rounds=0),
-    ),
-    _edge(
-        'dirichlet_alpha_zero',
-        ['--dirichlet_alpha'],
-        dict(dirichlet_alpha=0.0),
-        dict(dirichlet_alpha=-1e-9),
-    ),
-    _edge(
-        'proximal_strength_zero',
-        ['--proximal_strength'],
-        dict(proximal_strength=0.0),
-        dict(proximal_strength=-1e-9),
-        algorithm='fedprox',
-    ),
-    _edge(
-        'tiny_server_learning_rate',
-        ['--server_learning_rate'],
-        dict(server_learning_rate=1e-9),
-        dict(server_learning_rate=0.0),
-    ),
-    _edge(
-        'read_every_divides_eval_rounds',
-        ['--rounds_per_eval', '--window_read_every'],
-        dict(rounds_per_eval=4),
-        dict(rounds_per_eval=3),
-        window_size=4,
-        window_read_every=2,
-    ),
-    _edge(
-        'fedprox_window_server_lr_1',
-        ['--server_learning_rate'],
-        dict(server_learning_rate=1.0),
-        dict(server_learning_rate=0.99),
-        algorithm='fedprox',
-        window_size=2,
-    ),
-    _edge('one_worker', ['--workers'], dict(workers='1'), dict(workers='0')),
-    _edge(
-        'highest_port',
-        ['--workers'],
-        dict(workers='host:65535'),
-        dict(workers='host:65536'),
-    ),
-]
-
-
-@pytest.mark.parametrize('accepted, rejected, flags', EDGES)
-def test_validate_config_accepts_the_edge_and_rejects_past_it(
-    accepted, rejected, flags
-):
-  assert experiments.validate_config(attrs.evolve(BASE, **accepted)) is None
-
-  with pytest.raises(ValueError) as raised:
-    experiments.validate_config(attrs.evolve(BASE, **rejected))
-
-  for flag in flags:
-    assert flag in str(raised.value)
-
-
-@pytest.mark.parametrize(
-    'workers, expected',
-    [
-        ('', (None, ())),
-        ('   ', (None, ())),
-        ('3', (3, ())),
-        (' 12 ', (12, ())),
-        ('a:1,b:2', (None, ('a:1', 'b:2'))),
-        ('a:1 , b:2', (None, ('a:1', 'b:2'))),
-        ('[::1]:8000', (None, ('[::1]:8000',))),
-        (
-            '10.0.0.2:1,host-b.example:65535',
-            (None, ('10.0.0.2:1', 'host-b.example:65535')),
-        ),
-    ],
-)
-def test_parse_workers(workers, expected):
-  assert experiments.parse_workers(workers) == expected
-
-
-@pytest.mark.parametrize(
-    'workers',
-    [
-        '0',
-        '00',
-        '-1',
-        '1.5',
-        'a',
-        'a:',
-        ':1',
-        'a:1,',
-        'a:1,b',
-        'a:x',
-        'a:1:',
-        'a:0',
-        'a:65536',
-        'a:99999',
-        'a b:1',
-        'a/b:1',
-        '[::1:8000',
-        'a:-1',
-    ],
-)
-def test_parse_workers_rejects(workers):
-  with pytest.raises(ValueError, match='--workers'):
-    experiments.parse_workers(workers)

@@ -1,0 +1,121 @@
+"""Tests for the client learning-rate schedules of tff_fedwin.algorithms.fed_win.
+
+build_scheduled_client_work against TFF's client work and an independent numpy
+FedAvg (tests/numpy_reference.py); ima_client_learning_rate_fn against values
+computed by hand.
+"""
+
+import collections
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tests import numpy_reference as ref
+from tests.linear_task import CLIENT_LR, W0
+from tests.linear_task import client_datasets, kernel as _kernel, model_fn
+from tests.linear_task import numpy_batches
+from tff_fedwin.algorithms import fed_win
+
+
+class TestBuildScheduledClientWorkComputation:
+
+  def test_state_counts_rounds_and_measurements_add_the_rate(self):
+    client_work = tff.learning.templates.build_model_delta_client_work(
+        model_fn,
+        tff.learning.optimizers.build_sgdm(CLIENT_LR),
+        client_weighting=tff.learning.ClientWeighting.NUM_EXAMPLES,
+    )
+    scheduled = fed_win.build_scheduled_client_work(
+        client_work, lambda t: 0.1 / tf.cast(t, tf.float32)
+    )
+    state_type = tff.FederatedType(
+        tff.to_type(
+            fed_win.ScheduledClientWorkState(
+                hparams=collections.OrderedDict(learning_rate=np.float32),
+                round_num=np.int32,
+            )
+        ),
+        tff.SERVER,
+    )
+    tff.test.assert_types_identical(
+        scheduled.initialize.type_signature, tff.FunctionType(None, state_type)
+    )
+    next_type = scheduled.next.type_signature
+    their_next = client_work.next.type_signature
+    tff.test.assert_types_identical(next_type.parameter[0], state_type)
+    tff.test.assert_types_identical(
+        next_type.parameter[1], their_next.parameter[1]
+    )
+    tff.test.assert_types_identical(
+        next_type.parameter[2], their_next.parameter[2]
+    )
+    tff.test.assert_types_identical(next_type.result.state, state_type)
+    tff.test.assert_types_identical(
+        next_type.result.result, their_next.result.result
+    )
+    # TFF's measurements plus `client_learning_rate`.
+    measurements = tff.StructWithPythonType(
+        list(tff.structure.iter_elements(their_next.result.measurements.member))
+        + [('client_learning_rate', tff.TensorType(np.float32))],
+        collections.OrderedDict,
+    )
+    tff.test.assert_types_identical(
+        next_type.result.measurements,
+        tff.FederatedType(measurements, tff.SERVER),
+    )
+
+
+class TestBuildScheduledClientWorkExecution:
+
+  def test_client_learning_rate_fn_drives_client_training(self):
+    # With a schedule lr_t = 0.1 / t the numpy FedAvg must use that rate in
+    # round t; the rate is also reported in the metrics.
+    rounds = 3
+    process = fed_win.build_fed_win(
+        model_fn,
+        tff.learning.optimizers.build_sgdm(1.0),
+        client_learning_rate_fn=lambda t: 0.1 / tf.cast(t, tf.float32),
+        window_size=2,
+    )
+    data = client_datasets()
+    state = process.initialize()
+    w = W0.astype(np.float64)
+    for t in range(1, rounds + 1):
+      output = process.next(state, data)
+      state = output.state
+      w = w - ref.fedavg_aggregate(w, numpy_batches(), 0.1 / t)
+      np.testing.assert_allclose(
+          _kernel(state.global_model_weights),
+          w,
+          atol=1e-5,
+          err_msg=f'round {t}',
+      )
+      np.testing.assert_allclose(
+          output.metrics['client_work']['client_learning_rate'],
+          0.1 / t,
+          rtol=1e-6,
+      )
+
+
+class TestImaClientLearningRateFn:
+
+  def test_bad_arguments_raise_naming_the_argument(self):
+    with pytest.raises(ValueError, match='`initial_learning_rate` must be'):
+      fed_win.ima_client_learning_rate_fn(0.0, 3)
+    with pytest.raises(ValueError, match='`start_round` must be .* >= 0'):
+      fed_win.ima_client_learning_rate_fn(0.1, -1)
+
+  def test_ima_client_learning_rate_schedule_values(self):
+    # lr_t = lr0 * 0.99^t before t_s, lr0 * 0.99^t_s * 0.97^(t - t_s) after,
+    # evaluated by hand for lr0 = 0.1, t_s = 3.
+    fn = fed_win.ima_client_learning_rate_fn(0.1, 3)
+    expected = {
+        1: 0.1 * 0.99,
+        2: 0.1 * 0.99**2,
+        3: 0.1 * 0.99**3,
+        5: 0.1 * 0.99**3 * 0.97**2,
+    }
+    for t, lr in expected.items():
+      np.testing.assert_allclose(float(fn(tf.constant(t))), lr, rtol=1e-6)

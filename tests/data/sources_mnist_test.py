@@ -1,0 +1,68 @@
+"""Tests for tff_fedwin.data.sources: offline MNIST loading."""
+
+import numpy as np
+import pytest
+
+from tff_fedwin import data
+
+# Per-class counts of the official MNIST test set (LeCun et al.), and the first
+# labels of the official training and test files: the 50k train split of
+# mnist.pkl.gz is the first 50k of the official training set.
+_MNIST_TEST_CLASS_COUNTS = [
+    980,
+    1135,
+    1032,
+    1010,
+    982,
+    892,
+    958,
+    1028,
+    974,
+    1009,
+]
+_MNIST_FIRST_TRAIN_LABELS = [5, 0, 4, 1, 9, 2, 1, 3, 1, 4]
+_MNIST_FIRST_TEST_LABELS = [7, 2, 1, 0, 4, 1, 4, 9, 5, 9]
+
+
+@pytest.fixture(scope='module')
+def mnist():
+  (x_train, y_train), (x_test, y_test) = data.load_mnist()
+  return dict(train=(x_train, y_train), test=(x_test, y_test))
+
+
+@pytest.mark.parametrize('split, size', [('train', 50000), ('test', 10000)])
+def test_mnist_shapes_and_dtypes(mnist, split, size):
+  x, y = mnist[split]
+  assert x.shape == (size, 28, 28, 1)
+  assert x.dtype == np.float32
+  assert y.shape == (size,)
+  assert y.dtype == np.int32
+
+
+@pytest.mark.parametrize('split', ['train', 'test'])
+def test_mnist_pixels_in_unit_interval(mnist, split):
+  x, _ = mnist[split]
+  assert x.min() == 0.0
+  assert 0.9 < x.max() <= 1.0
+
+
+@pytest.mark.parametrize('split', ['train', 'test'])
+def test_mnist_labels_are_digits(mnist, split):
+  _, y = mnist[split]
+  assert set(np.unique(y).tolist()) == set(range(10))
+
+
+@pytest.mark.parametrize(
+    'split, first_labels',
+    [('train', _MNIST_FIRST_TRAIN_LABELS), ('test', _MNIST_FIRST_TEST_LABELS)],
+)
+def test_mnist_splits_are_the_official_ones(mnist, split, first_labels):
+  _, y = mnist[split]
+  np.testing.assert_array_equal(y[:10], first_labels)
+
+
+def test_mnist_test_split_has_official_class_counts(mnist):
+  _, y = mnist['test']
+  np.testing.assert_array_equal(
+      np.bincount(y, minlength=10), _MNIST_TEST_CLASS_COUNTS
+  )
