@@ -136,6 +136,17 @@ def _target(
   return '\n'.join(lines) + '\n)\n'
 
 
+def _conftests(path: str, files: list[str]) -> list[str]:
+  """The conftest.py files pytest loads for the test file `path`."""
+  found, directory = [], os.path.dirname(path)
+  while directory.startswith('tests'):
+    candidate = os.path.join(directory, 'conftest.py')
+    if candidate in files:
+      found.insert(0, candidate)
+    directory = os.path.dirname(directory)
+  return found
+
+
 def generate() -> str:
   sections = [HEADER]
   package_files = _python_files('tff_fedwin')
@@ -165,7 +176,7 @@ def generate() -> str:
           + _target(
               'py_test',
               name,
-              ['tests/conftest.py', path],
+              _conftests(path, test_files) + [path],
               deps,
               f'    size = "medium",\n    main = "{path}",',
           )
