@@ -260,7 +260,7 @@ def build_fed_win(
   distributor = tff.learning.templates.build_broadcast_process(
       model_weights_type
   )
-  client_work = _build_client_work(
+  client_work = client_work_lib.build_client_work(
       model_fn,
       client_optimizer_fn,
       client_loss=client_loss,
@@ -298,30 +298,6 @@ def _check_client_loss_args(*, client_loss, num_classes):
   checks.check_choice('client_loss', client_loss, CLIENT_LOSSES)
   if client_loss == 'wsm' and num_classes is None:
     raise ValueError("`num_classes` is required with client_loss='wsm'.")
-
-
-def _build_client_work(
-    model_fn,
-    client_optimizer_fn,
-    *,
-    client_loss,
-    num_classes,
-    proximal_strength,
-    client_weighting,
-    metrics_aggregator,
-    loop_implementation,
-) -> tff.learning.templates.ClientWorkProcess:
-  """The model-delta client work on the client-training core (ce or wsm)."""
-  return client_work_lib.build_client_work(
-      model_fn,
-      client_optimizer_fn,
-      client_loss=client_loss,
-      num_classes=num_classes,
-      proximal_strength=proximal_strength,
-      client_weighting=client_weighting,
-      metrics_aggregator=metrics_aggregator,
-      loop_implementation=loop_implementation,
-  )
 
 
 def _with_window_model_weights(

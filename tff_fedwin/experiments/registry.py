@@ -6,6 +6,7 @@ training clients and returns a `tff_fedwin.training.RoundRunner`.
 
 from collections.abc import Callable, Mapping
 import types
+from typing import Any
 
 import tensorflow_federated as tff
 
@@ -47,6 +48,16 @@ def _num_classes(
   return task.num_classes if config.client_loss == 'wsm' else None
 
 
+def _window_arguments(config: config_lib.ExperimentConfig) -> dict[str, Any]:
+  """The `window_*` arguments of our builders (no window: `window_size=None`)."""
+  return dict(
+      window_size=config.window_size or None,
+      window_mode=config.window_mode,
+      window_start_round=config.window_start_round,
+      window_read_every=config.window_read_every,
+  )
+
+
 def _fed_win_runner(
     config: config_lib.ExperimentConfig,
     task: tasks_registry.Task,
@@ -63,10 +74,7 @@ def _fed_win_runner(
       task.model_fn,
       _client_optimizer(config),
       _server_optimizer(config),
-      window_size=config.window_size or None,
-      window_mode=config.window_mode,
-      window_start_round=config.window_start_round,
-      window_read_every=config.window_read_every,
+      **_window_arguments(config),
       client_learning_rate_fn=learning_rate_fn,
       client_loss=config.client_loss,
       num_classes=_num_classes(config, task),
@@ -88,10 +96,7 @@ def _mime_lite_runner(
       task.model_fn,
       _client_optimizer(config),
       _server_optimizer(config),
-      window_size=config.window_size or None,
-      window_mode=config.window_mode,
-      window_start_round=config.window_start_round,
-      window_read_every=config.window_read_every,
+      **_window_arguments(config),
   )
   return runners.LearningProcessRunner(process)
 
