@@ -1,4 +1,4 @@
-"""Tests for the client learning-rate schedules of tff_fedwin.algorithms.fed_win.
+"""Tests for tff_fedwin.algorithms.scheduled_client_work (IMA's schedule).
 
 build_scheduled_client_work against TFF's client work and an independent numpy
 FedAvg (tests/numpy_reference.py); ima_client_learning_rate_fn against values
@@ -17,6 +17,7 @@ from tests.linear_task import CLIENT_LR, W0
 from tests.linear_task import client_datasets, kernel as _kernel, model_fn
 from tests.linear_task import numpy_batches
 from tff_fedwin.algorithms import fed_win
+from tff_fedwin.algorithms import scheduled_client_work
 
 
 class TestBuildScheduledClientWorkComputation:
@@ -27,12 +28,12 @@ class TestBuildScheduledClientWorkComputation:
         tff.learning.optimizers.build_sgdm(CLIENT_LR),
         client_weighting=tff.learning.ClientWeighting.NUM_EXAMPLES,
     )
-    scheduled = fed_win.build_scheduled_client_work(
+    scheduled = scheduled_client_work.build_scheduled_client_work(
         client_work, lambda t: 0.1 / tf.cast(t, tf.float32)
     )
     state_type = tff.FederatedType(
         tff.to_type(
-            fed_win.ScheduledClientWorkState(
+            scheduled_client_work.ScheduledClientWorkState(
                 hparams=collections.OrderedDict(learning_rate=np.float32),
                 round_num=np.int32,
             )
@@ -103,14 +104,14 @@ class TestImaClientLearningRateFn:
 
   def test_bad_arguments_raise_naming_the_argument(self):
     with pytest.raises(ValueError, match='`initial_learning_rate` must be'):
-      fed_win.ima_client_learning_rate_fn(0.0, 3)
+      scheduled_client_work.ima_client_learning_rate_fn(0.0, 3)
     with pytest.raises(ValueError, match='`start_round` must be .* >= 0'):
-      fed_win.ima_client_learning_rate_fn(0.1, -1)
+      scheduled_client_work.ima_client_learning_rate_fn(0.1, -1)
 
   def test_ima_client_learning_rate_schedule_values(self):
     # lr_t = lr0 * 0.99^t before t_s, lr0 * 0.99^t_s * 0.97^(t - t_s) after,
     # evaluated by hand for lr0 = 0.1, t_s = 3.
-    fn = fed_win.ima_client_learning_rate_fn(0.1, 3)
+    fn = scheduled_client_work.ima_client_learning_rate_fn(0.1, 3)
     expected = {
         1: 0.1 * 0.99,
         2: 0.1 * 0.99**2,

@@ -27,7 +27,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tff_fedwin.algorithms import fed_win
+from tff_fedwin.algorithms import scheduled_client_work
 from tff_fedwin.algorithms import wsm_client_work
 
 NUM_CLASSES = 4
@@ -315,7 +315,7 @@ class TestBuildWsmClientWorkExecution:
     # build_scheduled_client_work (fed_win) sets hparams['learning_rate'] = 0.05
     # for round 1.
     x = _features(7, 0)
-    process = fed_win.build_scheduled_client_work(
+    process = scheduled_client_work.build_scheduled_client_work(
         _build(), lambda round_num: tf.constant(0.05)
     )
     output = process.next(

@@ -81,11 +81,11 @@ EDGES = [
         window_read_every=2,
     ),
     _edge(
-        'fedprox_window_server_lr_1',
+        'mime_lite_window_server_lr_1',
         ['--server_learning_rate'],
         dict(server_learning_rate=1.0),
         dict(server_learning_rate=0.99),
-        algorithm='fedprox',
+        algorithm='mime_lite',
         window_size=2,
     ),
     _edge('one_worker', ['--workers'], dict(workers='1'), dict(workers='0')),

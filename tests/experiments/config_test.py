@@ -122,12 +122,6 @@ BAD_CONFIGS = [
         client_lr_schedule='ima',
     ),
     _fails(
-        'ima_with_fedprox',
-        ['--client_lr_schedule', '--algorithm'],
-        algorithm='fedprox',
-        client_lr_schedule='ima',
-    ),
-    _fails(
         'ima_with_mime_lite',
         ['--client_lr_schedule', '--algorithm'],
         algorithm='mime_lite',
@@ -140,9 +134,9 @@ BAD_CONFIGS = [
         client_loss='wsm',
     ),
     _fails(
-        'fedprox_window_needs_server_lr_1',
+        'mime_lite_window_needs_server_lr_1',
         ['--server_learning_rate'],
-        algorithm='fedprox',
+        algorithm='mime_lite',
         window_size=2,
         server_learning_rate=0.5,
     ),
@@ -270,6 +264,16 @@ GOOD_CONFIGS = [
         id='scaffold_wsm_broadcast',
     ),
     pytest.param(dict(algorithm='fedprox', window_size=2), id='fedprox_window'),
+    # FedProx runs build_fed_win: the window after any server optimizer, and
+    # IMA's client learning-rate schedule.
+    pytest.param(
+        dict(algorithm='fedprox', window_size=2, server_learning_rate=0.5),
+        id='fedprox_window_server_lr',
+    ),
+    pytest.param(
+        dict(algorithm='fedprox', client_lr_schedule='ima', window_size=2),
+        id='fedprox_ima',
+    ),
     pytest.param(
         dict(
             algorithm='fedprox',

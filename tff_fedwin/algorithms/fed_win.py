@@ -9,153 +9,22 @@ Adam, Yogi. Optimizer state is neither averaged nor reset (docs/design.md
 sec. 1).
 """
 
-import collections
 from collections.abc import Callable
-from typing import Any, NamedTuple, Optional
+from typing import Any, Optional
 
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tff_fedwin import checks
+from tff_fedwin.aggregators import window_finalizer
 from tff_fedwin.aggregators import window_math
-from tff_fedwin.aggregators.window_finalizer import build_window_finalizer
 from tff_fedwin.algorithms import client_training
 from tff_fedwin.algorithms import client_work as client_work_lib
+from tff_fedwin.algorithms import scheduled_client_work
 
 CLIENT_LOSSES = client_training.CLIENT_LOSSES
 WINDOW_MODES = window_math.MODES  # 'evaluate' (WiMA), 'broadcast' (IMA).
 
-ClientLearningRateFn = Callable[[tf.Tensor], tf.Tensor]
-
-
-class ScheduledClientWorkState(NamedTuple):
-  """State of a client work whose learning rate follows a per-round schedule.
-
-  Attributes:
-    hparams: The wrapped client work's state (its optimizer hyperparameters).
-    round_num: int32, rounds completed.
-  """
-
-  hparams: Any
-  round_num: Any
-
-
-def build_scheduled_client_work(
-    client_work: tff.learning.templates.ClientWorkProcess,
-    client_learning_rate_fn: ClientLearningRateFn,
-) -> tff.learning.templates.ClientWorkProcess:
-  """Wraps a model-delta client work: round t uses `client_learning_rate_fn(t)`.
-
-  TFF's `build_model_delta_client_work` keeps the client optimizer's
-  hyperparameters in its state and broadcasts them every round; this wrapper
-  sets `learning_rate` to `client_learning_rate_fn(t)` (t = 1, 2, ...) before
-  each round and reports it as `client_learning_rate` in the measurements.
-
-  Args:
-    client_work: A `ClientWorkProcess` whose state is an optimizer hparams
-      dict with a `learning_rate` entry.
-    client_learning_rate_fn: Maps the round number (int32 tensor, 1-based) to
-      the learning rate; traced with TensorFlow.
-  """
-  hparams_type = client_work.initialize.type_signature.result.member
-  if 'learning_rate' not in tff.structure.name_list(hparams_type):
-    raise ValueError(
-        '`client_learning_rate_fn` needs a client optimizer with a '
-        f'`learning_rate` hyperparameter; its hyperparameters are '
-        f'{hparams_type}.'
-    )
-
-  @tff.tensorflow.computation(hparams_type, tf.int32)
-  def hparams_for_round_fn(hparams, round_num):
-    learning_rate = client_learning_rate_fn(round_num + 1)
-    hparams = collections.OrderedDict(hparams)
-    hparams['learning_rate'] = tf.cast(
-        learning_rate, hparams['learning_rate'].dtype
-    )
-    return hparams, round_num + 1
-
-  @tff.federated_computation()
-  def init_fn():
-    return tff.federated_zip(
-        ScheduledClientWorkState(
-            client_work.initialize(), tff.federated_value(0, tff.SERVER)
-        )
-    )
-
-  measurements_type = client_work.next.type_signature.result.measurements.member
-
-  @tff.tensorflow.computation(measurements_type, hparams_type)
-  def add_learning_rate_fn(measurements, hparams):
-    measurements = collections.OrderedDict(measurements)
-    measurements['client_learning_rate'] = hparams['learning_rate']
-    return measurements
-
-  _, weights_type, data_type = client_work.next.type_signature.parameter
-
-  @tff.federated_computation(
-      init_fn.type_signature.result, weights_type, data_type
-  )
-  def next_fn(state, weights, client_data):
-    # Server computation: this round's hyperparameters.
-    hparams, round_num = tff.federated_map(
-        hparams_for_round_fn, (state.hparams, state.round_num)
-    )
-    # Client computation.
-    output = client_work.next(hparams, weights, client_data)
-    # Output preparation.
-    return tff.templates.MeasuredProcessOutput(
-        state=tff.federated_zip(
-            ScheduledClientWorkState(output.state, round_num)
-        ),
-        result=output.result,
-        measurements=tff.federated_map(
-            add_learning_rate_fn, (output.measurements, hparams)
-        ),
-    )
-
-  return tff.learning.templates.ClientWorkProcess(init_fn, next_fn)
-
-
-def ima_client_learning_rate_fn(
-    initial_learning_rate: float,
-    start_round: int,
-    *,
-    decay_before: float = 0.99,
-    decay_after: float = 0.97,
-) -> ClientLearningRateFn:
-  """IMA's "mild client exploration" schedule (IMA code, Table 7).
-
-  lr_t = lr0 * decay_before^t                                  for t < t_s,
-  lr_t = lr0 * decay_before^t_s * decay_after^(t - t_s)       for t >= t_s,
-
-  with rounds t = 1, 2, ... (docs/design.md sec. 1).
-
-  Args:
-    initial_learning_rate: lr0 > 0.
-    start_round: t_s >= 0, IMA's start round.
-    decay_before: Per-round decay before t_s.
-    decay_after: Per-round decay from t_s on.
-
-  Returns:
-    A function of the round number usable as `client_learning_rate_fn`.
-  """
-  checks.check_number(
-      'initial_learning_rate', initial_learning_rate, positive=True
-  )
-  checks.check_int('start_round', start_round, minimum=0)
-
-  def learning_rate_fn(round_num):
-    t = tf.cast(round_num, tf.float32)
-    t_s = tf.constant(float(start_round), tf.float32)
-    before = initial_learning_rate * tf.pow(decay_before, t)
-    after = (
-        initial_learning_rate
-        * tf.pow(decay_before, t_s)
-        * tf.pow(decay_after, t - t_s)
-    )
-    return tf.where(t < t_s, before, after)
-
-  return learning_rate_fn
+ClientLearningRateFn = scheduled_client_work.ClientLearningRateFn
 
 
 def build_fed_win(
@@ -237,7 +106,7 @@ def build_fed_win(
   Returns:
     A `tff.learning.templates.LearningProcess`.
   """
-  _check_client_loss_args(client_loss=client_loss, num_classes=num_classes)
+  client_training.check_client_loss(client_loss, num_classes)
   window_args = None
   if window_size is not None:
     window_args = dict(
@@ -271,7 +140,7 @@ def build_fed_win(
       loop_implementation=loop_implementation,
   )
   if client_learning_rate_fn is not None:
-    client_work = build_scheduled_client_work(
+    client_work = scheduled_client_work.build_scheduled_client_work(
         client_work, client_learning_rate_fn
     )
   aggregator = model_aggregator.create(
@@ -282,7 +151,7 @@ def build_fed_win(
         server_optimizer_fn, model_weights_type
     )
   else:
-    finalizer = build_window_finalizer(
+    finalizer = window_finalizer.build_window_finalizer(
         server_optimizer_fn, model_weights_type, **window_args
     )
   composed = tff.learning.templates.compose_learning_process(
@@ -291,13 +160,6 @@ def build_fed_win(
   if window_args is None:
     return composed
   return _with_window_model_weights(composed)
-
-
-def _check_client_loss_args(*, client_loss, num_classes):
-  """Raises ValueError on a bad `client_loss` combination of `build_fed_win`."""
-  checks.check_choice('client_loss', client_loss, CLIENT_LOSSES)
-  if client_loss == 'wsm' and num_classes is None:
-    raise ValueError("`num_classes` is required with client_loss='wsm'.")
 
 
 def _with_window_model_weights(

@@ -12,6 +12,7 @@ from typing import Any, Optional
 import tensorflow_federated as tff
 
 from tff_fedwin.algorithms import client_work
+from tff_fedwin.losses import labels as labels_lib
 
 ModelFn = Callable[[], tff.learning.models.VariableModel]
 
@@ -25,7 +26,7 @@ def build_wsm_client_work(
         tff.learning.ClientWeighting.NUM_EXAMPLES
     ),
     metrics_aggregator: Optional[Any] = None,
-    label_key: str = 'y',
+    label_key: str = labels_lib.DEFAULT_LABEL_KEY,
     proximal_strength: float = 0.0,
 ) -> tff.learning.templates.ClientWorkProcess:
   """Builds a model-delta `ClientWorkProcess` training with the WSM loss.

@@ -237,22 +237,21 @@ def _check_algorithm(config: ExperimentConfig) -> None:
   if config.algorithm == 'mime_lite' and config.client_loss != 'ce':
     raise ValueError('--algorithm=mime_lite supports --client_loss=ce only.')
   if config.client_lr_schedule == 'ima' and config.algorithm in (
-      'fedprox',
       'mime_lite',
       'scaffold',
   ):
     raise ValueError(
         '--client_lr_schedule=ima is supported with --algorithm=fedavg, '
-        f'fedavgm, fedadam or fedyogi; got {config.algorithm!r}.'
+        f'fedavgm, fedadam, fedyogi or fedprox; got {config.algorithm!r}.'
     )
   if (
-      config.algorithm in ('fedprox', 'mime_lite')
+      config.algorithm == 'mime_lite'
       and config.window_size
-      and (config.client_loss == 'ce' and config.server_learning_rate != 1.0)
+      and config.server_learning_rate != 1.0
   ):
     raise ValueError(
-        f'--algorithm={config.algorithm} uses the window as TFF model '
-        'aggregator, which is exact only with --server_learning_rate=1.0.'
+        '--algorithm=mime_lite uses the window as TFF model aggregator, '
+        'which is exact only with --server_learning_rate=1.0.'
     )
 
 

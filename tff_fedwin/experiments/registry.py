@@ -14,6 +14,7 @@ from tff_fedwin.algorithms import fed_win
 from tff_fedwin.algorithms import mime_lite
 from tff_fedwin.algorithms import runners
 from tff_fedwin.algorithms import scaffold
+from tff_fedwin.algorithms import scheduled_client_work
 from tff_fedwin.experiments import config as config_lib
 from tff_fedwin.tasks import registry as tasks_registry
 from tff_fedwin.training import runner as runner_lib
@@ -67,7 +68,7 @@ def _fed_win_runner(
   del num_train_clients  # Unused.
   learning_rate_fn = None
   if config.client_lr_schedule == 'ima':
-    learning_rate_fn = fed_win.ima_client_learning_rate_fn(
+    learning_rate_fn = scheduled_client_work.ima_client_learning_rate_fn(
         config.client_learning_rate, config.window_start_round
     )
   process = fed_win.build_fed_win(

@@ -146,7 +146,9 @@ def wsm_cross_entropy(
 
 
 def class_proportions_from_dataset(
-    dataset: tf.data.Dataset, num_classes: int, label_key: str = 'y'
+    dataset: tf.data.Dataset,
+    num_classes: int,
+    label_key: str = labels_lib.DEFAULT_LABEL_KEY,
 ) -> tf.Tensor:
   """Client class proportions `beta_c = n_c / n` (paper Eq. 4), in one pass.
 

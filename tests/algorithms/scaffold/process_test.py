@@ -304,7 +304,7 @@ class TestBuildScaffoldArguments:
           (dict(client_loss='wsm', num_classes=0), ValueError, 'num_classes'),
           (dict(client_loss='wsm', num_classes=2.0), ValueError, 'num_classes'),
           (dict(window_size=0), ValueError, 'window_size'),
-          (dict(window_size=2.5), TypeError, 'window_size'),
+          (dict(window_size=2.5), ValueError, 'window_size'),
           (dict(window_size=2, window_mode='ima'), ValueError, 'window_mode'),
           (
               dict(window_size=2, window_start_round=-1),
@@ -313,7 +313,7 @@ class TestBuildScaffoldArguments:
           ),
           (
               dict(window_size=2, window_start_round=1.0),
-              TypeError,
+              ValueError,
               'window_start_round',
           ),
       ],

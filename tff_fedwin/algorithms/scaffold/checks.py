@@ -1,6 +1,5 @@
 """Argument checks of `build_scaffold`: each error names the argument."""
 
-import numbers
 from typing import Any
 
 import tensorflow as tf
@@ -27,21 +26,18 @@ def check_rates_and_clients(
 def check_window_args(
     window_size: Any, window_mode: Any, window_start_round: Any
 ) -> None:
-  """Raises TypeError (not an int) or ValueError naming the bad argument."""
-  checks.check_choice('window_mode', window_mode, window_math.MODES)
-  for name, value, minimum in (
-      ('window_size', window_size, 1),
-      ('window_start_round', window_start_round, 0),
-  ):
-    if name == 'window_size' and value is None:
-      continue
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-      raise TypeError(
-          f'`{name}` must be an int >= {minimum}'
-          + (' or None' if name == 'window_size' else '')
-          + f', got {value!r} of type {type(value).__name__}.'
-      )
-    checks.check_int(name, value, minimum=minimum)
+  """Raises ValueError naming a bad window argument (`window_math`'s checks).
+
+  SCAFFOLD's window is read every round (E = 1); without a window
+  (`window_size=None`) the mode and start round are still checked.
+  """
+  window_math.check_window_args(
+      window_size=1 if window_size is None else window_size,
+      mode=window_mode,
+      start_round=window_start_round,
+      read_every=1,
+      prefix='window_',
+  )
 
 
 def check_model(model_fn: Any) -> None:

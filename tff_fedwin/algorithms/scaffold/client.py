@@ -9,12 +9,13 @@ import tensorflow_federated as tff
 
 from tff_fedwin.algorithms import client_training
 from tff_fedwin.algorithms.scaffold import types
+from tff_fedwin.losses import labels as labels_lib
 
 ModelFn = Callable[[], tff.learning.models.VariableModel]
 
 CLIENT_LOSSES = client_training.CLIENT_LOSSES
 # Where WSM reads the labels of a mapping batch (tuple batches: element 1).
-LABEL_KEY = 'y'
+LABEL_KEY = labels_lib.DEFAULT_LABEL_KEY
 
 
 def model_weights_specs(model_fn: ModelFn) -> tff.learning.models.ModelWeights:

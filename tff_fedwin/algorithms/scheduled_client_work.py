@@ -1,0 +1,147 @@
+"""Client work whose learning rate follows a per-round schedule (IMA).
+
+`build_scheduled_client_work` wraps a model-delta client work and sets its
+optimizer's `learning_rate` each round; `ima_client_learning_rate_fn` is IMA's
+schedule (docs/design.md sec. 1).
+"""
+
+import collections
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_fedwin import checks
+
+ClientLearningRateFn = Callable[[tf.Tensor], tf.Tensor]
+
+
+class ScheduledClientWorkState(NamedTuple):
+  """State of a client work whose learning rate follows a per-round schedule.
+
+  Attributes:
+    hparams: The wrapped client work's state (its optimizer hyperparameters).
+    round_num: int32, rounds completed.
+  """
+
+  hparams: Any
+  round_num: Any
+
+
+def build_scheduled_client_work(
+    client_work: tff.learning.templates.ClientWorkProcess,
+    client_learning_rate_fn: ClientLearningRateFn,
+) -> tff.learning.templates.ClientWorkProcess:
+  """Wraps a model-delta client work: round t uses `client_learning_rate_fn(t)`.
+
+  TFF's `build_model_delta_client_work` keeps the client optimizer's
+  hyperparameters in its state and broadcasts them every round; this wrapper
+  sets `learning_rate` to `client_learning_rate_fn(t)` (t = 1, 2, ...) before
+  each round and reports it as `client_learning_rate` in the measurements.
+
+  Args:
+    client_work: A `ClientWorkProcess` whose state is an optimizer hparams
+      dict with a `learning_rate` entry.
+    client_learning_rate_fn: Maps the round number (int32 tensor, 1-based) to
+      the learning rate; traced with TensorFlow.
+  """
+  hparams_type = client_work.initialize.type_signature.result.member
+  if 'learning_rate' not in tff.structure.name_list(hparams_type):
+    raise ValueError(
+        '`client_learning_rate_fn` needs a client optimizer with a '
+        f'`learning_rate` hyperparameter; its hyperparameters are '
+        f'{hparams_type}.'
+    )
+
+  @tff.tensorflow.computation(hparams_type, tf.int32)
+  def hparams_for_round_fn(hparams, round_num):
+    learning_rate = client_learning_rate_fn(round_num + 1)
+    hparams = collections.OrderedDict(hparams)
+    hparams['learning_rate'] = tf.cast(
+        learning_rate, hparams['learning_rate'].dtype
+    )
+    return hparams, round_num + 1
+
+  @tff.federated_computation()
+  def init_fn():
+    return tff.federated_zip(
+        ScheduledClientWorkState(
+            client_work.initialize(), tff.federated_value(0, tff.SERVER)
+        )
+    )
+
+  measurements_type = client_work.next.type_signature.result.measurements.member
+
+  @tff.tensorflow.computation(measurements_type, hparams_type)
+  def add_learning_rate_fn(measurements, hparams):
+    measurements = collections.OrderedDict(measurements)
+    measurements['client_learning_rate'] = hparams['learning_rate']
+    return measurements
+
+  _, weights_type, data_type = client_work.next.type_signature.parameter
+
+  @tff.federated_computation(
+      init_fn.type_signature.result, weights_type, data_type
+  )
+  def next_fn(state, weights, client_data):
+    # Server computation: this round's hyperparameters.
+    hparams, round_num = tff.federated_map(
+        hparams_for_round_fn, (state.hparams, state.round_num)
+    )
+    # Client computation.
+    output = client_work.next(hparams, weights, client_data)
+    # Output preparation.
+    return tff.templates.MeasuredProcessOutput(
+        state=tff.federated_zip(
+            ScheduledClientWorkState(output.state, round_num)
+        ),
+        result=output.result,
+        measurements=tff.federated_map(
+            add_learning_rate_fn, (output.measurements, hparams)
+        ),
+    )
+
+  return tff.learning.templates.ClientWorkProcess(init_fn, next_fn)
+
+
+def ima_client_learning_rate_fn(
+    initial_learning_rate: float,
+    start_round: int,
+    *,
+    decay_before: float = 0.99,
+    decay_after: float = 0.97,
+) -> ClientLearningRateFn:
+  """IMA's "mild client exploration" schedule (IMA code, Table 7).
+
+  lr_t = lr0 * decay_before^t                                  for t < t_s,
+  lr_t = lr0 * decay_before^t_s * decay_after^(t - t_s)       for t >= t_s,
+
+  with rounds t = 1, 2, ... (docs/design.md sec. 1).
+
+  Args:
+    initial_learning_rate: lr0 > 0.
+    start_round: t_s >= 0, IMA's start round.
+    decay_before: Per-round decay before t_s.
+    decay_after: Per-round decay from t_s on.
+
+  Returns:
+    A function of the round number usable as `client_learning_rate_fn`.
+  """
+  checks.check_number(
+      'initial_learning_rate', initial_learning_rate, positive=True
+  )
+  checks.check_int('start_round', start_round, minimum=0)
+
+  def learning_rate_fn(round_num):
+    t = tf.cast(round_num, tf.float32)
+    t_s = tf.constant(float(start_round), tf.float32)
+    before = initial_learning_rate * tf.pow(decay_before, t)
+    after = (
+        initial_learning_rate
+        * tf.pow(decay_before, t_s)
+        * tf.pow(decay_after, t - t_s)
+    )
+    return tf.where(t < t_s, before, after)
+
+  return learning_rate_fn
