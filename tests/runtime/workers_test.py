@@ -11,6 +11,7 @@ import tensorflow_federated as tff
 
 from tests.runtime import processes
 from tff_fedwin import runtime
+from tff_fedwin.runtime import workers
 
 
 @tff.tensorflow.computation(np.float32)
@@ -181,3 +182,43 @@ def test_worker_concurrency_limit_reaches_the_worker(
   finally:
     worker.stop()
   assert f'--max_concurrent_computation_calls={expected}' in args
+
+
+def _spawn_crashing_first(monkeypatch, crashes):
+  """Patches `_spawn` so that its first `crashes` workers die by SIGSEGV."""
+  real_spawn = workers._spawn  # pylint: disable=protected-access
+  spawned = []
+
+  def spawn(**kwargs):
+    worker = real_spawn(**kwargs)
+    spawned.append(worker)
+    if len(spawned) <= crashes:
+      os.kill(worker.pid, signal.SIGSEGV)
+      worker._process.wait()  # pylint: disable=protected-access
+    return worker
+
+  monkeypatch.setattr(workers, '_spawn', spawn)
+  return spawned
+
+
+def test_a_worker_crashing_before_serving_is_started_again(
+    tmp_path, monkeypatch
+):
+  spawned = _spawn_crashing_first(monkeypatch, crashes=1)
+  worker = runtime.start_local_worker(log_dir=str(tmp_path))
+  try:
+    assert len(spawned) == 2
+    assert spawned[0].returncode == -signal.SIGSEGV
+    assert worker is spawned[1] and worker.is_running()
+    assert runtime.running_workers().count(spawned[0]) == 0
+  finally:
+    worker.stop()
+
+
+def test_a_worker_crashing_twice_is_an_error(tmp_path, monkeypatch):
+  spawned = _spawn_crashing_first(monkeypatch, crashes=workers.STARTUP_ATTEMPTS)
+  with pytest.raises(runtime.WorkerCrashedError, match='exited with code -11'):
+    runtime.start_local_worker(log_dir=str(tmp_path))
+  assert len(spawned) == workers.STARTUP_ATTEMPTS
+  assert not any(w.is_running() for w in spawned)
+  assert not set(spawned) & set(runtime.running_workers())

@@ -13,3 +13,4 @@ from tff_fedwin.runtime.workers import LocalWorker
 from tff_fedwin.runtime.workers import running_workers
 from tff_fedwin.runtime.workers import start_local_worker
 from tff_fedwin.runtime.workers import worker_binary_path
+from tff_fedwin.runtime.workers import WorkerCrashedError

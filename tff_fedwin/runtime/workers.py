@@ -141,6 +141,15 @@ class LocalWorker:
     return f'LocalWorker(pid={self.pid}, port={self.port}, {state})'
 
 
+class WorkerCrashedError(RuntimeError):
+  """A worker was killed by a signal (e.g. SIGSEGV) before it served."""
+
+
+# Attempts to start a worker that a signal kills before it serves (a start-up
+# crash in gRPC's epoll poller was seen once; docs/design.md sec. 6.2).
+STARTUP_ATTEMPTS = 2
+
+
 def _worker_env(loopback_only: bool) -> dict[str, str]:
   """This process's environment, with the loopback shim preloaded if asked."""
   env = dict(os.environ)
@@ -227,6 +236,8 @@ def start_local_worker(
   Raises:
     WorkerConfinementError: With `loopback_only`, if the worker cannot be
       confined to loopback or proven to be; no worker is left running.
+    WorkerCrashedError: If the worker is killed by a signal before serving
+      `STARTUP_ATTEMPTS` times in a row (a first crash is retried once).
     RuntimeError: If the worker exits or does not serve within the timeout;
       the message names the port and quotes the worker's log.
   """
@@ -241,15 +252,29 @@ def start_local_worker(
   os.makedirs(log_dir, exist_ok=True)
   if max_concurrent_computation_calls is None:
     max_concurrent_computation_calls = len(os.sched_getaffinity(0))
-  worker = _spawn(
-      port=port,
-      max_concurrent_computation_calls=max_concurrent_computation_calls,
-      log_path=os.path.join(log_dir, f'worker-{os.getpid()}-{port}.log'),
-      env=env,
-  )
-  _wait_until_confined_and_serving(
-      worker, timeout_seconds=ready_timeout_seconds, loopback_only=loopback_only
-  )
+  for attempt in range(1, STARTUP_ATTEMPTS + 1):
+    worker = _spawn(
+        port=port,
+        max_concurrent_computation_calls=max_concurrent_computation_calls,
+        log_path=os.path.join(log_dir, f'worker-{os.getpid()}-{port}.log'),
+        env=env,
+    )
+    try:
+      _wait_until_confined_and_serving(
+          worker,
+          timeout_seconds=ready_timeout_seconds,
+          loopback_only=loopback_only,
+      )
+      break
+    except WorkerCrashedError as e:
+      if attempt == STARTUP_ATTEMPTS:
+        raise
+      logging.warning(
+          '%s Starting it again (attempt %d of %d).',
+          e,
+          attempt + 1,
+          STARTUP_ATTEMPTS,
+      )
   if not loopback_only:
     logging.warning(
         'TFF worker pid %d listens on port %d on all network interfaces, '
@@ -284,7 +309,8 @@ def _wait_until_serving(worker: LocalWorker, timeout_seconds: float) -> None:
       except grpc.FutureTimeoutError:
         pass
       if not worker.is_running():
-        raise RuntimeError(
+        error = WorkerCrashedError if worker.returncode < 0 else RuntimeError
+        raise error(
             f'The TFF worker on port {worker.port} exited with code '
             f'{worker.returncode} before serving. '
             f'Last lines of {worker.log_path}:\n{_tail(worker.log_path)}'
