@@ -222,3 +222,29 @@ def test_a_worker_crashing_twice_is_an_error(tmp_path, monkeypatch):
   assert len(spawned) == workers.STARTUP_ATTEMPTS
   assert not any(w.is_running() for w in spawned)
   assert not set(spawned) & set(runtime.running_workers())
+
+
+@pytest.mark.skipif(
+    not workers._pdeathsig_launcher(os.getpid()),  # pylint: disable=protected-access
+    reason='no setpriv',
+)
+def test_launcher_execs_only_while_its_spawner_is_the_parent():
+  # The launcher's shell compares its parent pid with the one it was given:
+  # this process spawns it, so `true` runs (exit 0); given pid 1 it exits 1
+  # without exec'ing `false` (which would also exit 1, so use `true` there).
+  launcher = workers._pdeathsig_launcher  # pylint: disable=protected-access
+  assert subprocess.run(launcher(os.getpid()) + ['/bin/true']).returncode == 0
+  assert subprocess.run(launcher(1) + ['/bin/true']).returncode == 1
+
+
+def test_without_setpriv_workers_start_with_preexec_fn(tmp_path, monkeypatch):
+  monkeypatch.setattr(workers.shutil, 'which', lambda name: None)
+  assert not workers._pdeathsig_launcher(os.getpid())  # pylint: disable=protected-access
+  worker = runtime.start_local_worker(log_dir=str(tmp_path))
+  try:
+    assert worker.is_running()
+    with open(f'/proc/{worker.pid}/stat') as f:
+      parent_pid = int(f.read().rsplit(')', 1)[1].split()[1])
+    assert parent_pid == os.getpid()
+  finally:
+    worker.stop()

@@ -9,6 +9,7 @@ import atexit
 import collections
 import ctypes
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -72,6 +73,29 @@ def _tail(path: str, lines: int = _LOG_TAIL_LINES) -> str:
       return ''.join(collections.deque(f, maxlen=lines))
   except OSError:
     return '<no log>'
+
+
+# Sets PR_SET_PDEATHSIG (kept across exec), then exits unless the parent is
+# still the one that spawned it (it may have died before prctl), then execs
+# the worker: the same pid throughout.
+_PPID_CHECK = '[ "$PPID" = "$0" ] || exit 1; exec "$@"'
+
+
+def _pdeathsig_launcher(parent_pid: int) -> list[str]:
+  """`setpriv --pdeathsig KILL -- sh -c CHECK PID`, or [] without setpriv."""
+  setpriv = shutil.which('setpriv')
+  if setpriv is None or not os.path.exists('/bin/sh'):
+    return []
+  return [
+      setpriv,
+      '--pdeathsig',
+      'KILL',
+      '--',
+      '/bin/sh',
+      '-c',
+      _PPID_CHECK,
+      str(parent_pid),
+  ]
 
 
 def _make_preexec_fn(parent_pid: int):
@@ -171,16 +195,29 @@ def _spawn(
       f'--port={port}',
       f'--max_concurrent_computation_calls={max_concurrent_computation_calls}',
   ]
+  launcher = _pdeathsig_launcher(os.getpid())
   with open(log_path, 'ab') as log_file:
-    process = subprocess.Popen(  # pylint: disable=subprocess-popen-preexec-fn
-        args,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=log_file,
-        stderr=subprocess.STDOUT,
-        close_fds=True,
-        preexec_fn=_make_preexec_fn(os.getpid()),
-    )
+    if launcher:
+      # No preexec_fn: CPython then spawns without running Python code in a
+      # forked copy of this multithreaded (TF, gRPC) process.
+      process = subprocess.Popen(
+          launcher + args,
+          env=env,
+          stdin=subprocess.DEVNULL,
+          stdout=log_file,
+          stderr=subprocess.STDOUT,
+          close_fds=True,
+      )
+    else:
+      process = subprocess.Popen(  # pylint: disable=subprocess-popen-preexec-fn
+          args,
+          env=env,
+          stdin=subprocess.DEVNULL,
+          stdout=log_file,
+          stderr=subprocess.STDOUT,
+          close_fds=True,
+          preexec_fn=_make_preexec_fn(os.getpid()),
+      )
   worker = LocalWorker(process, port, log_path)
   _RUNNING_WORKERS[worker.pid] = worker
   return worker
