@@ -89,15 +89,13 @@ def _build_client_update(
 
 
 def _check_arguments(
-    model_fn,
     *,
     client_loss,
     num_classes,
     proximal_strength,
     client_weighting,
-    label_key,
 ) -> None:
-  """Raises TypeError/ValueError/KeyError naming the bad argument."""
+  """Raises TypeError/ValueError naming the bad argument."""
   if not isinstance(client_weighting, tff.learning.ClientWeighting):
     raise TypeError(
         '`client_weighting` must be a tff.learning.ClientWeighting, got '
@@ -105,9 +103,6 @@ def _check_arguments(
     )
   client_training.check_client_loss(client_loss, num_classes)
   checks.check_number('proximal_strength', proximal_strength, minimum=0)
-  if client_loss == 'wsm':
-    with tf.Graph().as_default():
-      labels_lib.integer_label_spec(model_fn().input_spec, label_key)
 
 
 def _hparams_computations(optimizer: tff.learning.optimizers.Optimizer):
@@ -210,18 +205,19 @@ def build_client_work(
     KeyError: If (`'wsm'`) mapping batches have no `label_key`.
   """
   _check_arguments(
-      model_fn,
       client_loss=client_loss,
       num_classes=num_classes,
       proximal_strength=proximal_strength,
       client_weighting=client_weighting,
-      label_key=label_key,
   )
   if metrics_aggregator is None:
     metrics_aggregator = tff.learning.metrics.sum_then_finalize
   with tf.Graph().as_default():
     # A throwaway graph: the model's variables must not leak into the caller's.
     model = model_fn()
+    if client_loss == 'wsm':
+      # TypeError/KeyError naming the labels; the model is built only here.
+      labels_lib.integer_label_spec(model.input_spec, label_key)
     metrics_aggregation_fn = metrics_aggregator(model.metric_finalizers())
   data_type = tff.SequenceType(tff.types.tensorflow_to_type(model.input_spec))
   weights_type = tff.learning.models.weights_type_from_model(model)
