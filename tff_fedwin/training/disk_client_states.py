@@ -153,7 +153,7 @@ class DiskClientStateStore:
     """
     path = os.path.join(os.fspath(directory), layout.MANIFEST)
     if not os.path.exists(path):
-      raise FileNotFoundError(
+      raise client_state_spec.MissingClientStatesError(
           f'The client states of the checkpoint of round {round_num} are '
           f'missing: no client-state store in {directory}.'
       )
@@ -282,7 +282,7 @@ class DiskClientStateStore:
   def _check_manifest(self, saved: dict[str, Any]) -> None:
     where = self.directory
     if saved.get('format_version') != layout.FORMAT_VERSION:
-      raise ValueError(
+      raise client_state_spec.ClientStatesError(
           f'The client states in {where} have format version '
           f'{saved.get("format_version")!r}, expected {layout.FORMAT_VERSION}.'
       )
@@ -291,13 +291,13 @@ class DiskClientStateStore:
         saved.get('num_clients') != self.num_clients
         or saved.get('client_ids_sha256') != self._ids_digest
     ):
-      raise ValueError(
+      raise client_state_spec.ClientStatesError(
           f'`client_ids` ({self.num_clients} clients) are not the population '
           f'the client states in {where} were made for '
           f'({saved.get("num_clients")} clients).'
       )
     if saved.get('owner') != self._owner:
-      raise ValueError(
+      raise client_state_spec.ClientStatesError(
           f'The client states in {where} belong to the run of '
           f'{saved.get("owner")!r}, not {self._owner!r}.'
       )
@@ -306,7 +306,7 @@ class DiskClientStateStore:
     """Applies the deltas up to `round_num`, drops the later ones."""
     applied = layout.read_json(self._path(layout.APPLIED))['round']
     if applied is not None and applied > round_num:
-      raise ValueError(
+      raise client_state_spec.ClientStatesError(
           f'The client states in {self.directory} are those of round '
           f'{applied}, newer than the checkpoint of round {round_num}; they '
           'cannot be rolled back.'
@@ -319,7 +319,7 @@ class DiskClientStateStore:
         self._apply_delta(delta)
         applied = delta
     if applied != round_num:
-      raise FileNotFoundError(
+      raise client_state_spec.MissingClientStatesError(
           f'The client states of the checkpoint of round {round_num} are '
           f'missing in {self.directory} (it holds those of round {applied}).'
       )
