@@ -1,9 +1,12 @@
 """Tests for tff_fedwin.training.sampling: which clients train in a round."""
 
 import math
+import sqlite3
 
 import numpy as np
 import pytest
+import tensorflow as tf
+import tensorflow_federated as tff
 
 from tests import softmax_task as task
 from tff_fedwin.training import sampling
@@ -57,3 +60,98 @@ def test_client_datasets_are_the_preprocessed_data_in_id_order():
     y = np.concatenate([b['y'].numpy() for b in batches])
     np.testing.assert_array_equal(x, task.TRAIN_X[task.PARTITION[index]])
     np.testing.assert_array_equal(y, task.TRAIN_Y[task.PARTITION[index]])
+
+
+class _CountingClientData(tff.simulation.datasets.ClientData):
+  """Client k holds [k, k + 1]; counts reads of `client_ids`."""
+
+  def __init__(self, num_clients):
+    self._ids = [str(k) for k in range(num_clients)]
+    self.id_reads = 0
+
+  @property
+  def client_ids(self):
+    self.id_reads += 1
+    return self._ids
+
+  @property
+  def serializable_dataset_fn(self):
+    return lambda c: tf.data.Dataset.from_tensor_slices([int(c), int(c) + 1])
+
+  @property
+  def element_type_structure(self):
+    return tf.TensorSpec([], tf.int32)
+
+  @property
+  def dataset_computation(self):
+    raise NotImplementedError
+
+
+class _CountingSqlClientData(tff.simulation.datasets.SqlClientData):
+  id_reads = 0
+
+  @property
+  def client_ids(self):
+    type(self).id_reads += 1
+    return super().client_ids
+
+
+def _sql_client_data(path):
+  """TFF's SQL schema; client c's examples are the bytes b'c:0', b'c:1'."""
+  connection = sqlite3.connect(path)
+  connection.execute(
+      'CREATE TABLE examples (split_name TEXT, client_id TEXT, '
+      'serialized_example_proto BLOB)'
+  )
+  connection.execute(
+      'CREATE TABLE client_metadata (client_id TEXT, split_name TEXT, '
+      'num_examples INTEGER)'
+  )
+  for c in ('a', 'b', 'c'):
+    connection.execute(
+        'INSERT INTO client_metadata VALUES (?, ?, ?)', (c, 'train', 2)
+    )
+    for i in range(2):
+      connection.execute(
+          'INSERT INTO examples VALUES (?, ?, ?)',
+          ('train', c, f'{c}:{i}'.encode()),
+      )
+  connection.commit()
+  connection.close()
+  return _CountingSqlClientData(path)
+
+
+def test_client_datasets_do_not_scan_the_population():
+  client_data = _CountingClientData(1000)
+
+  datasets = sampling.client_datasets(client_data, ['7', '3'], lambda d: d)
+
+  assert [list(d.as_numpy_iterator()) for d in datasets] == [[7, 8], [3, 4]]
+  assert client_data.id_reads == 0
+
+
+def test_client_datasets_of_sql_client_data_do_not_scan_the_population(
+    tmp_path,
+):
+  client_data = _sql_client_data(str(tmp_path / 'clients.sqlite'))
+  reads_before = _CountingSqlClientData.id_reads
+
+  datasets = sampling.client_datasets(client_data, ['c', 'a'], lambda d: d)
+
+  assert [sorted(d.as_numpy_iterator()) for d in datasets] == [
+      [b'c:0', b'c:1'],
+      [b'a:0', b'a:1'],
+  ]
+  assert _CountingSqlClientData.id_reads == reads_before
+
+
+def test_client_datasets_keep_an_overridden_create_method():
+  # ClientData.preprocess overrides create_tf_dataset_for_client; its result
+  # must be used (here: the doubled values).
+  client_data = _CountingClientData(10).preprocess(
+      lambda d: d.map(lambda v: 2 * v)
+  )
+
+  datasets = sampling.client_datasets(client_data, ['4'], lambda d: d)
+
+  assert list(datasets[0].as_numpy_iterator()) == [8, 10]
