@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tff_fedwin.training import checkpoints as checkpoints_lib
+from tff_fedwin.training import client_state_stores
 from tff_fedwin.training import client_states
 
 IDENTITY = checkpoints_lib.RunIdentity(
@@ -35,12 +36,24 @@ def _checkpoints(tmp_path, run, identity=IDENTITY):
   )
 
 
-def _store(value):
+def _store(tmp_path, value):
   store = client_states.ClientStateStore(TEMPLATE)
   store.update(
       ['a'], [collections.OrderedDict(c=np.full(3, value, np.float32))]
   )
-  return store
+  return client_state_stores.MemoryClientStates(
+      store, str(tmp_path / 'checkpoints')
+  )
+
+
+def _open(tmp_path, kind, round_num=None):
+  return client_state_stores.open_client_states(
+      kind,
+      TEMPLATE,
+      ['a', 'b', 'c'],
+      checkpoint_dir=str(tmp_path / 'checkpoints'),
+      round_num=round_num,
+  )
 
 
 def _files(tmp_path):
@@ -102,7 +115,7 @@ def test_client_states_of_dropped_versions_are_removed(
 ):
   checkpoints = _checkpoints(tmp_path, event_loop_run)
   for round_num in range(7):
-    checkpoints.save(_state(round_num), round_num, _store(round_num))
+    checkpoints.save(_state(round_num), round_num, _store(tmp_path, round_num))
 
   # Five versions kept: the first and the newest four.
   kept = [0, 3, 4, 5, 6]
@@ -112,19 +125,31 @@ def test_client_states_of_dropped_versions_are_removed(
   )
 
 
-def test_load_client_states_of_a_round(tmp_path, event_loop_run):
+@pytest.mark.parametrize('kind', ['memory', 'disk'])
+def test_save_makes_the_client_states_of_its_round_restorable(
+    tmp_path, event_loop_run, kind
+):
   checkpoints = _checkpoints(tmp_path, event_loop_run)
-  checkpoints.save(_state(2), 2, _store(2.5))
+  store = _open(tmp_path, kind)
+  checkpoints.save(_state(0), 0, store)
+  store.update(['a'], [collections.OrderedDict(c=np.full(3, 2.5, np.float32))])
+  checkpoints.save(_state(2), 2, store)
+  store.close()
 
-  store = checkpoints.load_client_states(2, TEMPLATE)
+  restored = _open(tmp_path, kind, round_num=2)
 
-  assert store.client_ids == ('a',)
-  np.testing.assert_array_equal(store.get(['a'])[0]['c'], [2.5] * 3)
+  np.testing.assert_array_equal(restored.get(['a'])[0]['c'], [2.5] * 3)
+  np.testing.assert_array_equal(restored.get(['b'])[0]['c'], [0.0] * 3)
+  restored.close()
 
 
-def test_load_client_states_missing_file(tmp_path, event_loop_run):
-  checkpoints = _checkpoints(tmp_path, event_loop_run)
-  checkpoints.save(_state(2), 2, None)
+@pytest.mark.parametrize(
+    'kind, missing', [('memory', 'client_states_2.npz'), ('disk', 'no client')]
+)
+def test_restoring_missing_client_states_names_them(
+    tmp_path, event_loop_run, kind, missing
+):
+  _checkpoints(tmp_path, event_loop_run).save(_state(2), 2, None)
 
-  with pytest.raises(FileNotFoundError, match='client_states_2.npz'):
-    checkpoints.load_client_states(2, TEMPLATE)
+  with pytest.raises(FileNotFoundError, match=missing):
+    _open(tmp_path, kind, round_num=2)

@@ -15,6 +15,7 @@ from tests import softmax_task as task
 from tests.training import loop_fixtures
 from tff_fedwin import training
 from tff_fedwin.algorithms import scaffold
+from tff_fedwin.training import client_state_stores
 
 _leaves = task.leaves
 _Crash = loop_fixtures.Crash
@@ -167,18 +168,21 @@ def _without_times(row):
 
 
 @pytest.mark.parametrize(
-    'kind, crash, resumed_from',
+    'kind, crash, resumed_from, client_states',
     [
         # Checkpoints at rounds 0, 2, 4. A crash in round 3 or 4 resumes from 2,
         # in round 1 from the initial state.
-        ('fedavg', ('round', 3), 2),
-        ('window', ('round', 3), 2),
-        ('window', ('round', 4), 2),
-        ('scaffold', ('round', 1), 0),
-        ('scaffold', ('round', 3), 2),
-        ('scaffold', ('round', 4), 2),
-        # Dies after client_states_2.npz, before program_state_2: resumes from 0.
-        ('scaffold', ('program_state_save', 2), 0),
+        ('fedavg', ('round', 3), 2, 'memory'),
+        ('window', ('round', 3), 2, 'memory'),
+        ('window', ('round', 4), 2, 'memory'),
+        ('scaffold', ('round', 1), 0, 'memory'),
+        ('scaffold', ('round', 3), 2, 'memory'),
+        ('scaffold', ('round', 4), 2, 'memory'),
+        ('scaffold', ('round', 3), 2, 'disk'),
+        # Dies after client_states_2.npz (or delta_2/), before
+        # program_state_2: resumes from 0.
+        ('scaffold', ('program_state_save', 2), 0, 'memory'),
+        ('scaffold', ('program_state_save', 2), 0, 'disk'),
     ],
 )
 def test_resumed_run_ends_exactly_as_uninterrupted_run(
@@ -189,6 +193,7 @@ def test_resumed_run_ends_exactly_as_uninterrupted_run(
     kind,
     crash,
     resumed_from,
+    client_states,
 ):
   reference, reference_rows, _ = uninterrupted_runs(kind)
   crash_kind, crash_at = crash
@@ -207,11 +212,11 @@ def test_resumed_run_ends_exactly_as_uninterrupted_run(
         tff.program.FileProgramStateManager, 'save', failing_save
     )
   with pytest.raises(_Crash):
-    _run(crashing, tmp_path)
+    _run(crashing, tmp_path, client_states=client_states)
   monkeypatch.undo()
   resumed = _runner(processes, kind)
 
-  summary = _run(resumed, tmp_path)
+  summary = _run(resumed, tmp_path, client_states=client_states)
 
   assert summary['resumed_from_round'] == resumed_from
   assert len(resumed.client_ids) == 4 - resumed_from
@@ -244,6 +249,37 @@ def test_resumed_scaffold_run_has_the_uninterrupted_client_states(
   assert len(expected_store.client_ids) >= 2
   assert expected_store.client_ids == tuple(_returned_states(reference))
   _assert_same_stores(_saved_store(tmp_path, 4), expected_store)
+
+
+def test_resumed_disk_store_has_the_uninterrupted_client_states(
+    processes, uninterrupted_runs, tmp_path
+):
+  reference, _, _ = uninterrupted_runs('scaffold')
+  with pytest.raises(_Crash):
+    _run(
+        _runner(processes, 'scaffold', crash_at_call=3),
+        tmp_path,
+        client_states='disk',
+    )
+
+  _run(_runner(processes, 'scaffold'), tmp_path, client_states='disk')
+
+  returned = _returned_states(reference)
+  assert len(returned) >= 2
+  store = client_state_stores.open_client_states(
+      'disk',
+      scaffold.initial_client_state(task.model_fn),
+      list(task.CLIENT_DATA.client_ids),
+      checkpoint_dir=os.path.join(str(tmp_path), 'exp', 'checkpoints'),
+      round_num=4,
+  )
+  try:
+    states = store.get(list(returned))
+  finally:
+    store.close()
+  for actual, expected in zip(states, returned.values()):
+    for leaf_a, leaf_e in zip(_leaves(actual), _leaves(expected)):
+      np.testing.assert_array_equal(leaf_a, leaf_e)
 
 
 def test_summary_ignores_rows_of_a_longer_crashed_run(processes, tmp_path):

@@ -1,25 +1,22 @@
-"""Checkpoints of a run: program states, client-state files, resume checks.
+"""Checkpoints of a run: program states, client-state steps, resume checks.
 
-Round t's client states are written (atomically) to
-`checkpoints/client_states_<t>.npz` before the program state version t, so a
-version on disk always has its client states (docs/design.md sec. 5).
+Round t's client states are made durable (`prepare_checkpoint`) before the
+program state version t and finished after it, so a version on disk always
+has its client states (docs/design.md secs. 5.3, 5.5).
 """
 
 import collections
-import os
-import re
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, Optional
 
 import numpy as np
 import tensorflow_federated as tff
 
-from tff_fedwin.training import client_states as client_states_lib
+from tff_fedwin.training import client_state_stores
 
 # Program states kept on disk (tff.program.FileProgramStateManager keeps the
 # first one, version 0, as well).
 CHECKPOINTS_TO_KEEP = 5
-_CLIENT_STATES_PATTERN = re.compile(r'^client_states_(\d+)\.npz$')
 
 
 class RunIdentity(NamedTuple):
@@ -36,11 +33,6 @@ class Restored(NamedTuple):
   server_state: Any
   round_num: int
   version: int
-
-
-def client_states_file(checkpoint_dir: str, round_num: int) -> str:
-  """The path of round `round_num`'s client states."""
-  return os.path.join(checkpoint_dir, f'client_states_{round_num}.npz')
 
 
 def _program_state(
@@ -80,25 +72,19 @@ class Checkpoints:
       self,
       state: Any,
       round_num: int,
-      store: Optional[client_states_lib.ClientStateStore],
+      store: Optional[client_state_stores.ClientStates],
   ) -> None:
-    """Saves `store` (if any), then the program state as version t."""
+    """Prepares `store`'s checkpoint, saves version t, finishes the store's."""
     if store is not None:
-      store.save(client_states_file(self.directory, round_num))
+      store.prepare_checkpoint(round_num)
     self._run(
         self._manager.save(
             _program_state(state, round_num, self._identity), round_num
         )
     )
     if store is not None:
-      self._remove_stale_client_states()
-
-  def _remove_stale_client_states(self) -> None:
-    keep = set(self._run(self._manager.get_versions()) or [])
-    for entry in os.listdir(self.directory):
-      match = _CLIENT_STATES_PATTERN.match(entry)
-      if match and int(match.group(1)) not in keep:
-        os.remove(os.path.join(self.directory, entry))
+      kept = self._run(self._manager.get_versions()) or []
+      store.finish_checkpoint(round_num, set(kept))
 
   def load_latest(
       self, initial_state: Any, *, total_rounds: int
@@ -131,15 +117,3 @@ class Checkpoints:
           f'newest checkpoint in {self.directory} ({round_num}).'
       )
     return round_num
-
-  def load_client_states(
-      self, round_num: int, template: Any
-  ) -> client_states_lib.ClientStateStore:
-    """The client states of round `round_num`; FileNotFoundError if missing."""
-    path = client_states_file(self.directory, round_num)
-    if not os.path.exists(path):
-      raise FileNotFoundError(
-          f'The client states of the checkpoint of round {round_num} '
-          f'are missing: {path}.'
-      )
-    return client_states_lib.ClientStateStore.load(path, template)

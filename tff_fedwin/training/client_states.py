@@ -12,7 +12,6 @@ the state is one copy of the model's trainable weights (e.g. 1,000 clients of a
 without making extra copies.
 """
 
-import collections
 import json
 import os
 import tempfile
@@ -21,6 +20,8 @@ from typing import IO, Any
 
 import numpy as np
 import tensorflow as tf
+
+from tff_fedwin.training import client_state_spec
 
 _FORMAT_VERSION = 1
 _IDS_KEY = 'client_ids'
@@ -31,13 +32,8 @@ def _leaf_key(client_index: int, leaf_index: int) -> str:
   return f'state_{client_index}_leaf_{leaf_index}'
 
 
-def _structure_signature(structure: Any) -> str:
-  """A printable description of a nested structure, without its values."""
-  return repr(tf.nest.map_structure(lambda _: '*', structure))
-
-
 class ClientStateStore:
-  """Client states keyed by client id, created lazily from a zero template.
+  """Client states keyed by client id, in RAM, created lazily from a template.
 
   A client's state is created as a copy of `template` the first time the
   client is asked for (`get`), and replaced by `update`; clients that are not
@@ -47,7 +43,9 @@ class ClientStateStore:
   `tff_fedwin.algorithms.scaffold.initial_client_state(model_fn)`.
 
   Memory: N x (state size) in RAM for the N clients seen so far; for SCAFFOLD,
-  N x the size of the model's trainable weights.
+  N x the size of the model's trainable weights. `save` writes all of them.
+  For populations whose states do not fit in RAM, use
+  `tff_fedwin.training.DiskClientStateStore` (docs/design.md sec. 5.5).
 
   Usage:
 
@@ -69,18 +67,13 @@ class ClientStateStore:
     Raises:
       ValueError: If `template` has no array leaves.
     """
-    leaves = tf.nest.flatten(template)
-    if not leaves:
-      raise ValueError('`template` must contain at least one array.')
-    self._template = tf.nest.pack_sequence_as(
-        template, [np.array(leaf, copy=True) for leaf in leaves]
-    )
+    self._spec = client_state_spec.StateSpec(template)
     self._states: dict[str, Any] = {}
 
   @property
   def template(self) -> Any:
     """A copy of the initial state given to new clients."""
-    return self._copy(self._template)
+    return self._spec.new_state()
 
   @property
   def client_ids(self) -> tuple[str, ...]:
@@ -94,7 +87,7 @@ class ClientStateStore:
     return client_id in self._states
 
   def get(self, client_ids: Sequence[str]) -> list[Any]:
-    """The states of `client_ids`, creating zero states for new clients.
+    """The states of `client_ids`, creating initial states for new clients.
 
     Args:
       client_ids: Client ids (str); duplicates are allowed.
@@ -106,12 +99,14 @@ class ClientStateStore:
     Raises:
       ValueError: If `client_ids` is not a sequence of str.
     """
-    client_ids = self._check_ids(client_ids, allow_duplicates=True)
+    client_ids = client_state_spec.check_client_ids(
+        client_ids, allow_duplicates=True
+    )
     states = []
     for client_id in client_ids:
       if client_id not in self._states:
-        self._states[client_id] = self._copy(self._template)
-      states.append(self._copy(self._states[client_id]))
+        self._states[client_id] = self._spec.new_state()
+      states.append(client_state_spec.copy_state(self._states[client_id]))
     return states
 
   def update(self, client_ids: Sequence[str], states: Sequence[Any]) -> None:
@@ -130,20 +125,7 @@ class ClientStateStore:
         and `client_ids` differ in length, or if a state does not match the
         template.
     """
-    client_ids = self._check_ids(client_ids, allow_duplicates=False)
-    if isinstance(states, (str, bytes)) or not isinstance(states, Sequence):
-      raise ValueError(
-          f'`states` must be a sequence of states, got {type(states).__name__}.'
-      )
-    if len(states) != len(client_ids):
-      raise ValueError(
-          f'`states` has {len(states)} elements but `client_ids` has '
-          f'{len(client_ids)}; they must have the same length.'
-      )
-    checked = [
-        self._conform(state, f'states[{i}] (client {client_id!r})')
-        for i, (client_id, state) in enumerate(zip(client_ids, states))
-    ]
+    client_ids, checked = self._spec.conform_all(client_ids, states)
     for client_id, state in zip(client_ids, checked):
       self._states[client_id] = state
 
@@ -187,6 +169,7 @@ class ClientStateStore:
         not a file written by `save`.
     """
     store = cls(template)
+    spec = store._spec  # pylint: disable=protected-access
     with np.load(os.fspath(path), allow_pickle=False) as data:
       if _IDS_KEY not in data or _METADATA_KEY not in data:
         raise ValueError(f'`path` {path!r} is not a saved ClientStateStore.')
@@ -196,77 +179,14 @@ class ClientStateStore:
             f'`path` {path!r} has format version '
             f'{metadata.get("format_version")!r}, expected {_FORMAT_VERSION}.'
         )
-      expected = store._metadata()  # pylint: disable=protected-access
-      for key in ('structure', 'shapes', 'dtypes'):
-        if metadata[key] != expected[key]:
-          raise ValueError(
-              f'`template` does not match the store saved in {path!r}: saved '
-              f'{key} {metadata[key]}, template {key} {expected[key]}.'
-          )
-      num_leaves = len(expected['shapes'])
+      spec.check_metadata(metadata, repr(path))
       for i, client_id in enumerate(data[_IDS_KEY].tolist()):
-        leaves = [data[_leaf_key(i, j)] for j in range(num_leaves)]
-        store._states[client_id] = tf.nest.pack_sequence_as(  # pylint: disable=protected-access
-            store._template, leaves  # pylint: disable=protected-access
-        )
+        leaves = [data[_leaf_key(i, j)] for j in range(len(spec.leaves))]
+        store._states[client_id] = spec.pack(leaves)  # pylint: disable=protected-access
     return store
 
   def _metadata(self) -> dict[str, Any]:
-    leaves = tf.nest.flatten(self._template)
-    return {
-        'format_version': _FORMAT_VERSION,
-        'structure': _structure_signature(self._template),
-        'shapes': [list(leaf.shape) for leaf in leaves],
-        'dtypes': [leaf.dtype.str for leaf in leaves],
-    }
-
-  def _copy(self, state: Any) -> Any:
-    return tf.nest.map_structure(lambda a: np.array(a, copy=True), state)
-
-  def _check_ids(
-      self, client_ids: Sequence[str], *, allow_duplicates: bool
-  ) -> list[str]:
-    if isinstance(client_ids, (str, bytes)) or not isinstance(
-        client_ids, Sequence
-    ):
-      raise ValueError(
-          '`client_ids` must be a sequence of str, got '
-          f'{type(client_ids).__name__}.'
-      )
-    for client_id in client_ids:
-      if not isinstance(client_id, str):
-        raise ValueError(
-            f'`client_ids` must contain str ids, got {client_id!r} of type '
-            f'{type(client_id).__name__}.'
-        )
-    if not allow_duplicates and len(set(client_ids)) != len(client_ids):
-      counts = collections.Counter(client_ids)
-      duplicates = sorted(c for c, n in counts.items() if n > 1)
-      raise ValueError(f'`client_ids` has duplicate ids: {duplicates}.')
-    return list(client_ids)
-
-  def _conform(self, state: Any, name: str) -> Any:
-    """Checks `state` against the template; returns a copy in its containers."""
-    try:
-      tf.nest.assert_same_structure(self._template, state, check_types=False)
-    except (ValueError, TypeError) as e:
-      raise ValueError(
-          f'`{name}` does not have the template structure '
-          f'{_structure_signature(self._template)}: {e}'
-      ) from e
-    leaves = []
-    for j, (expected, value) in enumerate(
-        zip(tf.nest.flatten(self._template), tf.nest.flatten(state))
-    ):
-      value = np.array(value, copy=True)
-      if value.shape != expected.shape or value.dtype != expected.dtype:
-        raise ValueError(
-            f'`{name}` leaf {j} has shape {value.shape} and dtype '
-            f'{value.dtype}; the template has shape {expected.shape} and '
-            f'dtype {expected.dtype}.'
-        )
-      leaves.append(value)
-    return tf.nest.pack_sequence_as(self._template, leaves)
+    return {'format_version': _FORMAT_VERSION, **self._spec.metadata()}
 
 
 def atomic_write(

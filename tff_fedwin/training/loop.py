@@ -16,7 +16,7 @@ import tensorflow_federated as tff
 
 from tff_fedwin import checks
 from tff_fedwin.training import checkpoints as checkpoints_lib
-from tff_fedwin.training import client_states as client_states_lib
+from tff_fedwin.training import client_state_stores
 from tff_fedwin.training import divergence
 from tff_fedwin.training import metrics as metrics_lib
 from tff_fedwin.training import outputs
@@ -29,7 +29,7 @@ class _Start(NamedTuple):
   """Where the rounds start: a fresh state (round 1) or a restored one."""
 
   state: Any
-  store: Optional[client_states_lib.ClientStateStore]
+  store: Optional[client_state_stores.ClientStates]
   resumed_from: Optional[int]  # None for a fresh start.
 
 
@@ -47,6 +47,8 @@ class _Arguments(NamedTuple):
   output_dir: str
   experiment_name: str
   summary_last_n: int
+  client_states: str
+  client_states_dir: Optional[str]
 
 
 def _check_arguments(runner: Any, args: _Arguments) -> _Arguments:
@@ -79,6 +81,17 @@ def _check_arguments(runner: Any, args: _Arguments) -> _Arguments:
       )
   }
   seed = checks.check_int('seed', args.seed, minimum=0)
+  checks.check_choice(
+      'client_states', args.client_states, client_state_stores.KINDS
+  )
+  if args.client_states_dir is not None and (
+      not isinstance(args.client_states_dir, (str, os.PathLike))
+      or not os.fspath(args.client_states_dir)
+  ):
+    raise ValueError(
+        '`client_states_dir` must be None or a non-empty path, got '
+        f'{args.client_states_dir!r}.'
+    )
   if not isinstance(args.output_dir, (str, os.PathLike)) or not os.fspath(
       args.output_dir
   ):
@@ -107,29 +120,29 @@ def _event_loop() -> Iterator[Any]:
 def _start(
     runner: runner_lib.RoundRunner,
     checkpoints: checkpoints_lib.Checkpoints,
-    *,
-    total_rounds: int,
-    experiment_name: str,
+    args: _Arguments,
 ) -> _Start:
   """Restores the newest checkpoint, or saves the initial state as version 0."""
   initial_state = runner.initialize()
   template = runner.initial_client_state()
-  restored = checkpoints.load_latest(initial_state, total_rounds=total_rounds)
-  if restored is None:
-    store = (
-        None
-        if template is None
-        else client_states_lib.ClientStateStore(template)
+  restored = checkpoints.load_latest(
+      initial_state, total_rounds=args.total_rounds
+  )
+  store = None
+  if template is not None:
+    store = client_state_stores.open_client_states(
+        args.client_states,
+        template,
+        list(args.train_client_data.client_ids),
+        checkpoint_dir=checkpoints.directory,
+        directory=args.client_states_dir,
+        round_num=None if restored is None else restored.round_num,
     )
+  if restored is None:
     checkpoints.save(initial_state, 0, store)
     return _Start(initial_state, store, None)
-  store = (
-      None
-      if template is None
-      else checkpoints.load_client_states(restored.round_num, template)
-  )
   message = (
-      f'{experiment_name}: resuming from the checkpoint of round '
+      f'{args.experiment_name}: resuming from the checkpoint of round '
       f'{restored.round_num} (version {restored.version}) in '
       f'{checkpoints.directory}'
   )
@@ -146,7 +159,7 @@ class _Rounds:
       runner: runner_lib.RoundRunner,
       *,
       args: _Arguments,
-      store: Optional[client_states_lib.ClientStateStore],
+      store: Optional[client_state_stores.ClientStates],
       checkpoints: checkpoints_lib.Checkpoints,
       run: Callable[[Any], Any],
   ):
@@ -277,6 +290,8 @@ def run_training(
     output_dir: str,
     experiment_name: str,
     summary_last_n: int = 10,
+    client_states: str = 'auto',
+    client_states_dir: Optional[str] = None,
 ) -> dict[str, Any]:
   """Trains for `total_rounds` rounds, resuming from the newest checkpoint.
 
@@ -304,6 +319,14 @@ def run_training(
     output_dir: Root directory of all experiments.
     experiment_name: This experiment's directory name under `output_dir`.
     summary_last_n: Number of last eval rounds summarized.
+    client_states: Where the runner's client states live, one of
+      `client_state_stores.KINDS`: 'memory' (RAM; each checkpoint writes all
+      of them), 'disk' (files; RAM holds one round's, a checkpoint writes the
+      clients updated since the previous one) or 'auto' (disk above
+      `AUTO_DISK_BYTES` of states for the population). Ignored by runners
+      without client states.
+    client_states_dir: The disk store's directory (default:
+      `checkpoints/client_states` of the run).
 
   Returns:
     The summary, also written to `summary.json`: `window` and `global` map
@@ -339,6 +362,8 @@ def run_training(
           output_dir=output_dir,
           experiment_name=experiment_name,
           summary_last_n=summary_last_n,
+          client_states=client_states,
+          client_states_dir=client_states_dir,
       ),
   )
   total_rounds = args.total_rounds
@@ -353,21 +378,20 @@ def run_training(
     checkpoints = checkpoints_lib.Checkpoints(
         paths.checkpoints, identity=identity, run=run
     )
-    start = _start(
-        runner,
-        checkpoints,
-        total_rounds=total_rounds,
-        experiment_name=experiment_name,
-    )
-    rounds = _Rounds(
-        runner, args=args, store=start.store, checkpoints=checkpoints, run=run
-    )
-    _train_rounds(
-        rounds,
-        start,
-        total_rounds=total_rounds,
-        experiment_name=experiment_name,
-    )
+    start = _start(runner, checkpoints, args)
+    try:
+      rounds = _Rounds(
+          runner, args=args, store=start.store, checkpoints=checkpoints, run=run
+      )
+      _train_rounds(
+          rounds,
+          start,
+          total_rounds=total_rounds,
+          experiment_name=experiment_name,
+      )
+    finally:
+      if start.store is not None:
+        start.store.close()
   summary = outputs.summarize_csv(
       paths.metrics_csv, last_n=args.summary_last_n, last_round=total_rounds
   )

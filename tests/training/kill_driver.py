@@ -1,0 +1,176 @@
+"""A SCAFFOLD + WiMA run of tests/softmax_task.py that can SIGKILL itself.
+
+Run by tests/training/loop_kill_test.py as a subprocess:
+
+  python -m tests.training.kill_driver OUTPUT_DIR CLIENT_STATES KILL_AT
+
+It runs (or resumes) `run_training` for `TOTAL_ROUNDS` rounds. Every durable
+file step (`os.fsync`, `os.rename`, `os.replace`, `os.pwrite`,
+`shutil.rmtree`, `tf.io.gfile.rename`) and the start of every round is an
+event; with KILL_AT = i >= 0 the process sends itself SIGKILL just before
+event i, with KILL_AT = -1 it runs to the end, writes the events to
+`events.json` and the final model and every client's state to `final.npz`.
+"""
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import sys
+
+from tff_fedwin import log_levels
+
+log_levels.quiet_native_logs(['kill_driver'])  # Before TensorFlow is imported.
+
+import numpy as np  # pylint: disable=g-import-not-at-top,wrong-import-position
+import tensorflow as tf  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+from tests import softmax_task as task  # pylint: disable=g-import-not-at-top,wrong-import-position
+from tff_fedwin import runtime  # pylint: disable=g-import-not-at-top,wrong-import-position
+from tff_fedwin import training  # pylint: disable=g-import-not-at-top,wrong-import-position
+from tff_fedwin.algorithms import runners  # pylint: disable=g-import-not-at-top,wrong-import-position
+from tff_fedwin.algorithms import scaffold  # pylint: disable=g-import-not-at-top,wrong-import-position
+from tff_fedwin.training import checkpoints as checkpoints_lib  # pylint: disable=g-import-not-at-top,wrong-import-position
+from tff_fedwin.training import client_state_stores  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+TOTAL_ROUNDS = 5
+ROUNDS_PER_CHECKPOINT = 2
+EXPERIMENT = 'exp'
+
+
+class _Events:
+  """Counts events; kills this process before event `kill_at`."""
+
+  def __init__(self, kill_at: int):
+    self.kill_at = kill_at
+    self.names = []
+
+  def __call__(self, name: str) -> None:
+    if len(self.names) == self.kill_at:
+      os.kill(os.getpid(), signal.SIGKILL)
+    self.names.append(name)
+
+
+def _path_of_fd(fd):
+  try:
+    return os.path.basename(os.readlink(f'/proc/self/fd/{fd}'))
+  except OSError:
+    return '?'
+
+
+def _instrument(events: _Events) -> None:
+  """Wraps the file steps so that each one is an event first."""
+
+  def wrap(owner, name, describe):
+    original = getattr(owner, name)
+
+    def wrapped(*args, **kwargs):
+      events(f'{name} {describe(*args)}')
+      return original(*args, **kwargs)
+
+    setattr(owner, name, wrapped)
+
+  base = lambda *a: os.path.basename(os.fspath(a[0]))
+  wrap(os, 'fsync', lambda fd, *_: _path_of_fd(fd))
+  wrap(os, 'pwrite', lambda fd, *_: _path_of_fd(fd))
+  wrap(os, 'rename', base)
+  wrap(os, 'replace', base)
+  wrap(shutil, 'rmtree', base)
+  wrap(tf.io.gfile, 'rename', base)
+
+
+class _Runner(runners.ScaffoldRunner):
+  """A ScaffoldRunner whose rounds are events."""
+
+  def __init__(self, events: _Events):
+    super().__init__(
+        scaffold.build_scaffold(
+            task.model_fn,
+            client_learning_rate=0.2,
+            total_clients=task.NUM_CLIENTS,
+            window_size=2,
+        ),
+        scaffold.initial_client_state(task.model_fn),
+    )
+    self._events = events
+
+  def run_round(self, state, datasets, client_states):
+    self._events('round')
+    return super().run_round(state, datasets, client_states)
+
+
+def _final_server_state(output_dir, runner):
+  """The server state of the newest checkpoint (round T)."""
+  loop = asyncio.new_event_loop()
+  try:
+    checkpoints = checkpoints_lib.Checkpoints(
+        os.path.join(output_dir, EXPERIMENT, 'checkpoints'),
+        identity=checkpoints_lib.RunIdentity(
+            seed=5, clients_per_round=2, num_clients=task.NUM_CLIENTS
+        ),
+        run=loop.run_until_complete,
+    )
+    restored = checkpoints.load_latest(
+        runner.initialize(), total_rounds=TOTAL_ROUNDS
+    )
+  finally:
+    loop.close()
+  assert restored.round_num == TOTAL_ROUNDS, restored.round_num
+  return restored.server_state
+
+
+def _write_final(output_dir, runner, client_states):
+  """The final global and window models and every client's state."""
+  arrays = {}
+  state = _final_server_state(output_dir, runner)
+  weights = (
+      runner.global_model_weights(state),
+      runner.window_model_weights(state),
+  )
+  for i, leaf in enumerate(tf.nest.flatten(weights)):
+    arrays[f'model_{i}'] = np.asarray(leaf)
+  store = client_state_stores.open_client_states(
+      client_states,
+      scaffold.initial_client_state(task.model_fn),
+      task.CLIENT_IDS,
+      checkpoint_dir=os.path.join(output_dir, EXPERIMENT, 'checkpoints'),
+      round_num=TOTAL_ROUNDS,
+  )
+  try:
+    states = store.get(task.CLIENT_IDS)
+  finally:
+    store.close()
+  for i, leaf in enumerate(tf.nest.flatten(states)):
+    arrays[f'client_state_{i}'] = np.asarray(leaf)
+  np.savez(os.path.join(output_dir, 'final.npz'), **arrays)
+
+
+def main(output_dir: str, client_states: str, kill_at: int) -> None:
+  events = _Events(kill_at)
+  with runtime.local_execution_context(
+      log_dir=os.path.join(output_dir, 'workers')
+  ):
+    runner = _Runner(events)
+    _instrument(events)
+    training.run_training(
+        runner,
+        train_client_data=task.CLIENT_DATA,
+        preprocess_fn=task.preprocess_fn,
+        clients_per_round=2,
+        total_rounds=TOTAL_ROUNDS,
+        seed=5,
+        evaluate_fn=task.evaluate_fn,
+        rounds_per_eval=1,
+        rounds_per_checkpoint=ROUNDS_PER_CHECKPOINT,
+        output_dir=output_dir,
+        experiment_name=EXPERIMENT,
+        client_states=client_states,
+    )
+    _write_final(output_dir, runner, client_states)
+  with open(os.path.join(output_dir, 'events.json'), 'w') as f:
+    json.dump(events.names, f)
+
+
+if __name__ == '__main__':
+  main(sys.argv[1], sys.argv[2], int(sys.argv[3]))

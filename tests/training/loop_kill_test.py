@@ -1,0 +1,123 @@
+"""A run SIGKILLed at any step resumes to the uninterrupted run's results.
+
+Each case runs tests/training/kill_driver.py (SCAFFOLD + WiMA, 5 rounds,
+checkpoints at 0, 2, 4, 5) in a subprocess that kills itself with SIGKILL
+just before one file step of a checkpoint or one step of a round, then runs
+it again to the end, and compares the final global and window models, every
+client's state and the metrics rows with an uninterrupted run, exactly.
+
+Kill points are named by the events of the uninterrupted run (the driver's
+docstring): a tuple of patterns, each matched at or after the previous
+match; the kill comes just before the last one's event.
+"""
+
+import csv
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+_R3 = ('round', 'round', 'round')  # The start of round 3.
+_CHECKPOINT_2 = ('round', 'round')  # Rounds 1 and 2 begun, then checkpoint 2.
+_AFTER_STATE_2 = (r'rename program_state_2_',)
+
+KILL_POINTS = {
+    'disk': {
+        'round3-start': _R3,
+        'round3-half-written-update': _R3 + (r'pwrite leaf_1',),
+        'ckpt2-syncing-pending': _CHECKPOINT_2 + (r'fsync leaf_0',),
+        'ckpt2-before-delta-rename': _CHECKPOINT_2 + (r'rename pending',),
+        'ckpt2-delta-no-program-state': _CHECKPOINT_2 + _AFTER_STATE_2,
+        'ckpt2-half-applied': _AFTER_STATE_2 + (r'pwrite created',),
+        'ckpt2-applied-not-recorded': _AFTER_STATE_2 + (r'replace \.applied',),
+        'ckpt2-recorded-delta-left': _AFTER_STATE_2 + (r'rmtree delta_2',),
+        'last-ckpt-half-applied': (
+            r'rename program_state_5_',
+            r'pwrite leaf_1',
+        ),
+    },
+    'memory': {
+        'round3-start': _R3,
+        'ckpt2-writing-snapshot': _CHECKPOINT_2 + (r'fsync \.client_states_2',),
+        'ckpt2-snapshot-no-program-state': _CHECKPOINT_2 + _AFTER_STATE_2,
+    },
+}
+CASES = [
+    (kind, name) for kind, points in KILL_POINTS.items() for name in points
+]
+
+
+def _drive(output_dir, kind, kill_at):
+  return subprocess.run(
+      [sys.executable, '-m', 'tests.training.kill_driver']
+      + [str(output_dir), kind, str(kill_at)],
+      cwd=_REPO,
+      capture_output=True,
+      text=True,
+      timeout=300,
+      check=False,
+  )
+
+
+def _kill_index(events, patterns):
+  index = 0
+  for pattern in patterns:
+    while not re.match(pattern, events[index]):
+      index += 1
+    found, index = index, index + 1
+  return found
+
+
+def _rows(output_dir):
+  with open(os.path.join(output_dir, 'exp', 'metrics.csv')) as f:
+    return [
+        {k: v for k, v in row.items() if not k.endswith('time_seconds')}
+        for row in csv.DictReader(f)
+    ]
+
+
+@pytest.fixture(scope='module')
+def uninterrupted(tmp_path_factory):
+  """kind -> (events, final arrays, rows) of an uninterrupted run."""
+  runs = {}
+
+  def get(kind):
+    if kind not in runs:
+      output_dir = tmp_path_factory.mktemp(f'uninterrupted_{kind}')
+      result = _drive(output_dir, kind, -1)
+      assert result.returncode == 0, result.stderr[-3000:]
+      with open(os.path.join(output_dir, 'events.json')) as f:
+        events = json.load(f)
+      with np.load(os.path.join(output_dir, 'final.npz')) as final:
+        arrays = dict(final)
+      runs[kind] = (events, arrays, _rows(output_dir))
+    return runs[kind]
+
+  return get
+
+
+@pytest.mark.parametrize('kind, point', CASES)
+def test_sigkilled_run_resumes_to_the_uninterrupted_result(
+    uninterrupted, tmp_path, kind, point
+):
+  events, expected, expected_rows = uninterrupted(kind)
+  kill_at = _kill_index(events, KILL_POINTS[kind][point])
+
+  killed = _drive(tmp_path, kind, kill_at)
+  assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+  assert not os.path.exists(tmp_path / 'final.npz')
+
+  resumed = _drive(tmp_path, kind, -1)
+
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  with np.load(tmp_path / 'final.npz') as final:
+    assert sorted(final) == sorted(expected)
+    for key in expected:
+      np.testing.assert_array_equal(final[key], expected[key], err_msg=key)
+  assert _rows(tmp_path) == expected_rows
