@@ -78,6 +78,12 @@ _POPULATION_K = flags.DEFINE_integer(
 _POPULATION_ROUNDS = flags.DEFINE_integer(
     'population_rounds', 30, 'Rounds per population row.'
 )
+_POPULATION_STORE = flags.DEFINE_enum(
+    'population_client_states',
+    'disk',
+    ['disk', 'memory', 'auto'],
+    'Store of the population rows.',
+)
 _OUTPUT_DIR = flags.DEFINE_string(
     'output_dir', None, 'Run directories (default: a new temporary one).'
 )
@@ -119,6 +125,7 @@ def main(argv):
             [int(n) for n in _POPULATIONS.value],
             clients_per_round=_POPULATION_K.value,
             rounds=_POPULATION_ROUNDS.value,
+            client_states=_POPULATION_STORE.value,
             **common,
         )
     )

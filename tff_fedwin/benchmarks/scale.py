@@ -21,18 +21,13 @@ worker, on a `SyntheticPopulation`, and measures (scripts/benchmark_scale.py):
 
 import contextlib
 import csv
-import inspect
 import math
-import os
 import shutil
 import statistics
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, NamedTuple, Optional
-
-import numpy as np
-import tensorflow as tf
+from typing import Any, NamedTuple
 
 from tff_fedwin import runtime
 from tff_fedwin.benchmarks import rounds as rounds_lib
@@ -255,18 +250,6 @@ def build_runner(spec: RowSpec, task: tasks_registry.Task) -> Any:
   return registry.build_runner(config, task, spec.num_clients)
 
 
-def store_arguments(client_states: str) -> dict[str, Any]:
-  """run_training's store arguments; {} for 'memory' on a loop without them."""
-  if 'client_states' in inspect.signature(loop.run_training).parameters:
-    return {'client_states': client_states}
-  if client_states == 'memory':
-    return {}
-  raise ValueError(
-      f'client_states={client_states!r} needs a run_training with the '
-      '`client_states` argument; this one keeps client states in memory only.'
-  )
-
-
 def _round_times(metrics_csv: str) -> list[tuple[int, float, float]]:
   with open(metrics_csv) as f:
     return [
@@ -319,7 +302,7 @@ def run_row(
           rounds_per_checkpoint=rounds_per_checkpoint,
           output_dir=output_dir,
           experiment_name=spec.name,
-          **store_arguments(spec.client_states),
+          client_states=spec.client_states,
       )
     worker_gb = max(
         (rounds_lib.peak_gb(w.pid) for w in runtime.running_workers()),
@@ -356,7 +339,19 @@ def run_rows(
     log: Callable[[str], None] = print,
     **kwargs,
 ) -> list[RowResult]:
-  """`run_row` of each spec (keyword arguments as `run_row`'s), in order."""
+  """`run_row` of each spec (keyword arguments as `run_row`'s), in order.
+
+  First an unreported warm-up row (the first spec for `warmup_rounds` + 1
+  rounds): the driver's first row in a process pays one-time costs (tracing
+  of TF's serialization and of the evaluation, caches) that would otherwise
+  slow only the first measured row.
+  """
+  first = specs[0]
+  warmup = first._replace(
+      name=f'{first.name}_warmup', rounds=kwargs['warmup_rounds'] + 1
+  )
+  log(f'{warmup.name}: warm-up row, not reported ...')
+  run_row(warmup, **kwargs)
   results = []
   for spec in specs:
     log(f'{spec.name}: {spec.rounds} rounds ...')
@@ -368,35 +363,3 @@ def run_rows(
     )
     results.append(result)
   return results
-
-
-def driver_path_seconds(
-    client_data: Any,
-    *,
-    clients_per_round: int,
-    rounds: int,
-    preprocess_fn: Callable[[tf.data.Dataset], tf.data.Dataset],
-    store: Any,
-    seed: int = 0,
-) -> float:
-  """Median driver time of a round's sampling, datasets and state lookup.
-
-  What `run_training` does in the driver around `run_round` (the loop's
-  `sample_clients`, `client_datasets`, `store.get` and `store.update`), with
-  no TFF call, for rounds 1..`rounds`.
-  """
-  client_ids = list(client_data.client_ids)
-  times = []
-  for t in range(1, rounds + 1):
-    start = time.perf_counter()
-    sampled = sampling.sample_clients(client_ids, clients_per_round, seed, t)
-    sampling.client_datasets(client_data, sampled, preprocess_fn)
-    store.update(sampled, store.get(sampled))
-    times.append(time.perf_counter() - start)
-  return statistics.median(times)
-
-
-def linear_fit(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
-  """Least-squares `(slope, intercept)` of y = slope * x + intercept."""
-  slope, intercept = np.polyfit(np.asarray(x, float), np.asarray(y, float), 1)
-  return float(slope), float(intercept)

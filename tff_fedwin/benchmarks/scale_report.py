@@ -10,17 +10,23 @@ population sizes, through the loop and as the driver's work alone.
 
 import collections
 import os
+import statistics
 import tempfile
+import time
 from collections.abc import Callable, Sequence
-from typing import Optional
+from typing import Any, Optional
 
+import numpy as np
+import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_fedwin.algorithms import scaffold
 from tff_fedwin.benchmarks import scale
-from tff_fedwin.training import client_states as client_states_lib
+from tff_fedwin.training import client_state_stores
+from tff_fedwin.training import sampling
 
 _DRIVER_PATH_ROUNDS = 200
+_DRIVER_PATH_CHECKPOINT = 10  # Rounds; the disk store's, as in the loop.
 
 
 def _row_name(variant: str, store: str, num_clients: int, k: int) -> str:
@@ -70,12 +76,18 @@ def _checkpoint_lines(result: scale.RowResult) -> list[str]:
   return lines
 
 
+def linear_fit(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
+  """Least-squares `(slope, intercept)` of y = slope * x + intercept."""
+  slope, intercept = np.polyfit(np.asarray(x, float), np.asarray(y, float), 1)
+  return float(slope), float(intercept)
+
+
 def _fit_line(result: scale.RowResult) -> str:
   """Interval bytes fitted against updated clients, in client states."""
   points = result.checkpoints
   if len({c.updated_clients for c in points}) < 2:
     return f'{result.spec.name}: too few distinct checkpoint sizes to fit.'
-  slope, intercept = scale.linear_fit(
+  slope, intercept = linear_fit(
       [c.updated_clients for c in points], [c.interval_bytes for c in points]
   )
   return (
@@ -88,6 +100,8 @@ def _fit_line(result: scale.RowResult) -> str:
 
 def scale_table(results: Sequence[scale.RowResult], header: str) -> str:
   """Rows, ratios to the in-memory row of the same variant and k, checkpoints."""
+  # The in-memory rows come last (`scale_specs`): the last one of each
+  # variant and clients per round is the reference.
   memory = {
       (r.spec.variant, r.spec.clients_per_round): r.seconds_per_round
       for r in results
@@ -165,27 +179,71 @@ def run_scale_benchmark(
   )
 
 
-def _driver_path_ms(task, k: int, kind: str) -> float:
-  """The driver's round work on `task`'s population served by `kind`.
+def driver_path_seconds(
+    client_data: Any,
+    *,
+    clients_per_round: int,
+    rounds: int,
+    preprocess_fn: Callable[[tf.data.Dataset], tf.data.Dataset],
+    store: Any,
+    rounds_per_checkpoint: Optional[int] = None,
+    seed: int = 0,
+) -> float:
+  """Median driver time of a round's sampling, datasets and state lookup.
 
-  `kind` 'ours' uses the `SyntheticPopulation` itself, 'tff' the same
-  clients as TFF's `ClientData.from_clients_and_tf_fn`.
+  What `run_training` does in the driver around `run_round` (the loop's
+  `sample_clients`, `client_datasets`, `store.get` and `store.update`), with
+  no TFF call, for rounds 1..`rounds`. With `rounds_per_checkpoint`, the
+  store's checkpoint steps run (untimed) every that many rounds, as in the
+  loop (a disk store's pending updates then stay one interval's).
+  """
+  client_ids = list(client_data.client_ids)
+  times = []
+  for t in range(1, rounds + 1):
+    start = time.perf_counter()
+    sampled = sampling.sample_clients(client_ids, clients_per_round, seed, t)
+    sampling.client_datasets(client_data, sampled, preprocess_fn)
+    store.update(sampled, store.get(sampled))
+    times.append(time.perf_counter() - start)
+    if rounds_per_checkpoint and t % rounds_per_checkpoint == 0:
+      store.prepare_checkpoint(t)
+      store.finish_checkpoint(t, ())
+  return statistics.median(times)
+
+
+def _driver_path_ms(task, k: int, data_kind: str, store_kind: str) -> float:
+  """The driver's round work on `task`'s population, in ms.
+
+  `data_kind` 'ours' serves the clients from the `SyntheticPopulation`
+  itself, 'tff' through TFF's `ClientData.from_clients_and_tf_fn`;
+  `store_kind` is the client-state store ('memory' or 'disk', in a temporary
+  directory).
   """
   data = task.train_data
-  if kind == 'tff':
+  if data_kind == 'tff':
     data = tff.simulation.datasets.ClientData.from_clients_and_tf_fn(
         data.client_ids, data.serializable_dataset_fn
     )
-  store = client_states_lib.ClientStateStore(
-      scaffold.initial_client_state(task.model_fn)
-  )
-  seconds = scale.driver_path_seconds(
-      data,
-      clients_per_round=k,
-      rounds=_DRIVER_PATH_ROUNDS,
-      preprocess_fn=task.preprocess_fn,
-      store=store,
-  )
+  with tempfile.TemporaryDirectory(prefix='benchmark_scale_') as directory:
+    store = client_state_stores.open_client_states(
+        store_kind,
+        scaffold.initial_client_state(task.model_fn),
+        data.client_ids,
+        checkpoint_dir=directory,
+    )
+    try:
+      seconds = driver_path_seconds(
+          data,
+          clients_per_round=k,
+          rounds=_DRIVER_PATH_ROUNDS,
+          preprocess_fn=task.preprocess_fn,
+          store=store,
+          rounds_per_checkpoint=(
+              _DRIVER_PATH_CHECKPOINT if store_kind == 'disk' else None
+          ),
+      )
+    finally:
+      store.close()
   return seconds * 1e3
 
 
@@ -198,7 +256,7 @@ def run_population_benchmark(
     batch_size: int,
     warmup_rounds: int,
     output_dir: Optional[str],
-    client_states: str = 'memory',
+    client_states: str = 'disk',
     log: Callable[[str], None] = print,
 ) -> str:
   """Item 5: the small-model SCAFFOLD round on each population size."""
@@ -225,17 +283,20 @@ def run_population_benchmark(
       output_dir=output_dir,
   )
   columns = collections.defaultdict(list)
+  kinds = (('ours', 'memory'), ('ours', 'disk'), ('tff', 'memory'))
   lines = [
       f'Population: SCAFFOLD, small CNN (62 classes), {clients_per_round} '
-      f'clients per round, {rounds} rounds ({client_states} store); driver '
-      f'path = median over {_DRIVER_PATH_ROUNDS} rounds of sampling + '
-      'datasets + store get/update, no TFF call, with our SyntheticPopulation'
-      " and with TFF's ConcreteClientData (its `create_tf_dataset_for_client`"
-      ' checks `client_id in client_ids`, a list scan).',
+      f'clients per round, {rounds} rounds, {client_states} store. Driver '
+      f"path: median over {_DRIVER_PATH_ROUNDS} rounds of the driver's "
+      'round work without TFF (sampling, datasets, store get + update), '
+      "with our SyntheticPopulation or TFF's ConcreteClientData (whose "
+      '`create_tf_dataset_for_client` checks `client_id in client_ids`, a '
+      'list scan), and the memory or disk store (the disk store checkpointed, '
+      f'untimed, every {_DRIVER_PATH_CHECKPOINT} rounds as in the loop).',
       '',
-      '| clients | s/round (loop) | driver path ms | driver path ms, TFF '
-      'ClientData |',
-      '|---:|---:|---:|---:|',
+      '| clients | s/round (loop) | driver ms, memory | driver ms, disk | '
+      'driver ms, TFF ClientData + memory |',
+      '|---:|---:|---:|---:|---:|',
   ]
   for r in results:
     task = scale.build_task(
@@ -244,21 +305,17 @@ def run_population_benchmark(
         batch_size=batch_size,
         seed=0,
     )
-    ours, theirs = (
-        _driver_path_ms(task, clients_per_round, kind)
-        for kind in ('ours', 'tff')
-    )
-    for key, value in zip(
-        ('loop', 'ours', 'tff'), (r.seconds_per_round, ours, theirs)
-    ):
-      columns[key].append(value)
+    values = [r.seconds_per_round] + [
+        _driver_path_ms(task, clients_per_round, data_kind, store_kind)
+        for data_kind, store_kind in kinds
+    ]
+    for column, value in enumerate(values):
+      columns[column].append(value)
     lines.append(
-        f'| {r.spec.num_clients} | {r.seconds_per_round:.3f} | {ours:.2f} | '
-        f'{theirs:.2f} |'
+        f'| {r.spec.num_clients} | {values[0]:.3f} | '
+        + ' | '.join(f'{v:.2f}' for v in values[1:])
+        + ' |'
     )
-  ratios = {k: max(v) / min(v) for k, v in columns.items()}
-  lines.append(
-      f'| max/min | {ratios["loop"]:.3f} | {ratios["ours"]:.2f} | '
-      f'{ratios["tff"]:.2f} |'
-  )
+  ratios = [max(columns[c]) / min(columns[c]) for c in sorted(columns)]
+  lines.append('| max/min | ' + ' | '.join(f'{x:.3f}' for x in ratios) + ' |')
   return '\n'.join(lines)
