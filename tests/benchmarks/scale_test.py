@@ -101,8 +101,25 @@ def test_scale_specs_put_the_large_rows_first():
   # Rounds for 60% of 3,400 clients: 312 at k=10, 63 at k=50.
   expected = math.ceil(math.log(0.4) / math.log(1 - 50 / 3400))
   assert [s.rounds for s in specs[:2]] == [312, expected]
+  assert [s.rounds for s in specs[4:6]] == [312, expected]
   assert specs[0].name == 'scaffold_disk_3400x10'
   assert len({s.name for s in specs}) == 8
+
+
+def test_scale_specs_memory_rounds():
+  specs = scale_report.scale_specs(
+      variants=['scaffold'],
+      clients_per_round=[10],
+      num_clients=3400,
+      memory_num_clients=200,
+      rounds=100,
+      coverage=0.6,
+      memory_rounds=30,
+  )
+  assert [(s.client_states, s.rounds) for s in specs] == [
+      ('disk', 100),
+      ('memory', 30),
+  ]
 
 
 def _result(name, store, seconds, checkpoints, state_mb=2.0):
@@ -140,7 +157,26 @@ def test_scale_table_reports_ratios_to_the_memory_row():
   # 41 MB over 10 clients of 2 MB: ratio 2.05.
   assert ckpt == ['| d | 5 | 10 | 10 | 4.0 | 41.0 | 2.05 | 0.20 |']
   # Fit through (0, 1 MB) and (10, 41 MB): 4 MB per client = 2 states.
+  assert 'updated clients + 1.0 MB' in table
   assert 'slope / state = 2.00' in table
+
+
+def test_memory_rows_are_fitted_against_clients_with_a_state():
+  mb = 2**20
+  memory = _result(
+      'm',
+      'memory',
+      1.0,
+      [
+          scale.CheckpointRecord(0, 0.1, mb, mb, 0, 0),
+          scale.CheckpointRecord(5, 0.2, 21 * mb, 21 * mb, 10, 10),
+          scale.CheckpointRecord(9, 0.2, 31 * mb, 31 * mb, 8, 15),
+      ],
+  )
+  table = scale_report.scale_table([memory], 'header')
+  # Through (0, 1), (10, 21), (15, 31) MB: 2 MB per client with a state.
+  assert 'x clients with state + 1.0 MB' in table
+  assert 'slope / state = 1.00' in table
 
 
 def test_driver_path_runs_the_loops_round_work():

@@ -42,21 +42,31 @@ def scale_specs(
     rounds: int,
     coverage: float,
     large_client_states: str = 'disk',
+    memory_rounds: int = 0,
 ) -> list[scale.RowSpec]:
-  """Large-population rows first (their driver peak is not inflated by the
-  in-memory rows), then the in-memory rows; `rounds=0`: rounds for
-  `coverage` of the large population at each clients-per-round."""
+  """The rows of the scale part, large-population rows first.
+
+  The large rows run first, so that the in-memory rows' states do not inflate
+  their driver peak. `rounds=0`: enough rounds for `coverage` of the large
+  population at each clients per round; `memory_rounds=0`: the in-memory
+  rows run as many rounds as the large ones.
+  """
   large, small = [], []
   for variant in variants:
     for k in clients_per_round:
       r = rounds or scale.rounds_for_coverage(num_clients, k, coverage)
-      for rows, store, n in (
-          (large, large_client_states, num_clients),
-          (small, 'memory', memory_num_clients),
+      for rows, store, n, row_rounds in (
+          (large, large_client_states, num_clients, r),
+          (small, 'memory', memory_num_clients, memory_rounds or r),
       ):
         rows.append(
             scale.RowSpec(
-                _row_name(variant, store, n, k), variant, n, k, store, r
+                _row_name(variant, store, n, k),
+                variant,
+                n,
+                k,
+                store,
+                row_rounds,
             )
         )
   return large + small
@@ -83,17 +93,25 @@ def linear_fit(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
 
 
 def _fit_line(result: scale.RowResult) -> str:
-  """Interval bytes fitted against updated clients, in client states."""
+  """Interval bytes fitted against the clients a checkpoint should write.
+
+  A disk store should write the clients updated since the previous
+  checkpoint, an in-memory store writes every client with a state.
+  """
   points = result.checkpoints
-  if len({c.updated_clients for c in points}) < 2:
-    return f'{result.spec.name}: too few distinct checkpoint sizes to fit.'
-  slope, intercept = linear_fit(
-      [c.updated_clients for c in points], [c.interval_bytes for c in points]
+  field = (
+      'clients_with_state'
+      if result.spec.client_states == 'memory'
+      else 'updated_clients'
   )
+  x = [getattr(c, field) for c in points]
+  if len(set(x)) < 2:
+    return f'{result.spec.name}: too few distinct checkpoint sizes to fit.'
+  slope, intercept = linear_fit(x, [c.interval_bytes for c in points])
   return (
-      f'{result.spec.name}: interval bytes = {slope / 2**20:.2f} MB x updated '
-      f'clients + {intercept / 2**20:.1f} MB (one client state: '
-      f'{result.state_mb:.2f} MB, slope / state = '
+      f'{result.spec.name}: interval bytes = {slope / 2**20:.2f} MB x '
+      f'{field.replace("_", " ")} + {intercept / 2**20:.1f} MB (one client '
+      f'state: {result.state_mb:.2f} MB, slope / state = '
       f'{slope / (result.state_mb * 2**20):.2f}).'
   )
 
