@@ -14,7 +14,7 @@ clients (per-round time must not depend on the population), through the loop
 and as the driver's per-round work alone.
 
 The full run (defaults: 3,400 clients, 312 rounds at 10 clients per round and
-63 at 50, i.e. 60% of the clients with a state; in-memory rows on 200 clients
+62 at 50, i.e. 60% of the clients with a state; in-memory rows on 200 clients
 for as many rounds) takes about 1 hour on an idle 2-core machine and 1.75
 hours at a load of 6 (measured round times: 2.1-2.8 s at 10 clients, 8-13 s
 at 50). Peak RSS: driver 2.3-2.7 GB on the disk rows, about 3.5 GB on the
