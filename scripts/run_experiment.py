@@ -157,6 +157,21 @@ flags.DEFINE_integer(
     _DEFAULTS.summary_last_n,
     'Summary: mean over the last N eval rounds.',
 )
+flags.DEFINE_enum(
+    'client_states',
+    _DEFAULTS.client_states,
+    list(experiments.CLIENT_STATES),
+    'Where SCAFFOLD keeps the client states: memory (RAM; a '
+    'checkpoint writes all), disk (files; RAM holds one round, a '
+    'checkpoint writes the clients updated since the last), or auto '
+    '(disk when clients x state size > 1 GiB).',
+)
+flags.DEFINE_string(
+    'client_states_dir',
+    _DEFAULTS.client_states_dir,
+    'Directory of the disk client states (default: '
+    'checkpoints/client_states of the run).',
+)
 flags.DEFINE_string(
     'root_output_dir', _DEFAULTS.root_output_dir, 'Root of all outputs.'
 )

@@ -23,6 +23,21 @@ BAD_CONFIGS = [
     _fails('unknown_algorithm', ['--algorithm'], algorithm='fedsgd'),
     _fails('unknown_client_loss', ['--client_loss'], client_loss='focal'),
     _fails(
+        'unknown_client_states',
+        ['--client_states', 'memory', 'disk'],
+        client_states='ram',
+    ),
+    _fails(
+        'client_states_without_scaffold',
+        ['--client_states', '--algorithm=fedavg'],
+        client_states='disk',
+    ),
+    _fails(
+        'client_states_dir_without_scaffold',
+        ['--client_states_dir', '--algorithm=fedavg'],
+        client_states_dir='/tmp/states',
+    ),
+    _fails(
         'unknown_window_mode',
         ['--window_mode'],
         window_size=2,
@@ -236,6 +251,14 @@ BAD_CONFIGS = [
 
 GOOD_CONFIGS = [
     pytest.param({}, id='base'),
+    pytest.param(
+        dict(
+            algorithm='scaffold',
+            client_states='disk',
+            client_states_dir='/tmp/states',
+        ),
+        id='scaffold_disk_client_states',
+    ),
     pytest.param(dict(task='mnist', data_npz=None), id='defaults_on_mnist'),
     pytest.param(
         dict(window_size=2, window_start_round=10),

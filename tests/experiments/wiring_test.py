@@ -236,6 +236,13 @@ CASES = [
     ),
     pytest.param(
         dict(
+            algorithm='scaffold', server_learning_rate=0.9, client_states='disk'
+        ),
+        _scaffold(0.9),
+        id='scaffold_disk_client_states',
+    ),
+    pytest.param(
+        dict(
             algorithm='fedavg',
             client_lr_schedule='ima',
             window_size=2,

@@ -211,6 +211,20 @@ def test_create_replaces_an_old_store(tmp_path):
   store.close()
 
 
+def test_create_refuses_the_store_of_another_run(tmp_path):
+  store = _create(tmp_path)
+  _checkpoint(store, 0)
+  store.update(['client_1'], [_state(4)])
+  _checkpoint(store, 1)
+  store.close()
+
+  with pytest.raises(ValueError, match="run of 'run', not 'other'"):
+    _create(tmp_path, owner='other')
+  restored = _restore(tmp_path, 1)
+  assert _counters(restored, ['client_1']) == [4]
+  restored.close()
+
+
 def test_files_are_private(tmp_path):
   directory = tmp_path / 'states'
   store = _create(directory)

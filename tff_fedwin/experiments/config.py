@@ -15,6 +15,8 @@ from tff_fedwin import runtime
 from tff_fedwin.algorithms import client_training
 from tff_fedwin.algorithms import fed_win
 from tff_fedwin.tasks import registry
+from tff_fedwin.training import client_state_spec
+from tff_fedwin.training import client_state_stores
 from tff_fedwin.training import divergence
 from tff_fedwin.training import outputs
 
@@ -32,6 +34,7 @@ CLIENT_LOSSES = client_training.CLIENT_LOSSES
 WINDOW_MODES = fed_win.WINDOW_MODES
 LR_SCHEDULES = ('constant', 'ima')
 WORKER_BINDS = ('loopback', 'all')
+CLIENT_STATES = client_state_stores.KINDS
 
 
 class InputDataError(ValueError):
@@ -48,6 +51,7 @@ USER_ERRORS = (
     registry.DataUnavailableError,
     runtime.WorkerConfinementError,
     divergence.TrainingDivergedError,
+    client_state_spec.ClientStatesError,
 )
 
 
@@ -80,6 +84,8 @@ class ExperimentConfig:
   rounds_per_eval: int = 5
   rounds_per_checkpoint: int = 10
   summary_last_n: int = 5
+  client_states: str = 'auto'
+  client_states_dir: str = ''
   root_output_dir: str = '/tmp/tff_fedwin'
   experiment_name: str = 'experiment'
   workers: str = ''
@@ -133,6 +139,7 @@ def _check_values(config: ExperimentConfig) -> None:
       ('window_mode', WINDOW_MODES),
       ('client_lr_schedule', LR_SCHEDULES),
       ('worker_bind', WORKER_BINDS),
+      ('client_states', CLIENT_STATES),
   ):
     checks.check_choice(f'--{flag}', getattr(config, flag), allowed)
   if not outputs.is_directory_name(config.experiment_name):
@@ -243,6 +250,14 @@ def _check_algorithm(config: ExperimentConfig) -> None:
     raise ValueError(
         '--client_lr_schedule=ima is supported with --algorithm=fedavg, '
         f'fedavgm, fedadam, fedyogi or fedprox; got {config.algorithm!r}.'
+    )
+  if config.algorithm != 'scaffold' and (
+      config.client_states != 'auto' or config.client_states_dir
+  ):
+    raise ValueError(
+        '--client_states and --client_states_dir are for the per-client '
+        'states of --algorithm=scaffold; '
+        f'--algorithm={config.algorithm} keeps none.'
     )
   if (
       config.algorithm == 'mime_lite'

@@ -63,4 +63,6 @@ def run_experiment(config: config_lib.ExperimentConfig) -> dict[str, Any]:
         output_dir=config.root_output_dir,
         experiment_name=config.experiment_name,
         summary_last_n=config.summary_last_n,
+        client_states=config.client_states,
+        client_states_dir=config.client_states_dir or None,
     )

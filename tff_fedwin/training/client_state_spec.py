@@ -1,4 +1,4 @@
-"""The shape of a client state: template, checks and copies shared by stores.
+"""The shape of a client state: template, checks, copies, errors of stores.
 
 Both client-state stores (`ClientStateStore` in RAM, `DiskClientStateStore` in
 files) keep states with one template's nested structure, shapes and dtypes;
@@ -11,6 +11,14 @@ from typing import Any
 
 import numpy as np
 import tensorflow as tf
+
+
+class ClientStatesError(ValueError):
+  """Saved client states cannot be used: another run's, locked, or newer."""
+
+
+class MissingClientStatesError(FileNotFoundError, ClientStatesError):
+  """The client states of the checkpoint to resume are missing."""
 
 
 def structure_signature(structure: Any) -> str:
@@ -94,7 +102,7 @@ class StateSpec:
     expected = self.metadata()
     for key in ('structure', 'shapes', 'dtypes'):
       if saved.get(key) != expected[key]:
-        raise ValueError(
+        raise ClientStatesError(
             f'`template` does not match the client states saved in {where}: '
             f'saved {key} {saved.get(key)}, template {key} {expected[key]}.'
         )

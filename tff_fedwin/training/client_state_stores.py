@@ -129,7 +129,7 @@ def open_client_states(
     else:
       path = snapshot_file(checkpoint_dir, round_num)
       if not os.path.exists(path):
-        raise FileNotFoundError(
+        raise client_state_spec.MissingClientStatesError(
             f'The client states of the checkpoint of round {round_num} are '
             f'missing: {path} (was the run made with disk client states?).'
         )

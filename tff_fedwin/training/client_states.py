@@ -9,7 +9,8 @@ Memory: every client that has participated holds one full state in RAM, so the
 store takes N x (state size) bytes for N participating clients; for SCAFFOLD
 the state is one copy of the model's trainable weights (e.g. 1,000 clients of a
 1.2M-parameter float32 model: 4.8 GB). `save` writes the same amount to disk
-without making extra copies.
+without making extra copies. Larger populations use `DiskClientStateStore`
+(`training/disk_client_states.py`; the loop picks one, `client_state_stores`).
 """
 
 import json

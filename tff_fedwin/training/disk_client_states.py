@@ -97,8 +97,9 @@ class DiskClientStateStore:
     """A new store with every client at `template`, replacing an old one.
 
     Args:
-      directory: Created (0700) if missing. A store already there is
-        replaced; any other file in it is an error.
+      directory: Created (0700) if missing. A store of the same `owner`
+        already there is replaced; another owner's store or any other file
+        in it is an error.
       template: The initial state of every client (nested numpy arrays).
       client_ids: The population, distinct str ids in a fixed order.
       owner: Names the run the store belongs to (e.g. its checkpoint
@@ -112,6 +113,7 @@ class DiskClientStateStore:
     os.makedirs(store.directory, mode=0o700, exist_ok=True)
     store._lock_fd = layout.lock_directory(store.directory)
     try:
+      store._check_not_another_runs()
       layout.remove_old_store(store.directory)
       layout.write_json(store._path(layout.MANIFEST), store._manifest())
       sizes = [n * store.num_clients for n in store._leaf_bytes]
@@ -153,7 +155,7 @@ class DiskClientStateStore:
     """
     path = os.path.join(os.fspath(directory), layout.MANIFEST)
     if not os.path.exists(path):
-      raise FileNotFoundError(
+      raise client_state_spec.MissingClientStatesError(
           f'The client states of the checkpoint of round {round_num} are '
           f'missing: no client-state store in {directory}.'
       )
@@ -282,7 +284,7 @@ class DiskClientStateStore:
   def _check_manifest(self, saved: dict[str, Any]) -> None:
     where = self.directory
     if saved.get('format_version') != layout.FORMAT_VERSION:
-      raise ValueError(
+      raise client_state_spec.ClientStatesError(
           f'The client states in {where} have format version '
           f'{saved.get("format_version")!r}, expected {layout.FORMAT_VERSION}.'
       )
@@ -291,22 +293,35 @@ class DiskClientStateStore:
         saved.get('num_clients') != self.num_clients
         or saved.get('client_ids_sha256') != self._ids_digest
     ):
-      raise ValueError(
+      raise client_state_spec.ClientStatesError(
           f'`client_ids` ({self.num_clients} clients) are not the population '
           f'the client states in {where} were made for '
           f'({saved.get("num_clients")} clients).'
       )
     if saved.get('owner') != self._owner:
-      raise ValueError(
+      raise client_state_spec.ClientStatesError(
           f'The client states in {where} belong to the run of '
           f'{saved.get("owner")!r}, not {self._owner!r}.'
+      )
+
+  def _check_not_another_runs(self) -> None:
+    """ClientStatesError if `directory` holds the store of another owner."""
+    path = self._path(layout.MANIFEST)
+    if not os.path.exists(path):
+      return
+    owner = layout.read_json(path).get('owner')
+    if owner != self._owner:
+      raise client_state_spec.ClientStatesError(
+          f'The client-state directory {self.directory} holds the states of '
+          f'the run of {owner!r}, not {self._owner!r}; use another directory '
+          '(or delete it if that run is over).'
       )
 
   def _roll_forward(self, round_num: int) -> None:
     """Applies the deltas up to `round_num`, drops the later ones."""
     applied = layout.read_json(self._path(layout.APPLIED))['round']
     if applied is not None and applied > round_num:
-      raise ValueError(
+      raise client_state_spec.ClientStatesError(
           f'The client states in {self.directory} are those of round '
           f'{applied}, newer than the checkpoint of round {round_num}; they '
           'cannot be rolled back.'
@@ -319,7 +334,7 @@ class DiskClientStateStore:
         self._apply_delta(delta)
         applied = delta
     if applied != round_num:
-      raise FileNotFoundError(
+      raise client_state_spec.MissingClientStatesError(
           f'The client states of the checkpoint of round {round_num} are '
           f'missing in {self.directory} (it holds those of round {applied}).'
       )

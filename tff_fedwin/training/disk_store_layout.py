@@ -18,6 +18,7 @@ import shutil
 from collections.abc import Sequence
 from typing import Any
 
+from tff_fedwin.training import client_state_spec
 from tff_fedwin.training import client_states as client_states_lib
 
 FORMAT_VERSION = 1
@@ -74,7 +75,7 @@ def lock_directory(directory: str) -> int:
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
   except BlockingIOError:
     os.close(fd)
-    raise ValueError(
+    raise client_state_spec.ClientStatesError(
         f'The client-state directory {directory} is in use by another run '
         '(it is locked); use another directory.'
     ) from None
@@ -86,7 +87,7 @@ def remove_old_store(directory: str) -> None:
   names = os.listdir(directory)
   foreign = sorted(n for n in names if not is_store_entry(n))
   if foreign:
-    raise ValueError(
+    raise client_state_spec.ClientStatesError(
         f'The client-state directory {directory} holds files that are not a '
         f"client-state store's: {foreign[:5]}; use an empty or new directory."
     )
