@@ -23,7 +23,7 @@ ALLOWED = {
     'runtime': set(),
     'training': set(),
     'reporting': {'training'},
-    'benchmarks': {'algorithms', 'runtime', 'tasks'},
+    'benchmarks': {'algorithms', 'runtime', 'tasks', 'training', 'experiments'},
     'experiments': {'training', 'algorithms', 'tasks', 'runtime'},
 }
 
