@@ -35,6 +35,7 @@ A smoke run (a few minutes):
 from absl import app
 from absl import flags
 
+from tff_fedwin import training
 from tff_fedwin.benchmarks import scale
 from tff_fedwin.benchmarks import scale_report
 
@@ -78,7 +79,7 @@ _WARMUP = flags.DEFINE_integer(
 _LARGE_STORE = flags.DEFINE_enum(
     'large_client_states',
     'disk',
-    ['disk', 'memory', 'auto'],
+    list(training.CLIENT_STATE_KINDS),
     'Store of the large rows.',
 )
 _POPULATIONS = flags.DEFINE_list(
@@ -93,7 +94,7 @@ _POPULATION_ROUNDS = flags.DEFINE_integer(
 _POPULATION_STORE = flags.DEFINE_enum(
     'population_client_states',
     'disk',
-    ['disk', 'memory', 'auto'],
+    list(training.CLIENT_STATE_KINDS),
     'Store of the population rows.',
 )
 _OUTPUT_DIR = flags.DEFINE_string(
