@@ -107,8 +107,8 @@ class StateSpec:
             f'saved {key} {saved.get(key)}, template {key} {expected[key]}.'
         )
 
-  def conform(self, state: Any, name: str) -> Any:
-    """A copy of `state` in the template's containers; ValueError if unlike."""
+  def checked_leaves(self, state: Any, name: str) -> list[np.ndarray]:
+    """The leaves of `state` as arrays (not copied); ValueError if unlike."""
     try:
       tf.nest.assert_same_structure(self._template, state, check_types=False)
     except (ValueError, TypeError) as e:
@@ -120,7 +120,7 @@ class StateSpec:
     for j, (expected, value) in enumerate(
         zip(self.leaves, tf.nest.flatten(state))
     ):
-      value = np.array(value, copy=True)
+      value = np.asarray(value)
       if value.shape != expected.shape or value.dtype != expected.dtype:
         raise ValueError(
             f'`{name}` leaf {j} has shape {value.shape} and dtype '
@@ -128,19 +128,24 @@ class StateSpec:
             f'dtype {expected.dtype}.'
         )
       leaves.append(value)
-    return self.pack(leaves)
+    return leaves
 
-  def conform_all(
+  def checked_leaves_all(
       self, client_ids: Sequence[str], states: Sequence[Any]
-  ) -> tuple[list[str], list[Any]]:
-    """Checked ids (distinct) and conformed copies of `states`, or ValueError."""
+  ) -> tuple[list[str], list[list[np.ndarray]]]:
+    """Checked distinct ids and the leaves of each state (not copied).
+
+    Raises:
+      ValueError: If an id is repeated or not a str, the lengths differ, or
+        a state is not like the template; nothing is changed by then.
+    """
     client_ids = check_client_ids(client_ids, allow_duplicates=False)
     check_states_length(states, len(client_ids))
-    checked = [
-        self.conform(state, f'states[{i}] (client {client_id!r})')
+    leaves = [
+        self.checked_leaves(state, f'states[{i}] (client {client_id!r})')
         for i, (client_id, state) in enumerate(zip(client_ids, states))
     ]
-    return client_ids, checked
+    return client_ids, leaves
 
 
 def copy_state(state: Any) -> Any:

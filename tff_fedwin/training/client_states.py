@@ -126,9 +126,11 @@ class ClientStateStore:
         and `client_ids` differ in length, or if a state does not match the
         template.
     """
-    client_ids, checked = self._spec.conform_all(client_ids, states)
-    for client_id, state in zip(client_ids, checked):
-      self._states[client_id] = state
+    client_ids, leaves = self._spec.checked_leaves_all(client_ids, states)
+    for client_id, state_leaves in zip(client_ids, leaves):
+      self._states[client_id] = self._spec.pack(
+          [np.array(leaf, copy=True) for leaf in state_leaves]
+      )
 
   def save(self, path: str) -> None:
     """Writes the store to `path` (an .npz file, name used as given) atomically.

@@ -23,7 +23,6 @@ from collections.abc import Collection, Sequence
 from typing import Any, Optional
 
 import numpy as np
-import tensorflow as tf
 
 from tff_fedwin.training import client_state_spec
 from tff_fedwin.training import client_states as client_states_lib
@@ -199,7 +198,8 @@ class DiskClientStateStore:
 
   def update(self, client_ids: Sequence[str], states: Sequence[Any]) -> None:
     """Replaces the states of distinct `client_ids`; all checked first."""
-    client_ids, checked = self._spec.conform_all(client_ids, states)
+    # Written from the caller's arrays: no copy of the round's states.
+    client_ids, leaves = self._spec.checked_leaves_all(client_ids, states)
     rows = self._rows_of(client_ids)
     self._check_usable()
     if self._pending_fds is None:
@@ -211,9 +211,9 @@ class DiskClientStateStore:
           ],
           [0] * len(self._leaf_bytes),
       )
-    for row, state in zip(rows, checked):
+    for row, state_leaves in zip(rows, leaves):
       slot = self._pending_slots.setdefault(row, len(self._pending_slots))
-      self._write(self._pending_fds, slot, tf.nest.flatten(state))
+      self._write(self._pending_fds, slot, state_leaves)
 
   def prepare_checkpoint(self, round_num: int) -> None:
     """Makes the updates since the last checkpoint durable as `delta_<t>/`.

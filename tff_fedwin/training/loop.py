@@ -193,6 +193,8 @@ class _Rounds:
     state, new_client_states, train_metrics = self._runner.run_round(
         state, datasets, client_states
     )
+    # The round's input states are no longer needed (RAM: one round's worth).
+    del client_states, datasets
     if self._store is not None:
       if new_client_states is None:
         raise ValueError(
