@@ -248,3 +248,30 @@ def test_without_setpriv_workers_start_with_preexec_fn(tmp_path, monkeypatch):
     assert parent_pid == os.getpid()
   finally:
     worker.stop()
+
+
+def _environ_of(pid: int) -> dict[str, str]:
+  with open(f'/proc/{pid}/environ', 'rb') as f:
+    entries = f.read().split(b'\0')
+  return dict(e.decode().split('=', 1) for e in entries if b'=' in e)
+
+
+@pytest.mark.parametrize('user_value', [None, '8'])
+def test_worker_gets_malloc_settings_and_user_values_win(
+    tmp_path, monkeypatch, user_value
+):
+  if user_value is not None:
+    monkeypatch.setenv('MALLOC_ARENA_MAX', user_value)
+  else:
+    monkeypatch.delenv('MALLOC_ARENA_MAX', raising=False)
+  monkeypatch.delenv('MALLOC_TRIM_THRESHOLD_', raising=False)
+  worker = runtime.start_local_worker(log_dir=str(tmp_path))
+  try:
+    environ = _environ_of(worker.pid)
+  finally:
+    worker.stop()
+  assert environ['MALLOC_ARENA_MAX'] == (user_value or '2')
+  assert environ['MALLOC_TRIM_THRESHOLD_'] == '131072'
+  assert environ['MALLOC_MMAP_THRESHOLD_'] == os.environ.get(
+      'MALLOC_MMAP_THRESHOLD_', '131072'
+  )

@@ -9,7 +9,7 @@ from tff_fedwin.tasks import registry as tasks_registry
 from tff_fedwin.training import loop
 
 
-def _create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
+def create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
   """The task of `config`; its data errors name the file or the flags."""
   try:
     return tasks_registry.create_task(
@@ -40,7 +40,7 @@ def run_experiment(config: config_lib.ExperimentConfig) -> dict[str, Any]:
   starts or output is written.
   """
   config_lib.validate_config(config)
-  task = _create_task(config)
+  task = create_task(config)
   num_train_clients = len(task.train_data.client_ids)
   if config.clients_per_round > num_train_clients:
     raise config_lib.InputDataError(

@@ -174,9 +174,30 @@ class WorkerCrashedError(RuntimeError):
 STARTUP_ATTEMPTS = 2
 
 
+# glibc malloc settings for the worker, unless the environment sets them.
+# Without them the worker keeps freed round buffers: its RSS grew 45% from
+# round 100 to 1,000 (476 -> 690 MB, FedAvg+WiMA on MNIST) and malloc_trim
+# gave 190-270 MB back; with them it grew 4% (docs/design.md sec. 6.6).
+WORKER_MALLOC_ENV = {
+    'MALLOC_ARENA_MAX': '2',
+    'MALLOC_MMAP_THRESHOLD_': '131072',
+    'MALLOC_TRIM_THRESHOLD_': '131072',
+}
+
+
 def _worker_env(loopback_only: bool) -> dict[str, str]:
-  """This process's environment, with the loopback shim preloaded if asked."""
+  """This process's environment, with malloc settings and the loopback shim.
+
+  Args:
+    loopback_only: Whether to preload the loopback confinement shim.
+
+  Returns:
+    The environment for `worker_binary`: `os.environ`, plus
+    `WORKER_MALLOC_ENV` where the environment does not set those names.
+  """
   env = dict(os.environ)
+  for name, value in WORKER_MALLOC_ENV.items():
+    env.setdefault(name, value)
   if loopback_only:
     env['LD_PRELOAD'] = loopback.ld_preload(env.get('LD_PRELOAD'))
   return env
