@@ -11,6 +11,7 @@ import tensorflow_federated as tff
 
 from tests.runtime import processes
 from tff_fedwin import runtime
+from tff_fedwin.runtime import worker_memory
 from tff_fedwin.runtime import workers
 
 
@@ -256,20 +257,50 @@ def _environ_of(pid: int) -> dict[str, str]:
   return dict(e.decode().split('=', 1) for e in entries if b'=' in e)
 
 
-@pytest.mark.parametrize('user_value', [None, '8'])
+def _thread_names(pid: int) -> list[str]:
+  names = []
+  for task in os.listdir(f'/proc/{pid}/task'):
+    with open(f'/proc/{pid}/task/{task}/comm') as f:
+      names.append(f.read().strip())
+  return names
+
+
+# (MALLOC_ARENA_MAX, trim seconds) set by the user; None: left to the library.
+@pytest.mark.parametrize(
+    'user_arenas, user_trim', [(None, None), ('8', '0'), (None, '30')]
+)
 def test_worker_gets_malloc_settings_and_user_values_win(
-    tmp_path, monkeypatch, user_value
+    tmp_path, monkeypatch, user_arenas, user_trim
 ):
-  if user_value is not None:
-    monkeypatch.setenv('MALLOC_ARENA_MAX', user_value)
-  else:
-    monkeypatch.delenv('MALLOC_ARENA_MAX', raising=False)
+  for name, value in [
+      ('MALLOC_ARENA_MAX', user_arenas),
+      (worker_memory.TRIM_SECONDS_VARIABLE, user_trim),
+  ]:
+    if value is None:
+      monkeypatch.delenv(name, raising=False)
+    else:
+      monkeypatch.setenv(name, value)
   # A setting the library does not make passes through unchanged.
   monkeypatch.setenv('MALLOC_TRIM_THRESHOLD_', '65536')
   worker = runtime.start_local_worker(log_dir=str(tmp_path))
   try:
     environ = _environ_of(worker.pid)
+    threads = _thread_names(worker.pid)
   finally:
     worker.stop()
-  assert environ['MALLOC_ARENA_MAX'] == (user_value or '2')
+  assert environ['MALLOC_ARENA_MAX'] == (user_arenas or '2')
   assert environ['MALLOC_TRIM_THRESHOLD_'] == '65536'
+  trims = user_trim != '0'
+  assert environ[worker_memory.TRIM_SECONDS_VARIABLE] == (user_trim or '10')
+  assert ('malloc_trim-' in environ['LD_PRELOAD']) == trims
+  assert threads.count(worker_memory.TRIM_THREAD_NAME) == int(trims)
+
+
+def test_malformed_trim_seconds_fails_before_a_worker_starts(
+    tmp_path, monkeypatch
+):
+  monkeypatch.setenv(worker_memory.TRIM_SECONDS_VARIABLE, 'often')
+  before = runtime.running_workers()
+  with pytest.raises(ValueError, match='TFF_FEDWIN_MALLOC_TRIM_SECONDS'):
+    runtime.start_local_worker(log_dir=str(tmp_path))
+  assert runtime.running_workers() == before

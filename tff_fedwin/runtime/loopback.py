@@ -158,15 +158,24 @@ def _read_owned_file(path: str) -> Optional[bytes]:
   raise _fail(f'Refusing loopback shim file {path}: {problem}.')
 
 
-def _library_paths(directory: str) -> tuple[str, str]:
-  with open(SHIM_SOURCE, 'rb') as f:
+def _library_paths(directory: str, source: str) -> tuple[str, str]:
+  with open(source, 'rb') as f:
     source_digest = hashlib.sha256(f.read()).hexdigest()[:16]
-  library = os.path.join(directory, f'loopback_bind-{source_digest}.so')
+  stem = os.path.splitext(os.path.basename(source))[0]
+  library = os.path.join(directory, f'{stem}-{source_digest}.so')
   return library, library + '.sha256'
 
 
 def loopback_bind_library() -> str:
-  """Path of the verified loopback shim; builds it when missing or altered.
+  """Path of the verified loopback shim (`preload_library(SHIM_SOURCE)`)."""
+  return preload_library(SHIM_SOURCE)
+
+
+def preload_library(source: str) -> str:
+  """Path of the verified build of the C file `source`; built when missing.
+
+  The loopback shim and the worker's malloc_trim shim
+  (`runtime.worker_memory`) are built and checked the same way.
 
   The shim is used only if it and its SHA-256 recorded at build time (the
   `.sha256` file next to it) are regular files owned by this user and not
@@ -179,7 +188,7 @@ def loopback_bind_library() -> str:
     WorkerConfinementError: If the shim cannot be verified or built.
   """
   directory = shim_dir()
-  library, digest_path = _library_paths(directory)
+  library, digest_path = _library_paths(directory, source)
   try:
     content = _read_owned_file(library)
     recorded = _read_owned_file(digest_path)
@@ -189,19 +198,19 @@ def loopback_bind_library() -> str:
       ):
         return library
       logging.warning(
-          'Loopback shim %s does not match its recorded digest; '
+          'LD_PRELOAD shim %s does not match its recorded digest; '
           'rebuilding it.',
           library,
       )
-    _build(directory, library, digest_path)
+    _build(directory, library, digest_path, source)
   except OSError as e:
     raise _fail(
-        f'Cannot build the loopback shim in {directory}: {e}.'
+        f'Cannot build the LD_PRELOAD shim {source} in {directory}: {e}.'
     ) from None
   return library
 
 
-def _compiler() -> list[str]:
+def _compiler(source: str) -> list[str]:
   command = shlex.split(os.environ.get('CC', ''))
   if command:
     return command
@@ -209,25 +218,25 @@ def _compiler() -> list[str]:
   if found is None:
     raise _fail(
         f'Cannot confine the TFF worker to loopback: no C compiler ($CC, cc '
-        f'or gcc on PATH) to build the LD_PRELOAD shim {SHIM_SOURCE}, and no '
+        f'or gcc on PATH) to build the LD_PRELOAD shim {source}, and no '
         f'valid build of it is cached. To fix: {_INSTALL_HINT}.'
     )
   return [found]
 
 
-def _build(directory: str, library: str, digest_path: str) -> None:
-  """Compiles the shim to a new temporary file, then moves it into place."""
-  compiler = _compiler()
+def _build(directory: str, library: str, digest_path: str, source: str) -> None:
+  """Compiles `source` to a new temporary file, then moves it into place."""
+  compiler = _compiler(source)
   fd, tmp_library = tempfile.mkstemp(
       prefix='.loopback_bind-', suffix='.so', dir=directory
   )  # O_EXCL, mode 0600.
   os.close(fd)
   tmp_digest = None
   try:
-    _compile(compiler, tmp_library)
+    _compile(compiler, tmp_library, source)
     content = _read_owned_file(tmp_library)
     if content is None:
-      raise _fail(f'Compiling {SHIM_SOURCE} produced no {tmp_library}.')
+      raise _fail(f'Compiling {source} produced no {tmp_library}.')
     os.chmod(tmp_library, 0o500)
     fd, tmp_digest = tempfile.mkstemp(prefix='.digest-', dir=directory)
     with os.fdopen(fd, 'w') as f:
@@ -240,14 +249,15 @@ def _build(directory: str, library: str, digest_path: str) -> None:
         os.unlink(leftover)
 
 
-def _compile(compiler: list[str], output: str) -> None:
+def _compile(compiler: list[str], output: str, source: str) -> None:
   command = compiler + [
       '-shared',
       '-fPIC',
+      '-pthread',
       '-O2',
       '-o',
       output,
-      SHIM_SOURCE,
+      source,
       '-ldl',
   ]
   try:
@@ -268,7 +278,7 @@ def _compile(compiler: list[str], output: str) -> None:
     tail = ' | '.join(result.stderr.strip().splitlines()[-_STDERR_TAIL_LINES:])
     raise _fail(
         f'Cannot confine the TFF worker to loopback: compiling '
-        f'{SHIM_SOURCE} with {shlex.join(compiler)} failed (exit '
+        f'{source} with {shlex.join(compiler)} failed (exit '
         f'{result.returncode}): {tail or "no output"}'
     )
 

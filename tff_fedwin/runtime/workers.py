@@ -23,6 +23,7 @@ import portpicker
 import tensorflow_federated as tff
 
 from tff_fedwin.runtime import loopback
+from tff_fedwin.runtime import worker_memory
 from tff_fedwin.runtime import worker_stub
 
 _PR_SET_PDEATHSIG = 1
@@ -174,28 +175,18 @@ class WorkerCrashedError(RuntimeError):
 STARTUP_ATTEMPTS = 2
 
 
-# glibc malloc settings for the worker, unless the environment sets them.
-# One arena per thread pool lets freed round buffers pile up over a long run;
-# two arenas keep them in fewer heaps. MALLOC_MMAP_THRESHOLD_ and
-# MALLOC_TRIM_THRESHOLD_ (128 KB) would return more memory but cost 1.4-1.7x
-# round time on the 1.2M-parameter CNN (docs/design.md sec. 7.9): not set here;
-# set them in the environment to trade speed for memory.
-WORKER_MALLOC_ENV = {'MALLOC_ARENA_MAX': '2'}
-
-
 def _worker_env(loopback_only: bool) -> dict[str, str]:
-  """This process's environment, with malloc settings and the loopback shim.
+  """This process's environment, with memory settings and the loopback shim.
 
   Args:
     loopback_only: Whether to preload the loopback confinement shim.
 
   Returns:
-    The environment for `worker_binary`: `os.environ`, plus
-    `WORKER_MALLOC_ENV` where the environment does not set those names.
+    The environment for `worker_binary`: `os.environ` with
+    `worker_memory.worker_memory_env`'s settings and, if `loopback_only`, the
+    loopback shim first in `LD_PRELOAD`.
   """
-  env = dict(os.environ)
-  for name, value in WORKER_MALLOC_ENV.items():
-    env.setdefault(name, value)
+  env = worker_memory.worker_memory_env(os.environ)
   if loopback_only:
     env['LD_PRELOAD'] = loopback.ld_preload(env.get('LD_PRELOAD'))
   return env
