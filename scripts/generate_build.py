@@ -31,8 +31,9 @@ _FROM_PACKAGE = re.compile(r'\s*from (tff_fedwin(?:\.\w+)*) import (\w+)')
 _FROM_TESTS = re.compile(r'\s*from (tests(?:\.\w+)*) import (\w+)')
 
 
-def _python_files(top: str) -> list[str]:
-  """Python files under `top`: those git tracks, or all outside a checkout."""
+def _files(top: str, suffix: str) -> list[str]:
+  """Files under `top` ending in `suffix`: those git tracks, or all outside a
+  checkout."""
   try:
     listed = subprocess.run(
         ['git', 'ls-files', '--', top],
@@ -41,7 +42,7 @@ def _python_files(top: str) -> list[str]:
         text=True,
         check=True,
     ).stdout.split()
-    return sorted(f for f in listed if f.endswith('.py'))
+    return sorted(f for f in listed if f.endswith(suffix))
   except (OSError, subprocess.CalledProcessError):
     pass
   found = []
@@ -50,9 +51,13 @@ def _python_files(top: str) -> list[str]:
     found += [
         os.path.relpath(os.path.join(directory, f), ROOT)
         for f in files
-        if f.endswith('.py')
+        if f.endswith(suffix)
     ]
   return sorted(found)
+
+
+def _python_files(top: str) -> list[str]:
+  return _files(top, '.py')
 
 
 def library_name(path: str) -> str:
@@ -147,15 +152,33 @@ def _conftests(path: str, files: list[str]) -> list[str]:
   return found
 
 
+def _data(path: str, tracked: list[str]) -> str:
+  """A `data` line naming the C sources next to `path` that it names."""
+  source = _source(path)
+  found = [
+      f
+      for f in tracked
+      if f.endswith('.c')
+      and os.path.dirname(f) == os.path.dirname(path)
+      and f"'{os.path.basename(f)}'" in source
+  ]
+  if not found:
+    return ''
+  return '    data = [' + ', '.join(f'"{f}"' for f in found) + '],'
+
+
 def generate() -> str:
   sections = [HEADER]
   package_files = _python_files('tff_fedwin')
+  c_files = _files('tff_fedwin', '.c')
   for group in sorted({os.path.dirname(f) for f in package_files}):
     sections.append(f'\n# {group}\n')
     for path in (f for f in package_files if os.path.dirname(f) == group):
       name = library_name(path)
       deps = [d for d in _deps(path) if d != ':' + name]
-      sections.append('\n' + _target('py_library', name, [path], deps))
+      sections.append(
+          '\n' + _target('py_library', name, [path], deps, _data(path, c_files))
+      )
   sections.append('\n# tests\n')
   test_files = _python_files('tests')
   for path in test_files:
