@@ -37,6 +37,23 @@ def test_growth_needs_a_sample_at_or_after_the_reference():
     memory.growth(_samples([1], [1]), 'driver_mb', 100)
 
 
+def test_level_growth_compares_medians_of_the_first_and_last_span():
+  # Rounds 50..500 every 50; reference 100, span 200. First window rounds
+  # 100..300: worker 100, 300, 100, 120, 110 -> median 110. Last window rounds
+  # 300..500: 110, 130, 90, 200, 132 -> median 130. 130 / 110 - 1 = 0.1818...
+  # (the single samples at rounds 100 and 500 would say +32%).
+  worker = [999, 100, 300, 100, 120, 110, 130, 90, 200, 132]
+  samples = _samples([1] * 10, worker)
+  assert memory.level_growth(samples, 'worker_mb', 100, 200) == pytest.approx(
+      130 / 110 - 1
+  )
+
+
+def test_level_growth_needs_a_sample_at_or_after_the_reference():
+  with pytest.raises(ValueError, match='round 100'):
+    memory.level_growth(_samples([1], [1]), 'driver_mb', 100)
+
+
 def test_rss_mb_agrees_with_statm():
   # /proc/self/statm's second field is resident pages.
   with open('/proc/self/statm') as f:
@@ -117,7 +134,12 @@ def test_csv_round_trip_table_and_plot(tmp_path):
   table = memory_report.markdown_table(read)
   # a: driver 200 -> 220 (+10.0%), worker 100 -> 95 (-5.0%, peak +0.0%);
   # b: driver 20 -> 30 (+50.0%); s/round: 10 s per 50 rounds = 0.20.
-  assert '| a | 150 | 100 | 200 / 220 | +10.0% / +10.0% | 100 / 95 |' in table
+  # Levels (runs of 150 rounds: both windows hold rounds 100 and 150): a's
+  # driver median 210 over 210, +0.0%.
+  assert (
+      '| a | 150 | 100 | 200 / 220 | +10.0% / +10.0% | +0.0% | 100 / 95 |'
+      in table
+  )
   assert '-5.0% / +0.0%' in table
   assert '+50.0% / +50.0%' in table
   assert '0.20 / 0.20' in table

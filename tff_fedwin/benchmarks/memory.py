@@ -12,6 +12,7 @@ the same loop, is the baseline measured in the same run
 """
 
 import shutil
+import statistics
 import time
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -34,6 +35,7 @@ RUNS = {
     'tff_fedavg': ('tff_fedavg', 0),
 }
 GROWTH_FROM_ROUND = 100
+LEVEL_SPAN_ROUNDS = 200  # `level_growth`'s windows.
 _MB = 2**10  # /proc reports kB.
 
 
@@ -78,6 +80,33 @@ def growth(
   reference = getattr(later[0], key)
   values = [getattr(s, key) for s in later]
   return values[-1] / reference - 1.0, max(values) / reference - 1.0
+
+
+def level_growth(
+    samples: Sequence[MemorySample],
+    key: str,
+    from_round: int = GROWTH_FROM_ROUND,
+    span: int = LEVEL_SPAN_ROUNDS,
+) -> float:
+  """Growth of `key`'s level: median of the last `span` rounds over the first.
+
+  Single samples of a curve that trims every few seconds lie anywhere on a
+  saw tooth; the median of the samples in rounds [from_round, from_round +
+  span] and in [last round - span, last round] compares levels instead.
+
+  Returns:
+    The second median divided by the first, minus 1.
+
+  Raises:
+    ValueError: If no sample is at or after `from_round`.
+  """
+  later = [s for s in samples if s.round_num >= from_round]
+  if not later:
+    raise ValueError(f'No sample at or after round {from_round}.')
+  first = [getattr(s, key) for s in later if s.round_num <= from_round + span]
+  last_round = later[-1].round_num
+  last = [getattr(s, key) for s in later if s.round_num >= last_round - span]
+  return statistics.median(last) / statistics.median(first) - 1.0
 
 
 def build_config(

@@ -62,12 +62,13 @@ def _reference_round(samples: Sequence[memory.MemorySample]) -> int:
 
 
 def markdown_table(curves: Curves) -> str:
-  """Per run: RSS at the reference round and at the end, growth (end, peak)."""
+  """Per run: RSS at the reference round and at the end, growth (end, peak,
+  level: `memory.level_growth`)."""
   lines = [
       '| run | rounds | from round | driver MB from / end | driver growth end '
-      '/ peak | worker MB from / end | worker growth end / peak | s/round '
-      'first / last interval |',
-      '|---|---:|---:|---:|---:|---:|---:|---:|',
+      '/ peak | driver level growth | worker MB from / end | worker growth '
+      'end / peak | worker level growth | s/round first / last interval |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ]
   for run, samples in curves.items():
     r0 = _reference_round(samples)
@@ -79,6 +80,7 @@ def markdown_table(curves: Curves) -> str:
           f'{getattr(later[0], key):.0f} / {getattr(later[-1], key):.0f}'
       )
       cells.append(f'{end:+.1%} / {peak:+.1%}')
+      cells.append(f'{memory.level_growth(samples, key, r0):+.1%}')
     cells.append(_seconds_per_round(samples))
     lines.append('| ' + ' | '.join(cells) + ' |')
   return '\n'.join(lines)
