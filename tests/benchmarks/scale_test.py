@@ -179,6 +179,15 @@ def test_memory_rows_are_fitted_against_clients_with_a_state():
   assert 'slope / state = 1.00' in table
 
 
+def test_store_work_table_gives_each_rows_share_of_its_round():
+  disk = _result('d', 'disk', 2.0, [])
+  memory = _result('m', 'memory', 1.6, [])
+  table = scale_report.store_work_table([disk, memory], [100.0, 40.0])
+  # 100 ms of a 2.0 s round: 5.0%; 40 ms of 1.6 s: 2.5%.
+  assert '| d | disk | 100.0 | 5.0% |' in table
+  assert '| m | memory | 40.0 | 2.5% |' in table
+
+
 def test_driver_path_runs_the_loops_round_work():
   ids = [f'{i:04d}' for i in range(40)]
 

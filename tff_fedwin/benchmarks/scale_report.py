@@ -26,6 +26,7 @@ from tff_fedwin.training import client_state_stores
 from tff_fedwin.training import sampling
 
 _DRIVER_PATH_ROUNDS = 200
+_STORE_WORK_ROUNDS = 40  # Per scale row: up to 40 x k client states written.
 _DRIVER_PATH_CHECKPOINT = 10  # Rounds; the disk store's, as in the loop.
 
 
@@ -163,6 +164,50 @@ def scale_table(results: Sequence[scale.RowResult], header: str) -> str:
   return '\n'.join(lines)
 
 
+def store_work_table(
+    results: Sequence[scale.RowResult], driver_ms: Sequence[float]
+) -> str:
+  """Each row's driver round work (`driver_ms`) and its share of s/round.
+
+  The in-memory rows' share is the floor (sampling, datasets, a dict
+  lookup); a disk row's share above it is what the disk store adds.
+  """
+  lines = [
+      "Store work: the driver's round work without TFF (sampling, datasets, "
+      "store get + update) with each row's model, population and store, "
+      f'median over {_STORE_WORK_ROUNDS} rounds (the disk store '
+      f'checkpointed, untimed, every {_DRIVER_PATH_CHECKPOINT}), and its '
+      "share of the row's s/round.",
+      '',
+      '| row | store | driver ms | share of round |',
+      '|---|---|---:|---:|',
+  ]
+  for r, ms in zip(results, driver_ms, strict=True):
+    lines.append(
+        f'| {r.spec.name} | {r.spec.client_states} | {ms:.1f} | '
+        f'{ms / 1e3 / r.seconds_per_round:.1%} |'
+    )
+  return '\n'.join(lines)
+
+
+def _store_work_ms(
+    result: scale.RowResult, *, examples_per_client: int, batch_size: int
+) -> float:
+  task = scale.build_task(
+      result.spec,
+      examples_per_client=examples_per_client,
+      batch_size=batch_size,
+      seed=0,
+  )
+  return _driver_path_ms(
+      task,
+      result.spec.clients_per_round,
+      'ours',
+      result.spec.client_states,
+      rounds=_STORE_WORK_ROUNDS,
+  )
+
+
 def run_scale_benchmark(
     specs: Sequence[scale.RowSpec],
     *,
@@ -187,7 +232,7 @@ def run_scale_benchmark(
       output_dir=output_dir,
       keep_outputs=keep_outputs,
   )
-  return scale_table(
+  table = scale_table(
       results,
       f'Scale: synthetic EMNIST-shaped clients ({examples_per_client} '
       f'examples, batch {batch_size}), checkpoint every '
@@ -195,6 +240,13 @@ def run_scale_benchmark(
       f'after {warmup_rounds} warm-up rounds; each row on a fresh worker, '
       f'in {output_dir}.',
   )
+  driver_ms = [
+      _store_work_ms(
+          r, examples_per_client=examples_per_client, batch_size=batch_size
+      )
+      for r in results
+  ]
+  return table + '\n\n' + store_work_table(results, driver_ms)
 
 
 def driver_path_seconds(
@@ -229,7 +281,13 @@ def driver_path_seconds(
   return statistics.median(times)
 
 
-def _driver_path_ms(task, k: int, data_kind: str, store_kind: str) -> float:
+def _driver_path_ms(
+    task,
+    k: int,
+    data_kind: str,
+    store_kind: str,
+    rounds: int = _DRIVER_PATH_ROUNDS,
+) -> float:
   """The driver's round work on `task`'s population, in ms.
 
   `data_kind` 'ours' serves the clients from the `SyntheticPopulation`
@@ -253,7 +311,7 @@ def _driver_path_ms(task, k: int, data_kind: str, store_kind: str) -> float:
       seconds = driver_path_seconds(
           data,
           clients_per_round=k,
-          rounds=_DRIVER_PATH_ROUNDS,
+          rounds=rounds,
           preprocess_fn=task.preprocess_fn,
           store=store,
           rounds_per_checkpoint=(
