@@ -7,7 +7,8 @@ each --clients_per_round, for enough rounds that --coverage of the clients
 have a state (or --rounds); then the same on --memory_num_clients clients with
 the in-memory store, for the round-time ratio. Reports driver and worker peak
 RSS, s/round, the ratio disk/memory, checkpoint time and the bytes of every
-checkpoint against the clients updated since the previous one.
+checkpoint against the clients updated since the previous one, and each
+row's driver round work without TFF (what the store adds to a round).
 
 Part `population`: the same small-model SCAFFOLD round with --populations
 clients (per-round time must not depend on the population), through the loop
