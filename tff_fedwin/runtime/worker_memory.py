@@ -1,22 +1,24 @@
 """Memory settings for TFF workers: glibc's arena cap and a periodic trim.
 
-Over 1,000 rounds a TFF worker's resident memory creeps up although what it
-holds does not: glibc keeps freed round buffers in its heaps (docs/design.md
-sec. 7.9). Two settings, each applied unless the environment sets it:
+Over 1,000 rounds a TFF worker's resident memory creeps up, largely because
+glibc keeps the round buffers it frees in its heaps (docs/design.md sec. 7.9). Two settings, each applied unless the environment sets it:
 
 * `MALLOC_ARENA_MAX=2`: one heap per thread pool spreads the freed buffers over
   many arenas; two arenas keep them together.
 * A `malloc_trim(0)` every `TFF_FEDWIN_MALLOC_TRIM_SECONDS` (default 10; 0
   disables) from a thread of the LD_PRELOAD shim `malloc_trim.c`, which returns
-  every free page to the system. glibc's own `MALLOC_TRIM_THRESHOLD_` and
-  `MALLOC_MMAP_THRESHOLD_` (128 KB) return memory on every free instead and cost
-  1.4-1.7x round time on the 1.2M-parameter CNN; they are not set.
+  every free page to the system: 100-170 MB less worker RSS over 1,000 MNIST
+  rounds, no measurable cost (SCAFFOLD with the 1.2M-parameter CNN, 5-6 runs
+  of 40 rounds each way: median 1.62 s/round with, 1.65 without). glibc's own
+  `MALLOC_TRIM_THRESHOLD_` and `MALLOC_MMAP_THRESHOLD_` (128 KB) return memory
+  on every free instead and cost 1.4-1.7x round time there; they are not set.
 
 The trim is a memory economy, not a protection: when its shim cannot be built
 the worker starts without it and a warning says so.
 """
 
 import os
+from collections.abc import Mapping
 from typing import Optional
 
 from absl import logging
@@ -30,7 +32,7 @@ _MAX_TRIM_SECONDS = 86400
 WORKER_MALLOC_ENV = {'MALLOC_ARENA_MAX': '2', TRIM_SECONDS_VARIABLE: '10'}
 
 
-def trim_seconds(env: dict[str, str]) -> int:
+def trim_seconds(env: Mapping[str, str]) -> int:
   """The trim interval `env` asks for (0: none).
 
   Raises:
@@ -70,7 +72,7 @@ def _trim_library() -> Optional[str]:
   return library
 
 
-def worker_memory_env(env: dict[str, str]) -> dict[str, str]:
+def worker_memory_env(env: Mapping[str, str]) -> dict[str, str]:
   """`env` with `WORKER_MALLOC_ENV` defaults and the trim shim preloaded.
 
   Args:
