@@ -12,6 +12,7 @@ from typing import Any, Optional
 import grpc
 import tensorflow_federated as tff
 
+from tff_fedwin.runtime import driver_memory
 from tff_fedwin.runtime import worker_stub
 from tff_fedwin.runtime import workers
 
@@ -93,7 +94,9 @@ def local_execution_context(
       process.next(state, data)  # runs on the managed worker
 
   The worker is stopped when the block exits, also on an exception or
-  KeyboardInterrupt, and is killed by the kernel if this process dies.
+  KeyboardInterrupt, and is killed by the kernel if this process dies. While
+  the block runs, this process returns freed heap memory every 2 s
+  (`driver_memory`).
 
   Args:
     log_dir: Directory for the worker log (see `start_local_worker`).
@@ -103,6 +106,7 @@ def local_execution_context(
   Yields:
     The installed `tff.framework.SyncExecutionContext`.
   """
+  trim_seconds = driver_memory.driver_trim_seconds()
   worker = workers.start_local_worker(
       log_dir=log_dir, loopback_only=loopback_only
   )
@@ -110,7 +114,10 @@ def local_execution_context(
     context = create_remote_execution_context(
         worker.address, default_num_clients=default_num_clients
     )
-    with tff.framework.get_context_stack().install(context):
+    with (
+        tff.framework.get_context_stack().install(context),
+        driver_memory.periodic_malloc_trim(trim_seconds),
+    ):
       yield context
   finally:
     worker.stop()

@@ -25,6 +25,7 @@ import tensorflow_federated as tff
 
 from tff_fedwin import checks
 from tff_fedwin.runtime import contexts
+from tff_fedwin.runtime import driver_memory
 from tff_fedwin.runtime import threaded_context
 from tff_fedwin.runtime import worker_stub
 from tff_fedwin.runtime import workers
@@ -369,6 +370,7 @@ def multi_worker_execution_context(
     raise ValueError('Pass exactly one of `num_workers` and `addresses`.')
   if num_workers is not None:
     checks.check_int('num_workers', num_workers, minimum=1)
+  trim_seconds = driver_memory.driver_trim_seconds()
   started = []
   context = None
   try:
@@ -381,7 +383,10 @@ def multi_worker_execution_context(
         )
       addresses = [w.address for w in started]
     context = create_multi_worker_context(addresses)
-    with tff.framework.get_context_stack().install(context):
+    with (
+        tff.framework.get_context_stack().install(context),
+        driver_memory.periodic_malloc_trim(trim_seconds),
+    ):
       yield context
   finally:
     try:

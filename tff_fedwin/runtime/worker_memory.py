@@ -32,25 +32,26 @@ _MAX_TRIM_SECONDS = 86400
 WORKER_MALLOC_ENV = {'MALLOC_ARENA_MAX': '2', TRIM_SECONDS_VARIABLE: '10'}
 
 
-def trim_seconds(env: Mapping[str, str]) -> int:
-  """The trim interval `env` asks for (0: none).
+def trim_seconds(
+    env: Mapping[str, str],
+    variable: str = TRIM_SECONDS_VARIABLE,
+    default: str = WORKER_MALLOC_ENV[TRIM_SECONDS_VARIABLE],
+) -> int:
+  """The trim interval `env[variable]` asks for (0: none).
 
   Raises:
     ValueError: If the variable is set to anything but an integer in
       0..86400.
   """
-  text = env.get(
-      TRIM_SECONDS_VARIABLE, WORKER_MALLOC_ENV[TRIM_SECONDS_VARIABLE]
-  )
+  text = env.get(variable, default)
   try:
     seconds = int(text)
   except ValueError:
     seconds = -1
   if not 0 <= seconds <= _MAX_TRIM_SECONDS:
     raise ValueError(
-        f'{TRIM_SECONDS_VARIABLE}={text!r}: must be a whole number of seconds '
-        f'in 0..{_MAX_TRIM_SECONDS} (0: no periodic malloc_trim in TFF '
-        'workers).'
+        f'{variable}={text!r}: must be a whole number of seconds in '
+        f'0..{_MAX_TRIM_SECONDS} (0: no periodic malloc_trim).'
     )
   return seconds
 
