@@ -6,28 +6,25 @@ import threading
 
 import pytest
 
+from tests.runtime import processes
 from tff_fedwin import runtime
 from tff_fedwin.runtime import driver_memory
 
-# Frees ~195 MB of 4 KB blocks in the middle of the heap (as in
-# worker_memory_test), then waits 3 s inside `periodic_malloc_trim(argv[1])`
-# and prints the RSS given back meanwhile, in MB.
-_FRAGMENT_SCRIPT = """
+# Imports the module (TensorFlow with it) before the heap is fragmented, then
+# waits 3 s inside `periodic_malloc_trim(argv[1])` and prints whether its
+# thread ran and the RSS given back meanwhile, in MB.
+_FRAGMENT_SCRIPT = (
+    """
 import sys, time
 from tff_fedwin.runtime import driver_memory
-
-def rss_kb():
-  with open('/proc/self/status') as f:
-    return next(int(l.split()[1]) for l in f if l.startswith('VmRSS:'))
-
-blocks = [bytearray(4096) for _ in range(50_000)]
-last = blocks[-1]
-del blocks
-before = rss_kb()
+"""
+    + processes.FRAGMENTED_HEAP_SCRIPT
+    + """
 with driver_memory.periodic_malloc_trim(float(sys.argv[1])) as running:
   time.sleep(3)
   print(running, (before - rss_kb()) / 1024)
 """
+)
 
 
 def _returned(seconds):

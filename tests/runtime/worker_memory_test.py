@@ -6,23 +6,13 @@ import sys
 
 import pytest
 
+from tests.runtime import processes
+from tff_fedwin.runtime import loopback
 from tff_fedwin.runtime import worker_memory
 
-# Allocates ~200 MB in 4 KB blocks (above pymalloc's 512 B, below glibc's mmap
-# threshold: they come from the main heap), frees all but the last block (so the
-# freed span is not at the top of the heap, where free() alone would return it),
-# waits 3 s and prints the RSS given back meanwhile, in MB.
-_FRAGMENT_SCRIPT = """
+# Waits 3 s and prints the RSS given back meanwhile, in MB.
+_FRAGMENT_SCRIPT = processes.FRAGMENTED_HEAP_SCRIPT + """
 import time
-
-def rss_kb():
-  with open('/proc/self/status') as f:
-    return next(int(l.split()[1]) for l in f if l.startswith('VmRSS:'))
-
-blocks = [bytearray(4096) for _ in range(50_000)]
-last = blocks[-1]
-del blocks
-before = rss_kb()
 time.sleep(3)
 print((before - rss_kb()) / 1024)
 """
@@ -33,7 +23,7 @@ def trim_library(tmp_path_factory):
   """The trim shim built into a private cache for this module."""
   with pytest.MonkeyPatch.context() as mp:
     mp.setenv('XDG_CACHE_HOME', str(tmp_path_factory.mktemp('shim_cache')))
-    return worker_memory.loopback.preload_library(worker_memory.TRIM_SOURCE)
+    return loopback.preload_library(worker_memory.TRIM_SOURCE)
 
 
 def _returned_mb(library, seconds):
