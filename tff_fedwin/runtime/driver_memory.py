@@ -8,8 +8,8 @@ every 2 s kept it at 2.39 GB after 62 rounds, at no measurable cost (7.85
 against 7.95 s/round; docs/design.md sec. 7.9). The managed execution contexts
 (`local_execution_context`, `multi_worker_execution_context`) run it while
 they are open; `TFF_FEDWIN_DRIVER_TRIM_SECONDS` sets the interval (0
-disables). A C library without `malloc_trim` (not glibc) means no trimming,
-logged once: a memory economy, not a protection.
+disables). A C library without `malloc_trim` (not glibc) means no trimming
+and a logged warning: a memory economy, not a protection.
 """
 
 import contextlib
