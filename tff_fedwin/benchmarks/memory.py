@@ -5,8 +5,9 @@ through `tff_fedwin.training.run_training` (the real loop: sampling, client
 datasets, client states, evaluation, checkpoints) on a fresh local TFF worker,
 and samples the resident memory (VmRSS) of this process (the driver) and of
 the worker after every `sample_every`-th round, before that round's evaluation
-and checkpoint (both also run every `sample_every` rounds). The growth after round 100 is what issue 15 item
-4 bounds (<= 10%); `tff_fedavg`, TFF's own `build_weighted_fed_avg` through
+and checkpoint (both also run every `sample_every` rounds). The growth after
+round 100 (`growth`, `level_growth`) is what issue 15 item 4 bounds (<= 10%);
+`tff_fedavg`, TFF's own `build_weighted_fed_avg` through
 the same loop, is the baseline measured in the same run
 (scripts/benchmark_memory.py, docs/design.md sec. 7.9).
 """
