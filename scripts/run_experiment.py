@@ -111,6 +111,15 @@ flags.DEFINE_integer(
     'slots); set --rounds_per_eval to a multiple of it.',
 )
 flags.DEFINE_enum(
+    'window_location',
+    _DEFAULTS.window_location,
+    list(experiments.WINDOW_LOCATIONS),
+    'state: the window in the process state; program: kept by the '
+    'round loop, its W models in files next to the checkpoints (state '
+    'of one model, O(model) per round); auto: program above 32 MiB '
+    'of window slots.',
+)
+flags.DEFINE_enum(
     'client_lr_schedule',
     _DEFAULTS.client_lr_schedule,
     list(experiments.LR_SCHEDULES),

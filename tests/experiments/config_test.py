@@ -239,6 +239,17 @@ BAD_CONFIGS = [
         rounds_per_eval=2,
     ),
     _fails(
+        'unknown_window_location',
+        ['--window_location', 'auto', 'state', 'program'],
+        window_size=2,
+        window_location='driver',
+    ),
+    _fails(
+        'window_location_without_window_size',
+        ['--window_location', '--window_size'],
+        window_location='program',
+    ),
+    _fails(
         'experiment_name_with_slash',
         ['--experiment_name'],
         experiment_name='runs/a',
@@ -287,6 +298,28 @@ GOOD_CONFIGS = [
         id='scaffold_wsm_broadcast',
     ),
     pytest.param(dict(algorithm='fedprox', window_size=2), id='fedprox_window'),
+    # The window kept by the program holds post-optimizer models every round
+    # for any algorithm: SCAFFOLD reads it every E rounds, Mime Lite with any
+    # server learning rate.
+    pytest.param(
+        dict(
+            algorithm='scaffold',
+            window_size=4,
+            window_read_every=2,
+            rounds_per_eval=2,
+            window_location='program',
+        ),
+        id='scaffold_program_window_read_every_2',
+    ),
+    pytest.param(
+        dict(
+            algorithm='mime_lite',
+            window_size=2,
+            window_location='program',
+            server_learning_rate=0.5,
+        ),
+        id='mime_lite_program_window_server_lr',
+    ),
     # FedProx runs build_fed_win: the window after any server optimizer, and
     # IMA's client learning-rate schedule.
     pytest.param(

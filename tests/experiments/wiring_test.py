@@ -254,6 +254,54 @@ CASES = [
         ),
         id='fedavg_ima',
     ),
+    # The window kept by the program (ProgramWindowRunner): the same numbers;
+    # the IMA schedule still reads the start round; Mime Lite with a server
+    # learning rate other than 1.
+    pytest.param(
+        dict(
+            algorithm='fedavgm',
+            window_size=2,
+            window_location='program',
+            server_learning_rate=0.5,
+        ),
+        _fedavg_family(lambda: ref.Sgd(0.5, momentum=0.9)),
+        id='fedavgm_program_window',
+    ),
+    pytest.param(
+        dict(
+            algorithm='fedavg',
+            client_lr_schedule='ima',
+            window_size=2,
+            window_start_round=IMA_START,
+            window_location='program',
+            server_learning_rate=0.7,
+        ),
+        _fedavg_family(
+            lambda: ref.Sgd(0.7), client_learning_rates=IMA_LEARNING_RATES
+        ),
+        id='fedavg_ima_program_window',
+    ),
+    pytest.param(
+        dict(
+            algorithm='mime_lite',
+            window_size=2,
+            window_location='program',
+            server_learning_rate=0.6,
+        ),
+        _fedavg_family(lambda: ref.Sgd(0.6)),
+        id='mime_lite_program_window',
+    ),
+    pytest.param(
+        dict(
+            algorithm='scaffold',
+            client_loss='wsm',
+            window_size=2,
+            window_location='program',
+            server_learning_rate=0.9,
+        ),
+        _scaffold(0.9, client_loss='wsm'),
+        id='scaffold_wsm_program_window',
+    ),
 ]
 
 

@@ -2,10 +2,14 @@
 
 Run by tests/training/loop_kill_test.py as a subprocess:
 
-  python -m tests.training.kill_driver OUTPUT_DIR CLIENT_STATES KILL_AT
+  python -m tests.training.kill_driver OUTPUT_DIR KIND KILL_AT
+
+KIND is the client-state store, `memory` or `disk`, with the window in the
+process state, or `program`: in-memory client states and the window kept by
+the program (`ProgramWindowRunner`, its models in files).
 
 It runs (or resumes) `run_training` for `TOTAL_ROUNDS` rounds. Every durable
-file step (`os.fsync`, `os.rename`, `os.replace`, `os.pwrite`,
+file step (`os.fsync`, `os.rename`, `os.replace`, `os.pwrite`, `os.remove`,
 `shutil.rmtree`, `tf.io.gfile.rename`) and the start of every round is an
 event; with KILL_AT = i >= 0 the process sends itself SIGKILL just before
 event i, with KILL_AT = -1 it runs to the end, writes the events to
@@ -27,6 +31,8 @@ import numpy as np  # pylint: disable=g-import-not-at-top,wrong-import-position
 import tensorflow as tf  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 from tests import softmax_task as task  # pylint: disable=g-import-not-at-top,wrong-import-position
+from tff_fedwin import aggregators  # pylint: disable=g-import-not-at-top,wrong-import-position
+from tff_fedwin import algorithms  # pylint: disable=g-import-not-at-top,wrong-import-position
 from tff_fedwin import runtime  # pylint: disable=g-import-not-at-top,wrong-import-position
 from tff_fedwin import training  # pylint: disable=g-import-not-at-top,wrong-import-position
 from tff_fedwin.algorithms import runners  # pylint: disable=g-import-not-at-top,wrong-import-position
@@ -76,6 +82,7 @@ def _instrument(events: _Events) -> None:
   wrap(os, 'pwrite', lambda fd, *_: _path_of_fd(fd))
   wrap(os, 'rename', base)
   wrap(os, 'replace', base)
+  wrap(os, 'remove', base)
   wrap(shutil, 'rmtree', base)
   wrap(tf.io.gfile, 'rename', base)
 
@@ -83,13 +90,13 @@ def _instrument(events: _Events) -> None:
 class _Runner(runners.ScaffoldRunner):
   """A ScaffoldRunner whose rounds are events."""
 
-  def __init__(self, events: _Events):
+  def __init__(self, events: _Events, window_size=2):
     super().__init__(
         scaffold.build_scaffold(
             task.model_fn,
             client_learning_rate=0.2,
             total_clients=task.NUM_CLIENTS,
-            window_size=2,
+            window_size=window_size,
         ),
         scaffold.initial_client_state(task.model_fn),
     )
@@ -98,6 +105,20 @@ class _Runner(runners.ScaffoldRunner):
   def run_round(self, state, datasets, client_states):
     self._events('round')
     return super().run_round(state, datasets, client_states)
+
+
+def _build_runner(events: _Events, kind: str):
+  """Window in the state (`memory`, `disk`) or kept by the program."""
+  if kind != 'program':
+    return _Runner(events)
+  return algorithms.ProgramWindowRunner(
+      _Runner(events, window_size=None),
+      aggregators.ProgramWindow(window_size=2),
+  )
+
+
+def _client_states(kind: str) -> str:
+  return 'memory' if kind == 'program' else kind
 
 
 def _final_server_state(output_dir, runner):
@@ -146,12 +167,13 @@ def _write_final(output_dir, runner, client_states):
   np.savez(os.path.join(output_dir, 'final.npz'), **arrays)
 
 
-def main(output_dir: str, client_states: str, kill_at: int) -> None:
+def main(output_dir: str, kind: str, kill_at: int) -> None:
   events = _Events(kill_at)
+  client_states = _client_states(kind)
   with runtime.local_execution_context(
       log_dir=os.path.join(output_dir, 'workers')
   ):
-    runner = _Runner(events)
+    runner = _build_runner(events, kind)
     _instrument(events)
     training.run_training(
         runner,

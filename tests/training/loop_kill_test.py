@@ -1,7 +1,8 @@
 """A run SIGKILLed at any step resumes to the uninterrupted run's results.
 
 Each case runs tests/training/kill_driver.py (SCAFFOLD + WiMA, 5 rounds,
-checkpoints at 0, 2, 4, 5) in a subprocess that kills itself with SIGKILL
+checkpoints at 0, 2, 4, 5; the window in the state with either client-state
+store, or kept by the program) in a subprocess that kills itself with SIGKILL
 just before one file step of a checkpoint or one step of a round, then runs
 it again to the end, and compares the final global and window models, every
 client's state and the metrics rows with an uninterrupted run, exactly.
@@ -46,6 +47,17 @@ KILL_POINTS = {
         'round3-start': _R3,
         'ckpt2-writing-snapshot': _CHECKPOINT_2 + (r'fsync \.client_states_2',),
         'ckpt2-snapshot-no-program-state': _CHECKPOINT_2 + _AFTER_STATE_2,
+    },
+    # The window kept by the program: one model file per round.
+    'program': {
+        'round3-model-not-renamed': _R3 + (r'replace \.round_3',),
+        'ckpt2-syncing-window-models': _CHECKPOINT_2 + (r'fsync round_2',),
+        'ckpt2-window-no-program-state': _CHECKPOINT_2 + _AFTER_STATE_2,
+        'ckpt4-half-deleted': (r'rename program_state_4_', r'remove round_2'),
+        'last-ckpt-not-deleted': (
+            r'rename program_state_5_',
+            r'remove round_3',
+        ),
     },
 }
 CASES = [

@@ -94,11 +94,22 @@ def window_is_active(window: WindowBuffer) -> tf.Tensor:
   )
 
 
+def is_active_round(
+    round_num: int, *, window_size: int, start_round: int, read_every: int
+) -> bool:
+  """`window_is_active` in Python: t >= max(W, start_round) and t % E == 0."""
+  return round_num >= max(window_size, start_round) and (
+      round_num % read_every == 0
+  )
+
+
 def window_is_active_numpy(window: WindowBuffer) -> bool:
   """`window_is_active` of a window held as numpy values (a returned state)."""
-  t = int(window.num_models)
-  return t >= max(int(window.window_size), int(window.start_round)) and (
-      t % int(window.read_every) == 0
+  return is_active_round(
+      int(window.num_models),
+      window_size=int(window.window_size),
+      start_round=int(window.start_round),
+      read_every=int(window.read_every),
   )
 
 

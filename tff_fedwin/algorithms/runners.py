@@ -81,6 +81,10 @@ class LearningProcessRunner:
     """The window model m^t if the state holds a window, else w^t."""
     return window_readout.window_or_global_model_weights(state)
 
+  def set_global_model_weights(self, state: Any, weights: ModelWeights) -> Any:
+    """`state` with the global model `weights` (`process.set_model_weights`)."""
+    return self._process.set_model_weights(state, weights)
+
 
 class ScaffoldRunner:
   """Runs `tff_fedwin.algorithms.build_scaffold`'s process.
@@ -158,3 +162,9 @@ class ScaffoldRunner:
   def window_model_weights(self, state: Any) -> ModelWeights:
     """The window model if the state holds a window, else the global model."""
     return scaffold_lib.model_weights_to_evaluate(state)
+
+  def set_global_model_weights(
+      self, state: scaffold_lib.ScaffoldServerState, weights: ModelWeights
+  ) -> scaffold_lib.ScaffoldServerState:
+    """`state` with the global model x replaced by `weights` (numpy)."""
+    return state._replace(global_model_weights=weights)

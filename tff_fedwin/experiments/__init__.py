@@ -10,6 +10,7 @@ from tff_fedwin.experiments.config import parse_workers
 from tff_fedwin.experiments.config import TASKS
 from tff_fedwin.experiments.config import USER_ERRORS
 from tff_fedwin.experiments.config import validate_config
+from tff_fedwin.experiments.config import WINDOW_LOCATIONS
 from tff_fedwin.experiments.config import WINDOW_MODES
 from tff_fedwin.experiments.config import WORKER_BINDS
 from tff_fedwin.experiments.context import execution_context

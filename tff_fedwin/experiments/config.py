@@ -14,6 +14,7 @@ from tff_fedwin import checks
 from tff_fedwin import runtime
 from tff_fedwin.algorithms import client_training
 from tff_fedwin.algorithms import fed_win
+from tff_fedwin.algorithms import program_window_runner
 from tff_fedwin.tasks import registry
 from tff_fedwin.training import client_state_spec
 from tff_fedwin.training import client_state_stores
@@ -32,6 +33,10 @@ ALGORITHMS = (
 )
 CLIENT_LOSSES = client_training.CLIENT_LOSSES
 WINDOW_MODES = fed_win.WINDOW_MODES
+# Where the window lives: 'state' (the process state: the window finalizer,
+# aggregator or SCAFFOLD's), 'program' (kept by the round loop,
+# tff_fedwin.algorithms.ProgramWindowRunner), 'auto' (by its size).
+WINDOW_LOCATIONS = ('auto', 'state', 'program')
 LR_SCHEDULES = ('constant', 'ima')
 WORKER_BINDS = ('loopback', 'all')
 CLIENT_STATES = client_state_stores.KINDS
@@ -52,6 +57,7 @@ USER_ERRORS = (
     runtime.WorkerConfinementError,
     divergence.TrainingDivergedError,
     client_state_spec.ClientStatesError,
+    program_window_runner.WindowFilesError,
 )
 
 
@@ -73,6 +79,7 @@ class ExperimentConfig:
   window_mode: str = 'evaluate'
   window_start_round: int = 0
   window_read_every: int = 1
+  window_location: str = 'auto'
   client_lr_schedule: str = 'constant'
   total_rounds: int = 50
   clients_per_round: int = 10
@@ -137,6 +144,7 @@ def _check_values(config: ExperimentConfig) -> None:
       ('algorithm', ALGORITHMS),
       ('client_loss', CLIENT_LOSSES),
       ('window_mode', WINDOW_MODES),
+      ('window_location', WINDOW_LOCATIONS),
       ('client_lr_schedule', LR_SCHEDULES),
       ('worker_bind', WORKER_BINDS),
       ('client_states', CLIENT_STATES),
@@ -206,10 +214,11 @@ def _check_window(config: ExperimentConfig) -> None:
       config.window_mode != 'evaluate'
       or config.window_start_round
       or config.window_read_every != 1
+      or config.window_location != 'auto'
   ):
     raise ValueError(
-        '--window_mode, --window_start_round and '
-        '--window_read_every need --window_size >= 1.'
+        '--window_mode, --window_start_round, --window_read_every and '
+        '--window_location need --window_size >= 1.'
     )
   if config.window_read_every > 1 and (
       config.rounds_per_eval % config.window_read_every
@@ -221,10 +230,15 @@ def _check_window(config: ExperimentConfig) -> None:
         f'({config.window_read_every}): the window model exists only at those '
         'rounds.'
     )
-  if config.algorithm == 'scaffold' and config.window_read_every != 1:
+  if (
+      config.algorithm == 'scaffold'
+      and config.window_read_every != 1
+      and config.window_location != 'program'
+  ):
     raise ValueError(
-        '--window_read_every is not supported with '
-        '--algorithm=scaffold (its window keeps W slots).'
+        '--window_read_every is not supported with --algorithm=scaffold and '
+        'the window in the state (it keeps W slots); use '
+        '--window_location=program.'
     )
   if config.window_mode == 'broadcast' and config.window_read_every != 1:
     raise ValueError(
@@ -262,11 +276,13 @@ def _check_algorithm(config: ExperimentConfig) -> None:
   if (
       config.algorithm == 'mime_lite'
       and config.window_size
+      and config.window_location != 'program'
       and config.server_learning_rate != 1.0
   ):
     raise ValueError(
-        '--algorithm=mime_lite uses the window as TFF model aggregator, '
-        'which is exact only with --server_learning_rate=1.0.'
+        '--algorithm=mime_lite with the window in the state uses it as TFF '
+        'model aggregator, which is exact only with '
+        '--server_learning_rate=1.0; use --window_location=program.'
     )
 
 

@@ -5,13 +5,17 @@ training clients and returns a `tff_fedwin.training.RoundRunner`.
 """
 
 from collections.abc import Callable, Mapping
+import math
 import types
-from typing import Any
+from typing import Any, Optional
 
+import attrs
 import tensorflow_federated as tff
+
 
 from tff_fedwin.algorithms import fed_win
 from tff_fedwin.algorithms import mime_lite
+from tff_fedwin.algorithms import program_window_runner
 from tff_fedwin.algorithms import runners
 from tff_fedwin.algorithms import scaffold
 from tff_fedwin.algorithms import scheduled_client_work
@@ -20,6 +24,9 @@ from tff_fedwin.tasks import registry as tasks_registry
 from tff_fedwin.training import runner as runner_lib
 
 SERVER_MOMENTUM = 0.9  # FedAvgM (Hsu et al. 2019).
+# 'auto' keeps a window above this many bytes of slots in the program: e.g.
+# 7 models of the 1.2M-parameter EMNIST CNN (4.8 MB each).
+AUTO_PROGRAM_WINDOW_BYTES = 32 * 2**20
 
 RunnerBuilder = Callable[
     [config_lib.ExperimentConfig, tasks_registry.Task, int],
@@ -137,10 +144,56 @@ RUNNER_BUILDERS: Mapping[str, RunnerBuilder] = types.MappingProxyType(
 )
 
 
+def _trainable_bytes(task: tasks_registry.Task) -> int:
+  """The bytes of one copy of the task model's trainable weights."""
+  return sum(
+      v.shape.num_elements() * v.dtype.size
+      for v in task.model_fn().trainable_variables
+  )
+
+
+def window_location(
+    config: config_lib.ExperimentConfig, task: tasks_registry.Task
+) -> Optional[str]:
+  """`'state'` or `'program'` for a run with a window; None without one.
+
+  `'auto'` keeps the window in the process state while its slots (ceil(W/E),
+  W for SCAFFOLD and IMA) take at most `AUTO_PROGRAM_WINDOW_BYTES`, and in
+  the program above: a state window's bytes cross the Python boundary twice
+  a round (docs/design.md sec. 7.2).
+  """
+  if not config.window_size:
+    return None
+  if config.window_location != 'auto':
+    return config.window_location
+  slots = config.window_size
+  if config.algorithm != 'scaffold':
+    slots = math.ceil(config.window_size / config.window_read_every)
+  state_bytes = slots * _trainable_bytes(task)
+  return 'program' if state_bytes > AUTO_PROGRAM_WINDOW_BYTES else 'state'
+
+
 def build_runner(
     config: config_lib.ExperimentConfig,
     task: tasks_registry.Task,
     num_train_clients: int,
 ) -> runner_lib.RoundRunner:
-  """The runner of `config.algorithm` (a validated config) on `task`."""
-  return RUNNER_BUILDERS[config.algorithm](config, task, num_train_clients)
+  """The runner of `config.algorithm` (a validated config) on `task`.
+
+  With the window kept by the program, the algorithm's runner is built
+  without a window and wrapped in a `ProgramWindowRunner`.
+  """
+  build = RUNNER_BUILDERS[config.algorithm]
+  if window_location(config, task) != 'program':
+    return build(config, task, num_train_clients)
+  # Only the window is dropped: the IMA schedule still reads its start round.
+  runner = build(attrs.evolve(config, window_size=0), task, num_train_clients)
+  return program_window_runner.ProgramWindowRunner(
+      runner,
+      program_window_runner.ProgramWindow(
+          window_size=config.window_size,
+          mode=config.window_mode,
+          start_round=config.window_start_round,
+          read_every=config.window_read_every,
+      ),
+  )

@@ -6,17 +6,67 @@ has its client states (docs/design.md secs. 5.3, 5.5).
 """
 
 import collections
-from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple, Optional
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, NamedTuple, Optional, Protocol
 
 import numpy as np
 import tensorflow_federated as tff
 
-from tff_fedwin.training import client_state_stores
-
 # Program states kept on disk (tff.program.FileProgramStateManager keeps the
 # first one, version 0, as well).
 CHECKPOINTS_TO_KEEP = 5
+
+
+class CheckpointSteps(Protocol):
+  """Files kept next to the program states: client states, a window's models.
+
+  `prepare_checkpoint(t)` runs before the program state of round t is saved,
+  `finish_checkpoint(t, kept_rounds)` after it, `close()` when the run ends.
+  """
+
+  def prepare_checkpoint(self, round_num: int) -> None:
+    ...
+
+  def finish_checkpoint(
+      self, round_num: int, kept_rounds: Collection[int]
+  ) -> None:
+    ...
+
+  def close(self) -> None:
+    ...
+
+
+class _CombinedSteps:
+  """The checkpoint steps of several parts, run in order."""
+
+  def __init__(self, parts: Sequence[CheckpointSteps]):
+    self._parts = tuple(parts)
+
+  def prepare_checkpoint(self, round_num: int) -> None:
+    for part in self._parts:
+      part.prepare_checkpoint(round_num)
+
+  def finish_checkpoint(
+      self, round_num: int, kept_rounds: Collection[int]
+  ) -> None:
+    for part in self._parts:
+      part.finish_checkpoint(round_num, kept_rounds)
+
+  def close(self) -> None:
+    for part in self._parts:
+      part.close()
+
+
+def combine_steps(
+    *parts: Optional[CheckpointSteps],
+) -> Optional[CheckpointSteps]:
+  """One `CheckpointSteps` running those of `parts` (Nones skipped) in order."""
+  present = [part for part in parts if part is not None]
+  if not present:
+    return None
+  if len(present) == 1:
+    return present[0]
+  return _CombinedSteps(present)
 
 
 class RunIdentity(NamedTuple):
@@ -72,9 +122,13 @@ class Checkpoints:
       self,
       state: Any,
       round_num: int,
-      store: Optional[client_state_stores.ClientStates],
+      store: Optional[CheckpointSteps],
   ) -> None:
-    """Prepares `store`'s checkpoint, saves version t, finishes the store's."""
+    """Prepares `store`'s checkpoint, saves version t, finishes the store's.
+
+    `store`: the client-state store, or any `CheckpointSteps`
+    (`combine_steps`), or None.
+    """
     if store is not None:
       store.prepare_checkpoint(round_num)
     self._run(

@@ -30,6 +30,8 @@ class _Start(NamedTuple):
 
   state: Any
   store: Optional[client_state_stores.ClientStates]
+  # The store and the runner's files (`RoundRunner.open_files`), if any.
+  steps: Optional[checkpoints_lib.CheckpointSteps]
   resumed_from: Optional[int]  # None for a fresh start.
 
 
@@ -138,9 +140,15 @@ def _start(
         directory=args.client_states_dir,
         round_num=None if restored is None else restored.round_num,
     )
+  state = initial_state if restored is None else restored.server_state
+  round_num = None if restored is None else restored.round_num
+  files = None
+  if callable(getattr(runner, 'open_files', None)):
+    files = runner.open_files(checkpoints.directory, round_num, state)
+  steps = checkpoints_lib.combine_steps(store, files)
   if restored is None:
-    checkpoints.save(initial_state, 0, store)
-    return _Start(initial_state, store, None)
+    checkpoints.save(initial_state, 0, steps)
+    return _Start(initial_state, store, steps, None)
   message = (
       f'{args.experiment_name}: resuming from the checkpoint of round '
       f'{restored.round_num} (version {restored.version}) in '
@@ -148,7 +156,7 @@ def _start(
   )
   logging.info('%s', message)
   progress.print_line(message)
-  return _Start(restored.server_state, store, restored.round_num)
+  return _Start(restored.server_state, store, steps, restored.round_num)
 
 
 class _Rounds:
@@ -160,6 +168,7 @@ class _Rounds:
       *,
       args: _Arguments,
       store: Optional[client_state_stores.ClientStates],
+      steps: Optional[checkpoints_lib.CheckpointSteps],
       checkpoints: checkpoints_lib.Checkpoints,
       run: Callable[[Any], Any],
   ):
@@ -167,6 +176,7 @@ class _Rounds:
     self._args = args
     self._client_ids = list(args.train_client_data.client_ids)
     self._store = store
+    self._steps = steps
     self._checkpoints = checkpoints
     paths = outputs.RunPaths(args.output_dir, args.experiment_name)
     self._releases = (
@@ -235,7 +245,7 @@ class _Rounds:
         and round_num != self._args.total_rounds
     ):
       return False
-    self._checkpoints.save(state, round_num, self._store)
+    self._checkpoints.save(state, round_num, self._steps)
     logging.info(
         '%s: checkpoint of round %d saved in %s',
         self._args.experiment_name,
@@ -383,7 +393,12 @@ def run_training(
     start = _start(runner, checkpoints, args)
     try:
       rounds = _Rounds(
-          runner, args=args, store=start.store, checkpoints=checkpoints, run=run
+          runner,
+          args=args,
+          store=start.store,
+          steps=start.steps,
+          checkpoints=checkpoints,
+          run=run,
       )
       _train_rounds(
           rounds,
@@ -392,8 +407,8 @@ def run_training(
           experiment_name=experiment_name,
       )
     finally:
-      if start.store is not None:
-        start.store.close()
+      if start.steps is not None:
+        start.steps.close()
   summary = outputs.summarize_csv(
       paths.metrics_csv, last_n=args.summary_last_n, last_round=total_rounds
   )

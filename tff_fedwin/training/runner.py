@@ -28,6 +28,14 @@ class RoundRunner(Protocol):
   The loop owns the clients' states: when `initial_client_state()` is not
   None it keeps a `tff_fedwin.training.ClientStateStore` made from it, passes
   the sampled clients' states to `run_round` and stores the returned ones.
+
+  Optionally, a runner that keeps files next to the checkpoints (e.g.
+  `tff_fedwin.algorithms.ProgramWindowRunner`'s window models) has
+  `open_files(checkpoint_dir, round_num, state)`: the loop calls it once
+  before the first round (`round_num`: the checkpoint resumed from, None for
+  a fresh run) and runs the returned object's `prepare_checkpoint`,
+  `finish_checkpoint` and `close` with every checkpoint, after the client
+  states' (`tff_fedwin.training.checkpoints.CheckpointSteps`).
   """
 
   def initialize(self) -> Any:

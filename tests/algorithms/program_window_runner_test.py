@@ -1,0 +1,177 @@
+"""`ProgramWindowRunner`: the window kept by the program, vs numpy.
+
+FedAvg(M) on tests/linear_task.py against tests/numpy_reference.py (WiMA
+Eq. 4, IMA Algorithm 1) and SCAFFOLD against tests/scaffold_reference.py, for
+both modes and windows that become active at W or at the start round.
+"""
+
+import numpy as np
+import pytest
+import tensorflow_federated as tff
+
+from tests import linear_task
+from tests import scaffold_reference as sref
+from tff_fedwin import aggregators
+from tff_fedwin.algorithms import fed_win
+from tff_fedwin.algorithms import program_window_runner
+from tff_fedwin.algorithms import runners
+from tff_fedwin.algorithms import scaffold
+
+# (W, start_round, mode): active from round W, or from start_round > W.
+WINDOW_CASES = [
+    (window_size, start_round, mode)
+    for window_size, start_round in ((2, 0), (3, 5))
+    for mode in ('evaluate', 'broadcast')
+]
+ROUNDS = 7
+ATOL = 2e-5
+
+
+def _program_window(window_size, start_round, mode):
+  return aggregators.ProgramWindow(
+      window_size=window_size, mode=mode, start_round=start_round
+  )
+
+
+def _window_measurements(expected_window, expected_w, t, window_size, active):
+  """fill = min(t, W); distance = ||m^t - w^t||_2 (0 while inactive)."""
+  return dict(
+      window_fill=min(t, window_size),
+      window_active=active,
+      window_distance=np.linalg.norm(expected_window - expected_w),
+  )
+
+
+def _assert_measurements(measured, expected):
+  assert int(measured['window_fill']) == expected['window_fill']
+  assert bool(measured['window_active']) == expected['window_active']
+  np.testing.assert_allclose(
+      measured['window_distance'], expected['window_distance'], atol=ATOL
+  )
+
+
+@pytest.fixture(scope='module')
+def fed_avg_processes():
+  """FedAvg and FedAvgM (momentum 0.9) without a window, built once."""
+  sgd = tff.learning.optimizers.build_sgdm(learning_rate=linear_task.CLIENT_LR)
+  return {
+      momentum: fed_win.build_fed_win(
+          linear_task.model_fn,
+          sgd,
+          tff.learning.optimizers.build_sgdm(1.0, momentum=momentum or None),
+      )
+      for momentum in (0.0, 0.9)
+  }
+
+
+@pytest.mark.parametrize('momentum', [0.0, 0.9])
+@pytest.mark.parametrize('window_size, start_round, mode', WINDOW_CASES)
+def test_fed_avg_rounds_match_numpy(
+    fed_avg_processes, tmp_path, momentum, window_size, start_round, mode
+):
+  runner = program_window_runner.ProgramWindowRunner(
+      runners.LearningProcessRunner(fed_avg_processes[momentum]),
+      _program_window(window_size, start_round, mode),
+  )
+  expected = linear_task.simulate(
+      window_size, mode, start_round, ROUNDS, server_momentum=momentum
+  )
+  state = runner.initialize()
+  runner.open_files(str(tmp_path), None, state)
+  for t in range(1, ROUNDS + 1):
+    state, client_states, metrics = runner.run_round(
+        state, linear_task.client_datasets(), None
+    )
+    assert client_states is None
+    np.testing.assert_allclose(
+        linear_task.kernel(runner.global_model_weights(state)),
+        expected['sent'][t],
+        atol=ATOL,
+        err_msg=f'round {t}',
+    )
+    np.testing.assert_allclose(
+        linear_task.kernel(runner.window_model_weights(state)),
+        expected['window'][t],
+        atol=ATOL,
+        err_msg=f'round {t}',
+    )
+    _assert_measurements(
+        metrics['window'],
+        _window_measurements(
+            expected['window'][t],
+            expected['aggregated'][t],
+            t,
+            window_size,
+            expected['active'][t],
+        ),
+    )
+
+
+@pytest.fixture(scope='module')
+def scaffold_process():
+  return sref.process_builder()()
+
+
+@pytest.mark.parametrize('window_size, start_round, mode', WINDOW_CASES)
+def test_scaffold_rounds_match_numpy(
+    scaffold_process, tmp_path, window_size, start_round, mode
+):
+  runner = program_window_runner.ProgramWindowRunner(
+      runners.ScaffoldRunner(
+          scaffold_process, scaffold.initial_client_state(sref.model_fn)
+      ),
+      _program_window(window_size, start_round, mode),
+  )
+  expected = sref.np_simulate(
+      ROUNDS, window_size=window_size, mode=mode, start_round=start_round
+  )
+  store = {}
+  state = runner.initialize()
+  runner.open_files(str(tmp_path), None, state)
+  initial = runner.initial_client_state()
+  for t in range(1, ROUNDS + 1):
+    sampled = sref.sampled_clients(t)
+    state, new_states, metrics = runner.run_round(
+        state,
+        [sref.make_dataset(sref.CLIENT_DATA[i]) for i in sampled],
+        [store.get(i, initial) for i in sampled],
+    )
+    store.update(zip(sampled, new_states))
+    round_expected = expected[t - 1]
+    sref.assert_close(
+        runner.global_model_weights(state).trainable,
+        round_expected.global_params,
+    )
+    sref.assert_close(
+        runner.window_model_weights(state).trainable,
+        round_expected.window_params,
+    )
+    for i, control in enumerate(round_expected.client_controls):
+      if i in store:
+        sref.assert_close(store[i].control_variate, control)
+    _assert_measurements(
+        metrics['window'],
+        dict(
+            window_fill=round_expected.window_fill,
+            window_active=round_expected.window_active,
+            window_distance=round_expected.window_distance,
+        ),
+    )
+
+
+def test_broadcast_needs_a_runner_that_sets_the_model():
+
+  class NoSetter:
+    pass
+
+  with pytest.raises(ValueError, match='set_global_model_weights'):
+    program_window_runner.ProgramWindowRunner(
+        NoSetter(), _program_window(2, 0, 'broadcast')
+    )
+
+
+def test_window_must_be_a_program_window(fed_avg_processes):
+  with pytest.raises(ValueError, match='ProgramWindow'):
+    program_window_runner.ProgramWindowRunner(
+        runners.LearningProcessRunner(fed_avg_processes[0.0]), object()
+    )
