@@ -6,6 +6,8 @@ baseline, TFF's own `build_weighted_fed_avg` called once per round, is measured
 first and last; ratios are against the mean of the two. Rows "E rounds per
 call" run E rounds inside one TFF call (`build_multi_round_process`), so the
 state crosses the Python boundary once per E rounds; their time is per round.
+Rows "window kept by the program" run `ProgramWindowRunner` (the process
+without a window; the window's models in files, its sum in the driver).
 
   .venv/bin/python scripts/benchmark_window.py --rounds=3 --output=bench.md
 """
@@ -17,6 +19,7 @@ import tensorflow_federated as tff
 from tff_fedwin import aggregators
 from tff_fedwin import algorithms
 from tff_fedwin import tasks
+from tff_fedwin.benchmarks import program_window_rows
 from tff_fedwin.benchmarks import rounds as bench
 
 _ROUNDS = flags.DEFINE_integer('rounds', 3, 'Timed rounds per row (>= 1).')
@@ -71,6 +74,23 @@ def _rows() -> list[bench.Row]:
           )
       )
   w, e = max(windows), max(periods)
+  rows.append(
+      bench.Row(
+          f'build_fed_win WiMA W={w} E=1, window kept by the program',
+          program_window_rows.program_window_row(fed_win(), window_size=w),
+      )
+  )
+  # Active from round 2, so every timed round does the steady-state work of
+  # any W: write w^t, read back w^{t-W}, send m^t (set_model_weights).
+  rows.append(
+      bench.Row(
+          'build_fed_win IMA W=2 broadcast, window kept by the program '
+          '(active every timed round)',
+          program_window_rows.program_window_row(
+              fed_win(), window_size=2, mode='broadcast'
+          ),
+      )
+  )
   factory = lambda: tff.learning.algorithms.build_weighted_fed_avg(
       model_fn,
       sgd(),

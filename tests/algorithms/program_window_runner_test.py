@@ -175,3 +175,17 @@ def test_window_must_be_a_program_window(fed_avg_processes):
     program_window_runner.ProgramWindowRunner(
         runners.LearningProcessRunner(fed_avg_processes[0.0]), object()
     )
+
+
+def test_a_process_with_a_window_of_its_own_is_refused():
+  process = fed_win.build_fed_win(
+      linear_task.model_fn,
+      tff.learning.optimizers.build_sgdm(linear_task.CLIENT_LR),
+      window_size=2,
+  )
+  runner = program_window_runner.ProgramWindowRunner(
+      runners.LearningProcessRunner(process), _program_window(2, 0, 'evaluate')
+  )
+
+  with pytest.raises(ValueError, match='already keeps a window'):
+    runner.initialize()

@@ -93,10 +93,23 @@ def test_load_latest_rejects_other_arguments(
 ):
   _checkpoints(tmp_path, event_loop_run).save(_state(1), 1, None)
 
-  with pytest.raises(ValueError, match=argument):
+  with pytest.raises(checkpoints_lib.CheckpointMismatchError, match=argument):
     _checkpoints(tmp_path, event_loop_run, identity).load_latest(
         _state(0), total_rounds=3
     )
+
+
+def test_load_latest_rejects_a_server_state_of_another_structure(
+    tmp_path, event_loop_run
+):
+  _checkpoints(tmp_path, event_loop_run).save(_state(1), 1, None)
+  other = collections.OrderedDict(process=_state(0), window=np.int64(0))
+
+  with pytest.raises(
+      checkpoints_lib.CheckpointMismatchError, match='another structure'
+  ) as raised:
+    _checkpoints(tmp_path, event_loop_run).load_latest(other, total_rounds=3)
+  assert '\n' not in str(raised.value)
 
 
 def test_load_latest_rejects_a_checkpoint_past_total_rounds(

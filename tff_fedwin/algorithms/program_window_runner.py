@@ -17,6 +17,7 @@ import tensorflow_federated as tff
 
 from tff_fedwin.aggregators import program_window
 from tff_fedwin.aggregators import round_model_files
+from tff_fedwin.aggregators import window_readout
 
 ModelWeights = tff.learning.models.ModelWeights
 ProgramWindow = program_window.ProgramWindow
@@ -64,7 +65,8 @@ class ProgramWindowRunner:
       window: The `tff_fedwin.aggregators.ProgramWindow`.
 
     Raises:
-      ValueError: If an argument has the wrong type or lacks a method.
+      ValueError: If an argument has the wrong type or lacks a method
+        (`initialize` raises it if the process keeps a window itself).
     """
     if not isinstance(window, program_window.ProgramWindow):
       raise ValueError(
@@ -92,6 +94,11 @@ class ProgramWindowRunner:
   def initialize(self) -> ProgramWindowRunnerState:
     """The wrapped runner's initial state and an empty window."""
     state = self._runner.initialize()
+    if window_readout.holds_window(state):
+      raise ValueError(
+          "`runner`'s process already keeps a window in its state; build it "
+          'without one (window_size=None) for a ProgramWindowRunner.'
+      )
     trainable = self._runner.global_model_weights(state).trainable
     return ProgramWindowRunnerState(
         state, self._window.initial_state(trainable)

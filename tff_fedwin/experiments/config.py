@@ -16,6 +16,7 @@ from tff_fedwin.algorithms import client_training
 from tff_fedwin.algorithms import fed_win
 from tff_fedwin.algorithms import program_window_runner
 from tff_fedwin.tasks import registry
+from tff_fedwin.training import checkpoints
 from tff_fedwin.training import client_state_spec
 from tff_fedwin.training import client_state_stores
 from tff_fedwin.training import divergence
@@ -58,6 +59,7 @@ USER_ERRORS = (
     divergence.TrainingDivergedError,
     client_state_spec.ClientStatesError,
     program_window_runner.WindowFilesError,
+    checkpoints.CheckpointMismatchError,
 )
 
 

@@ -1,5 +1,6 @@
 """The training loop: runs any federated process round by round, resumably."""
 
+from tff_fedwin.training.checkpoints import CheckpointMismatchError
 from tff_fedwin.training.client_state_spec import ClientStatesError
 from tff_fedwin.training.client_state_spec import MissingClientStatesError
 from tff_fedwin.training.client_state_stores import AUTO_DISK_BYTES

@@ -69,6 +69,10 @@ def combine_steps(
   return _CombinedSteps(present)
 
 
+class CheckpointMismatchError(ValueError):
+  """The newest checkpoint was made by a run with other arguments."""
+
+
 class RunIdentity(NamedTuple):
   """The arguments a resumed run must share with the checkpoint it resumes."""
 
@@ -143,9 +147,27 @@ class Checkpoints:
   def load_latest(
       self, initial_state: Any, *, total_rounds: int
   ) -> Optional[Restored]:
-    """The newest program state, or None; ValueError if it does not fit."""
+    """The newest program state, or None.
+
+    Raises:
+      CheckpointMismatchError: If it does not fit this run: another server
+        state structure (algorithm, window, `--window_location`, model),
+        seed, clients per round or population, or a round past
+        `total_rounds`.
+    """
     structure = _program_state(initial_state, 0, RunIdentity(0, 0, 0))
-    loaded, version = self._run(self._manager.load_latest(structure))
+    try:
+      loaded, version = self._run(self._manager.load_latest(structure))
+    except (TypeError, ValueError) as e:
+      # tf.nest's structure mismatch (its message prints both structures).
+      if 'structure' not in str(e):
+        raise
+      raise CheckpointMismatchError(
+          f'The newest checkpoint in {self.directory} holds a server state of '
+          "another structure than this run's process (another algorithm, "
+          'window, window location or model?); resume with the same '
+          'arguments or use another `experiment_name`.'
+      ) from None
     if loaded is None:
       return None
     round_num = self._check(loaded, total_rounds=total_rounds)
@@ -159,14 +181,14 @@ class Checkpoints:
     ):
       value = getattr(self._identity, key)
       if int(loaded[key]) != value:
-        raise ValueError(
+        raise CheckpointMismatchError(
             f'`{argument}` differs from the checkpoint in {self.directory}: '
             f'{key} is {value} now and {int(loaded[key])} there; resume with '
             'the same arguments or use another `experiment_name`.'
         )
     round_num = int(loaded['round_num'])
     if round_num > total_rounds:
-      raise ValueError(
+      raise CheckpointMismatchError(
           f'`total_rounds` ({total_rounds}) is smaller than the round of the '
           f'newest checkpoint in {self.directory} ({round_num}).'
       )
