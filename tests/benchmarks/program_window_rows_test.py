@@ -27,3 +27,23 @@ def test_row_runs_the_rounds_and_reports_the_process_state_only():
       np.asarray(x).nbytes for x in tf.nest.flatten(build().initialize())
   )
   assert state_mb * 2**20 == process_bytes
+
+
+def test_window_work_is_timed_after_the_window_is_full(monkeypatch):
+  calls = []
+  original = program_window_rows.program_window_runner.ProgramWindow.push
+
+  def push(window, state, model):
+    calls.append(int(state.num_models) + 1)
+    return original(window, state, model)
+
+  monkeypatch.setattr(
+      program_window_rows.program_window_runner.ProgramWindow, 'push', push
+  )
+  seconds = program_window_rows.window_work_seconds(
+      [np.zeros((2, 3), np.float32)], window_size=3, rounds=4
+  )
+
+  assert seconds > 0
+  # W = 3 rounds fill the window, then 4 timed rounds read w^{t-W} back.
+  assert calls == list(range(1, 8))

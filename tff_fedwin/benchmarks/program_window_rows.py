@@ -6,10 +6,13 @@ the same timing (one warm-up round, then the timed rounds), through
 read-back and running sum (docs/design.md sec. 1.10).
 """
 
+import statistics
 import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from tff_fedwin.algorithms import program_window_runner
 from tff_fedwin.algorithms import runners
@@ -49,3 +52,34 @@ def program_window_row(
     return seconds, rounds.state_mb(state.process)
 
   return run
+
+
+def window_work_seconds(
+    template: Any, window_size: int, rounds: int = 20, seed: int = 0
+) -> float:
+  """Median seconds of the window's own work in a round, measured apart.
+
+  Pushes random models shaped like `template` (numpy arrays) for
+  `window_size + rounds` rounds, the files in a temporary directory, and
+  times each round after the window is full: `push` (write w^t, read back
+  w^{t-W}, the running sum), `measurements` and `mean`.
+  """
+  rng = np.random.default_rng(seed)
+  models = [
+      [(x + rng.normal(size=np.shape(x))).astype(x.dtype) for x in template]
+      for _ in range(3)
+  ]
+  window = program_window_runner.ProgramWindow(window_size=window_size)
+  times = []
+  with tempfile.TemporaryDirectory() as directory:
+    window.open_files(directory, None, template)
+    state = window.initial_state(template)
+    for t in range(window_size + rounds):
+      model = models[t % len(models)]
+      start = time.perf_counter()
+      state = window.push(state, model)
+      window.measurements(state, model)
+      window.mean(state, model)
+      times.append(time.perf_counter() - start)
+    window.close()
+  return statistics.median(times[window_size:])
