@@ -12,7 +12,6 @@ from typing import Any, Optional
 import attrs
 import tensorflow_federated as tff
 
-
 from tff_fedwin.algorithms import fed_win
 from tff_fedwin.algorithms import mime_lite
 from tff_fedwin.algorithms import program_window_runner

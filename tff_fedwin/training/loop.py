@@ -14,10 +14,10 @@ from typing import Any, NamedTuple, Optional
 from absl import logging
 import tensorflow_federated as tff
 
-from tff_fedwin import checks
 from tff_fedwin.training import checkpoints as checkpoints_lib
 from tff_fedwin.training import client_state_stores
 from tff_fedwin.training import divergence
+from tff_fedwin.training import loop_arguments
 from tff_fedwin.training import metrics as metrics_lib
 from tff_fedwin.training import outputs
 from tff_fedwin.training import progress
@@ -35,79 +35,6 @@ class _Start(NamedTuple):
   resumed_from: Optional[int]  # None for a fresh start.
 
 
-class _Arguments(NamedTuple):
-  """`run_training`'s keyword arguments."""
-
-  train_client_data: tff.simulation.datasets.ClientData
-  preprocess_fn: sampling.PreprocessFn
-  clients_per_round: int
-  total_rounds: int
-  seed: int
-  evaluate_fn: metrics_lib.EvaluateFn
-  rounds_per_eval: int
-  rounds_per_checkpoint: int
-  output_dir: str
-  experiment_name: str
-  summary_last_n: int
-  client_states: str
-  client_states_dir: Optional[str]
-
-
-def _check_arguments(runner: Any, args: _Arguments) -> _Arguments:
-  """Raises ValueError naming the first bad argument; `args` with ints."""
-  runner_lib.check_runner(runner)
-  if not isinstance(args.train_client_data, tff.simulation.datasets.ClientData):
-    raise ValueError(
-        '`train_client_data` must be a tff.simulation.datasets.ClientData, got '
-        f'{type(args.train_client_data).__name__}.'
-    )
-  for name in ('preprocess_fn', 'evaluate_fn'):
-    if not callable(getattr(args, name)):
-      raise ValueError(f'`{name}` must be callable.')
-  num_clients = len(args.train_client_data.client_ids)
-  clients_per_round = checks.check_int(
-      'clients_per_round', args.clients_per_round, minimum=1
-  )
-  if clients_per_round > num_clients:
-    raise ValueError(
-        f'`clients_per_round` ({clients_per_round}) exceeds the number of '
-        f'clients in `train_client_data` ({num_clients}).'
-    )
-  ints = {
-      name: checks.check_int(name, getattr(args, name), minimum=1)
-      for name in (
-          'total_rounds',
-          'rounds_per_eval',
-          'rounds_per_checkpoint',
-          'summary_last_n',
-      )
-  }
-  seed = checks.check_int('seed', args.seed, minimum=0)
-  checks.check_choice(
-      'client_states', args.client_states, client_state_stores.KINDS
-  )
-  if args.client_states_dir is not None and (
-      not isinstance(args.client_states_dir, (str, os.PathLike))
-      or not os.fspath(args.client_states_dir)
-  ):
-    raise ValueError(
-        '`client_states_dir` must be None or a non-empty path, got '
-        f'{args.client_states_dir!r}.'
-    )
-  if not isinstance(args.output_dir, (str, os.PathLike)) or not os.fspath(
-      args.output_dir
-  ):
-    raise ValueError(
-        f'`output_dir` must be a non-empty path, got {args.output_dir!r}.'
-    )
-  if not outputs.is_directory_name(args.experiment_name):
-    raise ValueError(
-        '`experiment_name` must be a non-empty directory name without path '
-        f'separators, got {args.experiment_name!r}.'
-    )
-  return args._replace(clients_per_round=clients_per_round, seed=seed, **ints)
-
-
 @contextlib.contextmanager
 def _event_loop() -> Iterator[Any]:
   """`run_until_complete` of a private event loop (tff.program's coroutines)."""
@@ -122,7 +49,7 @@ def _event_loop() -> Iterator[Any]:
 def _start(
     runner: runner_lib.RoundRunner,
     checkpoints: checkpoints_lib.Checkpoints,
-    args: _Arguments,
+    args: loop_arguments.Arguments,
 ) -> _Start:
   """Restores the newest checkpoint, or saves the initial state as version 0."""
   initial_state = runner.initialize()
@@ -144,7 +71,12 @@ def _start(
   round_num = None if restored is None else restored.round_num
   files = None
   if callable(getattr(runner, 'open_files', None)):
-    files = runner.open_files(checkpoints.directory, round_num, state)
+    try:
+      files = runner.open_files(checkpoints.directory, round_num, state)
+    except BaseException:
+      if store is not None:
+        store.close()
+      raise
   steps = checkpoints_lib.combine_steps(store, files)
   if restored is None:
     checkpoints.save(initial_state, 0, steps)
@@ -166,7 +98,7 @@ class _Rounds:
       self,
       runner: runner_lib.RoundRunner,
       *,
-      args: _Arguments,
+      args: loop_arguments.Arguments,
       store: Optional[client_state_stores.ClientStates],
       steps: Optional[checkpoints_lib.CheckpointSteps],
       checkpoints: checkpoints_lib.Checkpoints,
@@ -360,9 +292,9 @@ def run_training(
       the server skipped a non-finite update.
   """
   start_time = time.monotonic()
-  args = _check_arguments(
+  args = loop_arguments.check_arguments(
       runner,
-      _Arguments(
+      loop_arguments.Arguments(
           train_client_data=train_client_data,
           preprocess_fn=preprocess_fn,
           clients_per_round=clients_per_round,
