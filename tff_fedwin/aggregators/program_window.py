@@ -116,10 +116,18 @@ class ProgramWindow:
     return trainable
 
   def measurements(
-      self, state: ProgramWindowState, trainable: Any
+      self,
+      state: ProgramWindowState,
+      trainable: Any,
+      window_model: Optional[Any] = None,
   ) -> collections.OrderedDict:
-    """The window's fill, activity and ||window model - w^t||_2."""
-    window_model = self.window_model(state, trainable)
+    """The window's fill, activity and ||window model - w^t||_2.
+
+    `window_model`: `self.window_model(state, trainable)` if the caller has
+    it already (so the mean is not computed twice in a round).
+    """
+    if window_model is None:
+      window_model = self.window_model(state, trainable)
     squared = sum(
         float(np.sum(np.square(np.subtract(a, b, dtype=np.float64))))
         for a, b in zip(

@@ -57,10 +57,6 @@ class RoundModelFiles:
     self._directory = None
     self._unsynced = []
 
-  @property
-  def directory(self) -> Optional[str]:
-    return self._directory
-
   def path(self, round_num: int) -> str:
     return os.path.join(self._directory, f'round_{round_num}.bin')
 

@@ -140,12 +140,13 @@ class ProgramWindowRunner:
     )
     weights = self._runner.global_model_weights(process_state)
     window = self._window.push(state.window, weights.trainable)
+    window_model = self._window.window_model(window, weights.trainable)
     if self._window.sends_mean(window):
-      sent = ModelWeights(
-          self._window.mean(window, weights.trainable), weights.non_trainable
-      )
+      sent = ModelWeights(window_model, weights.non_trainable)
       process_state = self._runner.set_global_model_weights(process_state, sent)
-    measurements = self._window.measurements(window, weights.trainable)
+    measurements = self._window.measurements(
+        window, weights.trainable, window_model
+    )
     if isinstance(metrics, Mapping):
       metrics = collections.OrderedDict(metrics, window=measurements)
     else:

@@ -62,7 +62,8 @@ def window_work_seconds(
   Pushes random models shaped like `template` (numpy arrays) for
   `window_size + rounds` rounds, the files in a temporary directory, and
   times each round after the window is full: `push` (write w^t, read back
-  w^{t-W}, the running sum), `measurements` and `mean`.
+  w^{t-W}, the running sum), the window model (the mean) and
+  `measurements`, as `ProgramWindowRunner.run_round` does.
   """
   rng = np.random.default_rng(seed)
   models = [
@@ -78,8 +79,7 @@ def window_work_seconds(
       model = models[t % len(models)]
       start = time.perf_counter()
       state = window.push(state, model)
-      window.measurements(state, model)
-      window.mean(state, model)
+      window.measurements(state, model, window.window_model(state, model))
       times.append(time.perf_counter() - start)
     window.close()
   return statistics.median(times[window_size:])
