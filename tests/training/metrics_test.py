@@ -79,23 +79,42 @@ class _FixedRunner:
     return self._global
 
 
-def _evaluate_recording(calls):
-  def evaluate(weights):
-    value = float(weights.trainable[0])
-    calls.append(value)
-    return {'accuracy': value / 10, 'loss': value}
+def _metrics_of(weights):
+  value = float(weights.trainable[0])
+  return {'accuracy': value / 10, 'loss': value}
 
+
+def _evaluate_recording(calls, one_pass):
+  """An evaluate_fn recording the models of each call (a list per call)."""
+
+  def evaluate(weights):
+    calls.append([float(weights.trainable[0])])
+    return _metrics_of(weights)
+
+  if not one_pass:
+    return evaluate
+
+  def evaluate_all(weights_list):
+    calls.append([float(w.trainable[0]) for w in weights_list])
+    return [_metrics_of(w) for w in weights_list]
+
+  evaluate.evaluate_all = evaluate_all
   return evaluate
 
 
-def test_evaluate_models_evaluates_window_and_global_model():
+@pytest.mark.parametrize(
+    'one_pass, expected_calls', [(False, [[2.0], [4.0]]), (True, [[2.0, 4.0]])]
+)
+def test_evaluate_models_evaluates_window_and_global_model(
+    one_pass, expected_calls
+):
   calls = []
 
   values = metrics.evaluate_models(
-      _FixedRunner(2.0, 4.0), None, _evaluate_recording(calls)
+      _FixedRunner(2.0, 4.0), None, _evaluate_recording(calls, one_pass)
   )
 
-  assert calls == [2.0, 4.0]
+  assert calls == expected_calls
   eval_time = values.pop('eval_time_seconds')
   assert eval_time >= 0
   assert list(values.items()) == [
@@ -106,15 +125,35 @@ def test_evaluate_models_evaluates_window_and_global_model():
   ]
 
 
-def test_evaluate_models_evaluates_once_when_the_models_are_equal():
+@pytest.mark.parametrize('one_pass', [False, True])
+def test_evaluate_models_evaluates_once_when_the_models_are_equal(one_pass):
   calls = []
 
   values = metrics.evaluate_models(
-      _FixedRunner(3.0, 3.0), None, _evaluate_recording(calls)
+      _FixedRunner(3.0, 3.0), None, _evaluate_recording(calls, one_pass)
   )
 
-  assert calls == [3.0]
+  assert calls == [[3.0]]
   assert values['window/loss'] == values['global/loss'] == 3.0
+
+
+@pytest.mark.parametrize(
+    'returned, message',
+    [
+        ([{'loss': 1.0}], 'one mapping per model: got 1 for 2'),
+        ([{'loss': 1.0}, [0.5]], 'must return a non-empty mapping'),
+    ],
+)
+def test_evaluate_all_rejects_wrong_results(returned, message):
+  def evaluate(weights):
+    del weights
+    raise AssertionError('evaluate_all is preferred')
+
+  evaluate.evaluate_all = lambda weights_list: returned
+  models = [ModelWeights([np.ones(1)], []), ModelWeights([np.zeros(1)], [])]
+
+  with pytest.raises(ValueError, match=message):
+    metrics.evaluate_all(evaluate, models)
 
 
 def test_same_weights():

@@ -2,7 +2,7 @@
 
 import collections
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -87,6 +87,28 @@ def same_weights(
   )
 
 
+def evaluate_all(
+    evaluate_fn: EvaluateFn, model_weights: Sequence[runner_lib.ModelWeights]
+) -> list['collections.OrderedDict[str, float]']:
+  """`evaluate_fn` of each model, checked; one pass when it can.
+
+  An `evaluate_fn` with an `evaluate_all(sequence of ModelWeights)` method
+  (e.g. `tasks.TestSetEvaluator`) evaluates them all in one call; any other
+  is called once per model.
+  """
+  many = getattr(evaluate_fn, 'evaluate_all', None)
+  if many is None:
+    results = [evaluate_fn(weights) for weights in model_weights]
+  else:
+    results = list(many(list(model_weights)))
+    if len(results) != len(model_weights):
+      raise ValueError(
+          '`evaluate_fn.evaluate_all` must return one mapping per model: got '
+          f'{len(results)} for {len(model_weights)} models.'
+      )
+  return [check_eval_metrics(metrics) for metrics in results]
+
+
 def evaluate_models(
     runner: runner_lib.RoundRunner,
     state: Any,
@@ -94,16 +116,19 @@ def evaluate_models(
 ) -> 'collections.OrderedDict[str, float]':
   """`window/<m>`, `global/<m>` and `eval_time_seconds` of a server state.
 
-  `evaluate_fn` runs once when the window model equals the global model.
+  Both models are evaluated in one `evaluate_all`; only once when the window
+  model equals the global model.
   """
   start = time.monotonic()
   window_weights = runner.window_model_weights(state)
   global_weights = runner.global_model_weights(state)
-  window_metrics = check_eval_metrics(evaluate_fn(window_weights))
   if same_weights(window_weights, global_weights):
+    (window_metrics,) = evaluate_all(evaluate_fn, [window_weights])
     global_metrics = window_metrics
   else:
-    global_metrics = check_eval_metrics(evaluate_fn(global_weights))
+    window_metrics, global_metrics = evaluate_all(
+        evaluate_fn, [window_weights, global_weights]
+    )
   values = collections.OrderedDict()
   for prefix, metrics in (
       (outputs.WINDOW_PREFIX, window_metrics),

@@ -1,0 +1,143 @@
+"""`TestSetEvaluator`: loss and accuracy of several models in one test pass.
+
+The loop evaluates the window model and the global model (and, with several
+windows, one model per window) on the same centralized test set each eval
+round. `TestSetEvaluator.evaluate_all` reads the test set once for all of
+them: one traced call per evaluation, the batches looped over in the graph,
+every model's forward pass on each batch, per-batch sums accumulated in
+float64 in the batches' order. A model's numbers are those of evaluating it
+alone, batch by batch (docs/design.md sec. 7.7 has the measurements).
+"""
+
+import collections
+from collections.abc import Callable, Sequence
+from typing import Any, Optional
+
+import tensorflow as tf
+import tensorflow_federated as tff
+
+# Per-batch sums: loss x examples, examples, correct, scored positions.
+_NUM_SUMS = 4
+
+
+def _stack_runs(batches: Sequence[Any]) -> tuple[Any, ...]:
+  """Consecutive batches of equal shapes, each run stacked on a new axis 0.
+
+  A test set batched by B is one run of full batches and one run of the
+  short last batch; the runs keep the batches' order.
+  """
+  runs, current, current_shapes = [], [], None
+  for batch in batches:
+    shapes = [tuple(t.shape) for t in tf.nest.flatten(batch)]
+    if current and shapes != current_shapes:
+      runs.append(current)
+      current = []
+    current.append(batch)
+    current_shapes = shapes
+  if current:
+    runs.append(current)
+  return tuple(
+      tf.nest.map_structure(lambda *ts: tf.stack(ts), *run) for run in runs
+  )
+
+
+def _batch_sums(
+    model: tff.learning.models.VariableModel,
+    batch: Any,
+    pad_label: Optional[int],
+) -> tf.Tensor:
+  """float64 [4]: loss x n, n, correct, scored positions of one batch."""
+  output = model.forward_pass(batch, training=False)
+  # Test batches are built by this package's tasks: `y` or index 1.
+  # (tasks -> losses is not an edge of the import graph, docs sec. 4.)
+  labels = batch['y'] if isinstance(batch, dict) else batch[1]
+  labels = tf.cast(
+      tf.reshape(labels, tf.shape(output.predictions)[:-1]), tf.int64
+  )
+  hits = tf.equal(tf.argmax(output.predictions, axis=-1), labels)
+  mask = (
+      tf.ones_like(hits)
+      if pad_label is None
+      else tf.not_equal(labels, pad_label)
+  )
+  n = tf.cast(output.num_examples, tf.float64)
+  return tf.stack(
+      [
+          tf.cast(output.loss, tf.float64) * n,
+          n,
+          tf.reduce_sum(tf.cast(tf.logical_and(hits, mask), tf.float64)),
+          tf.reduce_sum(tf.cast(mask, tf.float64)),
+      ]
+  )
+
+
+def _metrics(sums: Sequence[float]) -> 'collections.OrderedDict[str, float]':
+  loss_sum, num_examples, correct, counted = sums
+  return collections.OrderedDict(
+      loss=loss_sum / num_examples if num_examples else 0.0,
+      accuracy=correct / counted if counted else 0.0,
+  )
+
+
+class TestSetEvaluator:
+  """`ModelWeights -> {'loss', 'accuracy'}` on a batched test set.
+
+  `loss` is the model's own loss (plain cross-entropy) averaged over test
+  examples; `accuracy` is the fraction of argmax predictions equal to the
+  label, ignoring `pad_label` positions of sequence tasks. Runs the TFF
+  model's forward pass in this process (no TFF call). The test batches are
+  materialized once, at construction.
+
+  Calling it evaluates one model; `evaluate_all` evaluates several in one
+  pass over the test set (the loop uses it, `training.metrics`). It keeps one
+  TFF model per model evaluated at once, built by `model_fn` when first
+  needed.
+  """
+
+  def __init__(
+      self,
+      model_fn: Callable[[], tff.learning.models.VariableModel],
+      test_data: tf.data.Dataset,
+      pad_label: Optional[int] = None,
+  ):
+    self._model_fn = model_fn
+    self._pad_label = pad_label
+    self._runs = _stack_runs(list(test_data))
+    self._models = []
+    self._passes = {}
+
+  def __call__(
+      self, model_weights: Any
+  ) -> 'collections.OrderedDict[str, float]':
+    return self.evaluate_all([model_weights])[0]
+
+  def evaluate_all(
+      self, model_weights: Sequence[Any]
+  ) -> list['collections.OrderedDict[str, float]']:
+    """The metrics of each of `model_weights` (`ModelWeights`), in order."""
+    count = len(model_weights)
+    if not count:
+      return []
+    while len(self._models) < count:
+      self._models.append(self._model_fn())
+    for weights, model in zip(model_weights, self._models):
+      weights.assign_weights_to(model)
+    if count not in self._passes:
+      self._passes[count] = self._build_pass(self._models[:count])
+    sums = self._passes[count](self._runs).numpy().tolist()
+    return [_metrics(row) for row in sums]
+
+  def _build_pass(self, models):
+    """A `tf.function`: stacked runs -> float64 [len(models), 4] sums."""
+    pad_label = self._pad_label
+
+    @tf.function
+    def test_pass(runs):
+      totals = tf.zeros([len(models), _NUM_SUMS], tf.float64)
+      for run in runs:
+        for i in tf.range(tf.shape(tf.nest.flatten(run)[0])[0]):
+          batch = tf.nest.map_structure(lambda t, i=i: t[i], run)
+          totals += tf.stack([_batch_sums(m, batch, pad_label) for m in models])
+      return totals
+
+    return test_pass
