@@ -119,6 +119,13 @@ flags.DEFINE_enum(
     'of one model, O(model) per round); auto: program above 32 MiB '
     'of window slots.',
 )
+flags.DEFINE_string(
+    'window_sizes',
+    _DEFAULTS.window_sizes,
+    'More window sizes on the same trajectory, e.g. 5,50,200 besides '
+    '--window_size=100: each evaluated (window_<W>/ columns), kept by the '
+    'program, one set of round files for all.',
+)
 flags.DEFINE_enum(
     'client_lr_schedule',
     _DEFAULTS.client_lr_schedule,

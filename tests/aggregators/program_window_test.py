@@ -35,26 +35,36 @@ def _push_all(window, models):
   return states
 
 
-@pytest.mark.parametrize('window_size', [1, 3, 5])
-def test_mean_is_the_mean_of_the_last_w_models(tmp_path, window_size):
-  window = aggregators.ProgramWindow(window_size=window_size)
+@pytest.mark.parametrize(
+    'window_size, extra_sizes',
+    [(1, ()), (3, ()), (5, ()), (3, (1, 12, 5))],  # Several on one trajectory.
+)
+def test_mean_is_the_mean_of_the_last_w_models(
+    tmp_path, window_size, extra_sizes
+):
+  window = aggregators.ProgramWindow(
+      window_size=window_size, extra_window_sizes=extra_sizes
+  )
   _open(window, tmp_path)
-  models = _models(12)
+  models = _models(14)
   for t, state in enumerate(_push_all(window, models), start=1):
     assert int(state.num_models) == t
-    if t < window_size:
-      continue
-    # WiMA Eq. 4: m^t = 1/W sum_{k<W} w^{t-k}; models[t-1] is w^t.
-    for leaf in range(2):
-      expected = np.mean(
-          [m[leaf].astype(np.float64) for m in models[t - window_size : t]],
-          axis=0,
-      )
-      mean = window.mean(state, models[0])[leaf]
-      assert mean.dtype == models[0][leaf].dtype
-      np.testing.assert_allclose(
-          mean, expected.astype(mean.dtype), rtol=1e-3 if leaf else 1e-6
-      )
+    for size in (window_size, *extra_sizes):
+      if t < size:
+        assert not window.is_active(state, size)
+        continue
+      assert window.is_active(state, size)
+      # WiMA Eq. 4: m^t = 1/W sum_{k<W} w^{t-k}; models[t-1] is w^t.
+      for leaf in range(2):
+        expected = np.mean(
+            [m[leaf].astype(np.float64) for m in models[t - size : t]],
+            axis=0,
+        )
+        mean = window.mean(state, models[0], size)[leaf]
+        assert mean.dtype == models[0][leaf].dtype
+        np.testing.assert_allclose(
+            mean, expected.astype(mean.dtype), rtol=1e-3 if leaf else 1e-6
+        )
 
 
 @pytest.mark.parametrize(
@@ -101,34 +111,47 @@ def test_measurements(tmp_path):
   np.testing.assert_allclose(active['window_distance'], expected, rtol=1e-3)
 
 
-def test_files_of_rounds_no_checkpoint_needs_are_deleted(tmp_path):
-  window = aggregators.ProgramWindow(window_size=3)
+@pytest.mark.parametrize(
+    'window_size, extra_sizes, first_kept',
+    [(3, (), 5), (3, (2,), 5), (2, (3, 1), 5), (1, (4,), 4)],
+)
+def test_files_of_rounds_no_checkpoint_needs_are_deleted(
+    tmp_path, window_size, extra_sizes, first_kept
+):
+  window = aggregators.ProgramWindow(
+      window_size=window_size, extra_window_sizes=extra_sizes
+  )
   _open(window, tmp_path)
   _push_all(window, _models(7))
   window.prepare_checkpoint(7)
   window.finish_checkpoint(7, {0, 7})
-  # A resume from round 7 reads w^5, w^6, w^7 (its window) and later w^8...
+  # A resume from round 7 reads the largest window's models (W = 3: w^5,
+  # w^6, w^7; W = 4: from w^4), and later rounds subtract them.
   assert sorted(os.listdir(tmp_path)) == [
-      'round_5.bin',
-      'round_6.bin',
-      'round_7.bin',
+      f'round_{t}.bin' for t in range(first_kept, 8)
   ]
 
 
-def test_resume_deletes_later_rounds_and_continues_exactly(tmp_path):
+@pytest.mark.parametrize('window_size, extra_sizes', [(3, ()), (2, (3, 1))])
+def test_resume_deletes_later_rounds_and_continues_exactly(
+    tmp_path, window_size, extra_sizes
+):
   models = _models(9)
-  uninterrupted = aggregators.ProgramWindow(window_size=3)
+  build = lambda: aggregators.ProgramWindow(
+      window_size=window_size, extra_window_sizes=extra_sizes
+  )
+  uninterrupted = build()
   _open(uninterrupted, tmp_path / 'a')
   expected = _push_all(uninterrupted, models)[-1]
 
-  window = aggregators.ProgramWindow(window_size=3)
+  window = build()
   _open(window, tmp_path / 'b')
   states = _push_all(window, models[:6])
   window.prepare_checkpoint(4)
   window.finish_checkpoint(4, {4})
   window.close()
   # Killed after round 6; the newest checkpoint is round 4's state.
-  resumed = aggregators.ProgramWindow(window_size=3)
+  resumed = build()
   _open(resumed, tmp_path / 'b', round_num=4)
   assert sorted(os.listdir(tmp_path / 'b')) == [
       'round_2.bin',
@@ -138,19 +161,29 @@ def test_resume_deletes_later_rounds_and_continues_exactly(tmp_path):
   state = states[3]
   for model in models[4:]:
     state = resumed.push(state, model)
-  for a, b in zip(state.window_sum, expected.window_sum):
-    np.testing.assert_array_equal(a, b)
+  sums = [state.window_sum, *state.extra_sums]
+  expected_sums = [expected.window_sum, *expected.extra_sums]
+  assert len(sums) == 1 + len(extra_sizes)
+  for got, want in zip(sums, expected_sums):
+    for a, b in zip(got, want):
+      np.testing.assert_array_equal(a, b)
 
 
-def test_resume_without_a_window_model_fails(tmp_path):
-  window = aggregators.ProgramWindow(window_size=3)
+@pytest.mark.parametrize('window_size, extra_sizes', [(3, ()), (1, (3,))])
+def test_resume_without_a_window_model_fails(
+    tmp_path, window_size, extra_sizes
+):
+  build = lambda: aggregators.ProgramWindow(
+      window_size=window_size, extra_window_sizes=extra_sizes
+  )
+  window = build()
   _open(window, tmp_path)
   _push_all(window, _models(4))
   os.remove(tmp_path / 'round_3.bin')
   with pytest.raises(
       aggregators.MissingWindowModelsError, match='round 3.*round 4'
   ):
-    _open(aggregators.ProgramWindow(window_size=3), tmp_path, round_num=4)
+    _open(build(), tmp_path, round_num=4)
 
 
 def test_a_directory_with_other_files_is_refused(tmp_path):
@@ -192,6 +225,10 @@ def test_a_model_of_another_shape_is_refused(tmp_path):
         (dict(window_size=2, mode='average'), 'mode'),
         (dict(window_size=2, start_round=-1), 'start_round'),
         (dict(window_size=2, mode='broadcast', read_every=2), 'read_every'),
+        (dict(window_size=2, extra_window_sizes=(3, 0)), 'extra_window_sizes'),
+        (dict(window_size=2, extra_window_sizes=(3, 3)), 'distinct'),
+        (dict(window_size=2, extra_window_sizes=(2,)), 'must not repeat'),
+        (dict(window_size=2, extra_window_sizes=(1.5,)), 'ints >= 1'),
     ],
 )
 def test_bad_arguments(kwargs, message):
@@ -207,3 +244,27 @@ def test_round_files_round_trip(tmp_path):
   for a, b in zip(files.read(4), model):
     assert a.dtype == b.dtype
     np.testing.assert_array_equal(a, b)
+
+
+def test_extra_window_measurements_and_unknown_sizes(tmp_path):
+  window = aggregators.ProgramWindow(window_size=1, extra_window_sizes=(2,))
+  _open(window, tmp_path)
+  models = _models(3)
+  state = _push_all(window, models)[2]
+  measured = window.measurements(state, models[2], window_size=2)
+  # ||(w^2 + w^3)/2 - w^3|| = ||w^2 - w^3|| / 2, over both leaves.
+  expected = 0.5 * np.sqrt(
+      sum(
+          np.sum((a.astype(np.float64) - b.astype(np.float64)) ** 2)
+          for a, b in zip(models[1], models[2])
+      )
+  )
+  assert (int(measured['window_fill']), bool(measured['window_active'])) == (
+      2,
+      True,
+  )
+  np.testing.assert_allclose(measured['window_distance'], expected, rtol=1e-3)
+  # The main window (W = 1) is w^3 itself.
+  assert float(window.measurements(state, models[2])['window_distance']) == 0
+  with pytest.raises(ValueError, match='neither the window size'):
+    window.mean(state, models[0], 5)

@@ -107,6 +107,63 @@ def test_fed_avg_rounds_match_numpy(
     )
 
 
+@pytest.mark.parametrize('mode', ['evaluate', 'broadcast'])
+def test_extra_windows_are_means_of_the_same_trajectory(
+    fed_avg_processes, tmp_path, mode
+):
+  # Main window W = 2 (its numpy trajectory: IMA sends m^t in broadcast
+  # mode); extra windows of 1, 4 and 6 of the same w^t, evaluated only.
+  extra_sizes = (4, 1, 6)
+  runner = program_window_runner.ProgramWindowRunner(
+      runners.LearningProcessRunner(fed_avg_processes[0.0]),
+      aggregators.ProgramWindow(
+          window_size=2, mode=mode, extra_window_sizes=extra_sizes
+      ),
+  )
+  expected = linear_task.simulate(2, mode, 0, ROUNDS)
+  state = runner.initialize()
+  runner.open_files(str(tmp_path), None, state)
+  for t in range(1, ROUNDS + 1):
+    state, _, metrics = runner.run_round(
+        state, linear_task.client_datasets(), None
+    )
+    extras = runner.extra_window_models(state)
+    assert list(extras) == [f'window_{w}' for w in extra_sizes]
+    for size in extra_sizes:
+      # WiMA Eq. 4 over the aggregated models w^{t-W'+1} .. w^t; before
+      # round W' the model to evaluate is the global model (sent).
+      active = t >= size
+      window = (
+          np.mean(
+              [expected['aggregated'][k] for k in range(t - size + 1, t + 1)],
+              axis=0,
+          )
+          if active
+          else expected['sent'][t]
+      )
+      np.testing.assert_allclose(
+          linear_task.kernel(extras[f'window_{size}']),
+          window,
+          atol=ATOL,
+          err_msg=f'round {t}, W = {size}',
+      )
+      _assert_measurements(
+          metrics[f'window_{size}'],
+          _window_measurements(
+              window if active else expected['aggregated'][t],
+              expected['aggregated'][t],
+              t,
+              size,
+              active,
+          ),
+      )
+    np.testing.assert_allclose(
+        linear_task.kernel(runner.window_model_weights(state)),
+        expected['window'][t],
+        atol=ATOL,
+    )
+
+
 @pytest.fixture(scope='module')
 def scaffold_process():
   return sref.process_builder()()

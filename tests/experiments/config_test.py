@@ -250,6 +250,45 @@ BAD_CONFIGS = [
         window_location='program',
     ),
     _fails(
+        'window_sizes_without_window_size',
+        ['--window_sizes', '--window_size'],
+        window_sizes='2,3',
+    ),
+    _fails(
+        'window_sizes_not_integers',
+        ['--window_sizes', 'comma list of distinct integers 1-10'],
+        window_size=2,
+        window_sizes='3,x',
+    ),
+    _fails(
+        'window_sizes_repeating_window_size',
+        ['--window_sizes', 'other than --window_size (2)', "'3,2'"],
+        window_size=2,
+        window_sizes='3,2',
+    ),
+    _fails(
+        'window_sizes_repeated',
+        ['--window_sizes'],
+        window_size=2,
+        window_sizes='3,3',
+    ),
+    _fails(
+        'window_sizes_zero', ['--window_sizes'], window_size=2, window_sizes='0'
+    ),
+    _fails(
+        'window_sizes_past_total_rounds',
+        ['--window_sizes', '--total_rounds'],
+        window_size=2,
+        window_sizes='11',
+    ),
+    _fails(
+        'window_sizes_in_the_state',
+        ['--window_sizes', '--window_location=program'],
+        window_size=2,
+        window_sizes='5',
+        window_location='state',
+    ),
+    _fails(
         'experiment_name_with_slash',
         ['--experiment_name'],
         experiment_name='runs/a',
@@ -359,6 +398,20 @@ GOOD_CONFIGS = [
     pytest.param(
         dict(workers='localhost:8000, 127.0.0.1:8001'), id='remote_workers'
     ),
+    pytest.param(
+        dict(window_size=5, window_sizes=' 1, 10,3'),
+        id='several_windows_on_one_trajectory',
+    ),
+    pytest.param(
+        dict(
+            algorithm='scaffold',
+            window_size=2,
+            window_mode='broadcast',
+            window_sizes='4,6',
+            window_location='program',
+        ),
+        id='scaffold_ima_with_extra_windows',
+    ),
     pytest.param(dict(window_size=10), id='window_as_long_as_the_run'),
     pytest.param(dict(worker_bind='all'), id='worker_bind_all'),
     pytest.param(
@@ -383,3 +436,11 @@ def test_validate_config_accepts(overrides):
 
   assert experiments.validate_config(config) is None
   assert config == attrs.evolve(BASE, **overrides)  # Not changed.
+
+
+@pytest.mark.parametrize(
+    'window_sizes, expected', [('', ()), (' ', ()), ('5, 1,10', (5, 1, 10))]
+)
+def test_parse_window_sizes(window_sizes, expected):
+  config = attrs.evolve(BASE, window_size=2, window_sizes=window_sizes)
+  assert experiments.parse_window_sizes(config) == expected

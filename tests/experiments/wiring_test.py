@@ -281,6 +281,17 @@ CASES = [
         ),
         id='fedavg_ima_program_window',
     ),
+    # Several windows on one trajectory (--window_sizes): each its own mean.
+    pytest.param(
+        dict(
+            algorithm='fedavgm',
+            window_size=2,
+            window_sizes='3,1',
+            server_learning_rate=0.5,
+        ),
+        _fedavg_family(lambda: ref.Sgd(0.5, momentum=0.9)),
+        id='fedavgm_several_windows',
+    ),
     pytest.param(
         dict(
             algorithm='mime_lite',
@@ -355,8 +366,14 @@ def test_run_matches_numpy_of_the_algorithm(
   np.testing.assert_allclose(
       summary['window']['loss']['values'], losses(window), rtol=RTOL
   )
+  rows = _read_csv(os.path.join(tmp_path, 'run', 'metrics.csv'))
+  for size in experiments.parse_window_sizes(config):
+    np.testing.assert_allclose(
+        [float(row[f'window_{size}/loss']) for row in rows],
+        losses(_window_models(models, size, config.window_start_round)),
+        rtol=RTOL,
+    )
   if config.client_lr_schedule == 'ima':
-    rows = _read_csv(os.path.join(tmp_path, 'run', 'metrics.csv'))
     np.testing.assert_allclose(
         [float(row['train/client_work/client_learning_rate']) for row in rows],
         IMA_LEARNING_RATES,

@@ -161,3 +161,43 @@ def test_same_weights():
   assert metrics.same_weights(a, ModelWeights([np.ones(2)], [np.zeros(1)]))
   assert not metrics.same_weights(a, ModelWeights([np.ones(2)], [np.ones(1)]))
   assert not metrics.same_weights(a, ModelWeights([np.ones(2)], []))
+
+
+class _ExtraWindowsRunner(_FixedRunner):
+  """Window 2.0, global 4.0 and extra windows (one equal to the global)."""
+
+  def extra_window_models(self, state):
+    del state
+    return collections.OrderedDict(
+        window_5=ModelWeights([np.array(5.0)], []),
+        window_9=ModelWeights([np.array(4.0)], []),  # Inactive: w^t.
+    )
+
+
+@pytest.mark.parametrize(
+    'one_pass, expected_calls',
+    [(False, [[2.0], [4.0], [5.0]]), (True, [[2.0, 4.0, 5.0]])],
+)
+def test_evaluate_models_adds_extra_windows_each_model_once(
+    one_pass, expected_calls
+):
+  calls = []
+
+  values = metrics.evaluate_models(
+      _ExtraWindowsRunner(2.0, 4.0), None, _evaluate_recording(calls, one_pass)
+  )
+
+  assert calls == expected_calls
+  del values['eval_time_seconds']
+  assert values == collections.OrderedDict(
+      [
+          ('window/accuracy', 0.2),
+          ('window/loss', 2.0),
+          ('global/accuracy', 0.4),
+          ('global/loss', 4.0),
+          ('window_5/accuracy', 0.5),
+          ('window_5/loss', 5.0),
+          ('window_9/accuracy', 0.4),
+          ('window_9/loss', 4.0),
+      ]
+  )

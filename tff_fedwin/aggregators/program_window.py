@@ -8,10 +8,14 @@ the state: W = 100 models of the 1.2M-parameter EMNIST CNN read every round are
 program state, saved with each checkpoint, and each round's model in a file
 (`RoundModelFiles`). A round adds w^t and subtracts w^{t-W}, read back from its
 file: O(model size) in RAM, on disk and in time (docs/design.md sec. 1.10).
+
+Several windows can ride on one trajectory (`extra_window_sizes`, sec. 1.11):
+each has its own running sum and they share the round files, kept for the
+largest W.
 """
 
 import collections
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any, NamedTuple, Optional
 
 import numpy as np
@@ -28,10 +32,13 @@ class ProgramWindowState(NamedTuple):
     num_models: int64 scalar, the models pushed so far (= rounds done), t.
     window_sum: A structure like the trainable weights, float64:
       sum_{k=0}^{min(t, W)-1} w^{t-k}.
+    extra_sums: A tuple of such sums, one per extra window size, in the
+      order of `ProgramWindow.extra_window_sizes`.
   """
 
   num_models: Any
   window_sum: Any
+  extra_sums: tuple[Any, ...] = ()
 
 
 class ProgramWindow:
@@ -43,6 +50,10 @@ class ProgramWindow:
   mode (IMA) the clients start the next round from it. The running sum is
   float64, so its rounding over thousands of rounds stays far below float32's
   (each add or subtract errs by at most 2^-53 of the sum).
+
+  Extra window sizes W' are windows of the same models w^t, evaluated only
+  (WiMA Eq. 4 with W', active at t >= max(W', start_round), t % E == 0): they
+  never change what the clients receive. Their methods take `window_size=W'`.
   """
 
   def __init__(
@@ -52,6 +63,7 @@ class ProgramWindow:
       mode: str = 'evaluate',
       start_round: int = 0,
       read_every: int = 1,
+      extra_window_sizes: Sequence[int] = (),
   ):
     """Initializes the window.
 
@@ -61,6 +73,8 @@ class ProgramWindow:
       start_round: Active from round max(W, start_round).
       read_every: E >= 1: active only at rounds t % E == 0; 1 in
         `'broadcast'` mode.
+      extra_window_sizes: More window sizes to keep over the same models,
+        distinct ints >= 1 other than `window_size`.
 
     Raises:
       ValueError: If an argument is out of range (the message names it).
@@ -75,6 +89,10 @@ class ProgramWindow:
     self.mode = mode
     self.start_round = start_round
     self.read_every = read_every
+    self.extra_window_sizes = _checked_extra_sizes(
+        extra_window_sizes, window_size
+    )
+    self.largest_window_size = max((window_size, *self.extra_window_sizes))
     self._files = None
 
   # The window's arithmetic (numpy, pure functions of the state).
@@ -83,16 +101,31 @@ class ProgramWindow:
     """An empty window for models shaped like `trainable`."""
     return ProgramWindowState(
         num_models=np.int64(0),
-        window_sum=tf.nest.map_structure(
-            lambda x: np.zeros(np.shape(x), np.float64), trainable
-        ),
+        window_sum=_zeros(trainable),
+        extra_sums=tuple(_zeros(trainable) for _ in self.extra_window_sizes),
     )
 
-  def is_active(self, state: ProgramWindowState) -> bool:
+  def _sum(self, state: ProgramWindowState, window_size: Optional[int]):
+    """(W, the running sum of the last W models) of `window_size` (None: W)."""
+    if window_size is None or window_size == self.window_size:
+      return self.window_size, state.window_sum
+    if window_size not in self.extra_window_sizes:
+      raise ValueError(
+          f'window_size {window_size} is neither the window size '
+          f'({self.window_size}) nor one of extra_window_sizes '
+          f'{list(self.extra_window_sizes)}.'
+      )
+    index = self.extra_window_sizes.index(window_size)
+    return window_size, state.extra_sums[index]
+
+  def is_active(
+      self, state: ProgramWindowState, window_size: Optional[int] = None
+  ) -> bool:
     """Whether m^t is the window model at t = `state.num_models`."""
+    size, _ = self._sum(state, window_size)
     return window_math.is_active_round(
         int(state.num_models),
-        window_size=self.window_size,
+        window_size=size,
         start_round=self.start_round,
         read_every=self.read_every,
     )
@@ -101,18 +134,27 @@ class ProgramWindow:
     """Whether the clients start the next round from m^t (IMA, active)."""
     return self.mode == 'broadcast' and self.is_active(state)
 
-  def mean(self, state: ProgramWindowState, like: Any) -> Any:
+  def mean(
+      self,
+      state: ProgramWindowState,
+      like: Any,
+      window_size: Optional[int] = None,
+  ) -> Any:
     """m^t = window_sum / W, in the dtypes of `like` (WiMA Eq. 4)."""
+    size, window_sum = self._sum(state, window_size)
     return tf.nest.map_structure(
-        lambda s, x: (s / self.window_size).astype(np.asarray(x).dtype),
-        state.window_sum,
-        like,
+        lambda s, x: (s / size).astype(np.asarray(x).dtype), window_sum, like
     )
 
-  def window_model(self, state: ProgramWindowState, trainable: Any) -> Any:
+  def window_model(
+      self,
+      state: ProgramWindowState,
+      trainable: Any,
+      window_size: Optional[int] = None,
+  ) -> Any:
     """m^t when active, else `trainable` (w^t)."""
-    if self.is_active(state):
-      return self.mean(state, trainable)
+    if self.is_active(state, window_size):
+      return self.mean(state, trainable, window_size)
     return trainable
 
   def measurements(
@@ -120,14 +162,16 @@ class ProgramWindow:
       state: ProgramWindowState,
       trainable: Any,
       window_model: Optional[Any] = None,
+      window_size: Optional[int] = None,
   ) -> collections.OrderedDict:
     """The window's fill, activity and ||window model - w^t||_2.
 
-    `window_model`: `self.window_model(state, trainable)` if the caller has
-    it already (so the mean is not computed twice in a round).
+    `window_model`: `self.window_model(state, trainable, window_size)` if
+    the caller has it already (so the mean is not computed twice in a round).
     """
+    size, _ = self._sum(state, window_size)
     if window_model is None:
-      window_model = self.window_model(state, trainable)
+      window_model = self.window_model(state, trainable, size)
     squared = sum(
         float(np.sum(np.square(np.subtract(a, b, dtype=np.float64))))
         for a, b in zip(
@@ -135,15 +179,15 @@ class ProgramWindow:
         )
     )
     return collections.OrderedDict(
-        window_fill=np.int32(min(int(state.num_models), self.window_size)),
-        window_active=np.bool_(self.is_active(state)),
+        window_fill=np.int32(min(int(state.num_models), size)),
+        window_active=np.bool_(self.is_active(state, size)),
         window_distance=np.float32(np.sqrt(squared)),
     )
 
   def push(
       self, state: ProgramWindowState, trainable: Any
   ) -> ProgramWindowState:
-    """Adds w^t of round t = num_models + 1; drops w^{t-W} (its file).
+    """Adds w^t of round t = num_models + 1 to each window; drops w^{t-W}.
 
     Args:
       state: The window after round t - 1.
@@ -162,17 +206,28 @@ class ProgramWindow:
       )
     round_num = int(state.num_models) + 1
     self._files.write(round_num, trainable)
-    window_sum = tf.nest.map_structure(
-        lambda s, x: s + np.asarray(x, np.float64),
-        state.window_sum,
-        trainable,
-    )
-    if round_num > self.window_size:
-      leaving = self._files.read(round_num - self.window_size)
+
+    def pushed(size, window_sum):
       window_sum = tf.nest.map_structure(
-          lambda s, x: s - x.astype(np.float64), window_sum, leaving
+          lambda s, x: s + np.asarray(x, np.float64), window_sum, trainable
       )
-    return ProgramWindowState(np.int64(round_num), window_sum)
+      if round_num > size:
+        leaving = self._files.read(round_num - size)
+        window_sum = tf.nest.map_structure(
+            lambda s, x: s - x.astype(np.float64), window_sum, leaving
+        )
+      return window_sum
+
+    return ProgramWindowState(
+        np.int64(round_num),
+        pushed(self.window_size, state.window_sum),
+        tuple(
+            pushed(size, window_sum)
+            for size, window_sum in zip(
+                self.extra_window_sizes, state.extra_sums
+            )
+        ),
+    )
 
   # The files and the loop's checkpoint steps.
 
@@ -198,7 +253,7 @@ class ProgramWindow:
     """
     files = round_model_files.RoundModelFiles(template)
     last = round_num or 0
-    needed = range(max(1, last - self.window_size + 1), last + 1)
+    needed = range(max(1, last - self.largest_window_size + 1), last + 1)
     files.open(directory, round_num, needed)
     self._files = files
     return self
@@ -210,11 +265,35 @@ class ProgramWindow:
   def finish_checkpoint(
       self, round_num: int, kept_rounds: Collection[int]
   ) -> None:
-    """Deletes the models of rounds <= t - W: a resume from t never reads them."""
+    """Deletes the models of rounds <= t - W (the largest W): never read again."""
     del kept_rounds  # Only the newest checkpoint is resumed from.
-    self._files.delete_through(round_num - self.window_size)
+    self._files.delete_through(round_num - self.largest_window_size)
 
   def close(self) -> None:
     if self._files is not None:
       self._files.close()
     self._files = None
+
+
+def _zeros(trainable: Any) -> Any:
+  return tf.nest.map_structure(
+      lambda x: np.zeros(np.shape(x), np.float64), trainable
+  )
+
+
+def _checked_extra_sizes(sizes: Sequence[int], window_size: int):
+  """`extra_window_sizes` as a tuple; ValueError naming it if invalid."""
+  sizes = tuple(sizes)
+  for size in sizes:
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+      raise ValueError(f'extra_window_sizes must be ints >= 1; got {size!r}.')
+  if any(size < 1 for size in sizes) or len(set(sizes)) != len(sizes):
+    raise ValueError(
+        f'extra_window_sizes must be distinct ints >= 1; got {list(sizes)}.'
+    )
+  if window_size in sizes:
+    raise ValueError(
+        f'extra_window_sizes {list(sizes)} must not repeat window_size '
+        f'({window_size}).'
+    )
+  return tuple(int(size) for size in sizes)

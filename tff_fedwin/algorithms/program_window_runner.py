@@ -27,6 +27,11 @@ WindowFilesError = round_model_files.WindowFilesError
 WINDOW_SUBDIR = 'window_models'
 
 
+def extra_window_name(window_size: int) -> str:
+  """The metrics and eval-column prefix of an extra window: `window_<W>`."""
+  return f'window_{window_size}'
+
+
 class ProgramWindowRunnerState(NamedTuple):
   """The server state of a `ProgramWindowRunner`.
 
@@ -47,7 +52,9 @@ class ProgramWindowRunner:
   replaced by m^t through `runner.set_global_model_weights`, so the clients
   start the next round from it while the window keeps w^t (docs/design.md
   sec. 1.3). The round's metrics gain `window` (`window_fill`,
-  `window_active`, `window_distance`), as with the window in the state.
+  `window_active`, `window_distance`), as with the window in the state, and
+  `window_<W>` of each extra window size (`extra_window_models` gives the
+  loop their models to evaluate, sec. 1.11).
 
   `run_training` calls `open_files(checkpoint_dir, round_num, state)` before the
   first round; the window's models then live in
@@ -144,13 +151,19 @@ class ProgramWindowRunner:
     if self._window.sends_mean(window):
       sent = ModelWeights(window_model, weights.non_trainable)
       process_state = self._runner.set_global_model_weights(process_state, sent)
-    measurements = self._window.measurements(
-        window, weights.trainable, window_model
+    measurements = collections.OrderedDict(
+        window=self._window.measurements(
+            window, weights.trainable, window_model
+        )
     )
+    for size in self._window.extra_window_sizes:
+      measurements[extra_window_name(size)] = self._window.measurements(
+          window, weights.trainable, window_size=size
+      )
     if isinstance(metrics, Mapping):
-      metrics = collections.OrderedDict(metrics, window=measurements)
+      metrics = collections.OrderedDict(metrics, **measurements)
     else:
-      metrics = collections.OrderedDict(process=metrics, window=measurements)
+      metrics = collections.OrderedDict(process=metrics, **measurements)
     return (
         ProgramWindowRunnerState(process_state, window),
         new_client_states,
@@ -177,3 +190,24 @@ class ProgramWindowRunner:
           weights.non_trainable,
       )
     return weights
+
+  def extra_window_models(
+      self, state: ProgramWindowRunnerState
+  ) -> 'collections.OrderedDict[str, ModelWeights]':
+    """`window_<W>` -> the model to evaluate of each extra window size W.
+
+    m^t of that window when active (WiMA Eq. 4), else the global model.
+    """
+    weights = self.global_model_weights(state)
+    return collections.OrderedDict(
+        (
+            extra_window_name(size),
+            ModelWeights(
+                self._window.window_model(
+                    state.window, weights.trainable, size
+                ),
+                weights.non_trainable,
+            ),
+        )
+        for size in self._window.extra_window_sizes
+    )

@@ -6,6 +6,7 @@ from tff_fedwin.experiments.config import CLIENT_LOSSES
 from tff_fedwin.experiments.config import ExperimentConfig
 from tff_fedwin.experiments.config import InputDataError
 from tff_fedwin.experiments.config import LR_SCHEDULES
+from tff_fedwin.experiments.config import parse_window_sizes
 from tff_fedwin.experiments.config import parse_workers
 from tff_fedwin.experiments.config import TASKS
 from tff_fedwin.experiments.config import USER_ERRORS

@@ -82,6 +82,7 @@ class ExperimentConfig:
   window_start_round: int = 0
   window_read_every: int = 1
   window_location: str = 'auto'
+  window_sizes: str = ''
   client_lr_schedule: str = 'constant'
   total_rounds: int = 50
   clients_per_round: int = 10
@@ -199,6 +200,34 @@ def _check_data(config: ExperimentConfig) -> None:
     )
 
 
+def parse_window_sizes(config: ExperimentConfig) -> tuple[int, ...]:
+  """`--window_sizes` '5,50,200' -> (5, 50, 200); '' -> ().
+
+  Raises:
+    ValueError: naming `--window_sizes`, unless a comma list of distinct
+      integers 1..--total_rounds other than --window_size.
+  """
+  text = config.window_sizes.strip()
+  if not text:
+    return ()
+  items = [item.strip() for item in text.split(',')]
+  allowed = (
+      f'a comma list of distinct integers 1-{config.total_rounds} '
+      '(--total_rounds) other than --window_size '
+      f'({config.window_size})'
+  )
+  if not all(item.isdigit() for item in items):
+    raise ValueError(f'--window_sizes must be {allowed}; got {text!r}.')
+  sizes = tuple(int(item) for item in items)
+  if (
+      len(set(sizes)) != len(sizes)
+      or config.window_size in sizes
+      or not all(1 <= size <= config.total_rounds for size in sizes)
+  ):
+    raise ValueError(f'--window_sizes must be {allowed}; got {text!r}.')
+  return sizes
+
+
 def _check_window(config: ExperimentConfig) -> None:
   """The window flags fit the run (docs/design.md sec. 1)."""
   if config.window_size > config.total_rounds:
@@ -217,10 +246,16 @@ def _check_window(config: ExperimentConfig) -> None:
       or config.window_start_round
       or config.window_read_every != 1
       or config.window_location != 'auto'
+      or config.window_sizes.strip()
   ):
     raise ValueError(
-        '--window_mode, --window_start_round, --window_read_every and '
-        '--window_location need --window_size >= 1.'
+        '--window_mode, --window_start_round, --window_read_every, '
+        '--window_location and --window_sizes need --window_size >= 1.'
+    )
+  if parse_window_sizes(config) and config.window_location == 'state':
+    raise ValueError(
+        '--window_sizes (more windows on the same trajectory) are kept by '
+        'the program: use --window_location=program or auto, not state.'
     )
   if config.window_read_every > 1 and (
       config.rounds_per_eval % config.window_read_every

@@ -159,12 +159,15 @@ def window_location(
   `'auto'` keeps the window in the process state while its slots (ceil(W/E),
   W for SCAFFOLD and IMA) take at most `AUTO_PROGRAM_WINDOW_BYTES`, and in
   the program above: a state window's bytes cross the Python boundary twice
-  a round (docs/design.md sec. 7.2).
+  a round (docs/design.md sec. 7.2). Extra `--window_sizes` are kept by the
+  program only.
   """
   if not config.window_size:
     return None
   if config.window_location != 'auto':
     return config.window_location
+  if config_lib.parse_window_sizes(config):
+    return 'program'
   slots = config.window_size
   if config.algorithm != 'scaffold':
     slots = math.ceil(config.window_size / config.window_read_every)
@@ -194,5 +197,6 @@ def build_runner(
           mode=config.window_mode,
           start_round=config.window_start_round,
           read_every=config.window_read_every,
+          extra_window_sizes=config_lib.parse_window_sizes(config),
       ),
   )

@@ -116,25 +116,29 @@ def evaluate_models(
 ) -> 'collections.OrderedDict[str, float]':
   """`window/<m>`, `global/<m>` and `eval_time_seconds` of a server state.
 
-  Both models are evaluated in one `evaluate_all`; only once when the window
-  model equals the global model.
+  A runner with `extra_window_models(state)` (name -> `ModelWeights`, e.g.
+  `window_50`) adds `<name>/<m>` for each. All models are evaluated in one
+  `evaluate_all`, each distinct model once (an inactive window model is the
+  global model).
   """
   start = time.monotonic()
-  window_weights = runner.window_model_weights(state)
-  global_weights = runner.global_model_weights(state)
-  if same_weights(window_weights, global_weights):
-    (window_metrics,) = evaluate_all(evaluate_fn, [window_weights])
-    global_metrics = window_metrics
-  else:
-    window_metrics, global_metrics = evaluate_all(
-        evaluate_fn, [window_weights, global_weights]
-    )
+  named = [
+      (outputs.WINDOW_PREFIX, runner.window_model_weights(state)),
+      (outputs.GLOBAL_PREFIX, runner.global_model_weights(state)),
+  ]
+  extra = getattr(runner, 'extra_window_models', None)
+  if extra is not None:
+    named.extend(extra(state).items())
+  distinct, index_of = [], []
+  for _, weights in named:
+    same = [i for i, d in enumerate(distinct) if same_weights(d, weights)]
+    if not same:
+      distinct.append(weights)
+    index_of.append(same[0] if same else len(distinct) - 1)
+  results = evaluate_all(evaluate_fn, distinct)
   values = collections.OrderedDict()
-  for prefix, metrics in (
-      (outputs.WINDOW_PREFIX, window_metrics),
-      (outputs.GLOBAL_PREFIX, global_metrics),
-  ):
-    for name, value in metrics.items():
+  for (prefix, _), index in zip(named, index_of):
+    for name, value in results[index].items():
       values[f'{prefix}/{name}'] = value
   values[outputs.EVAL_TIME_KEY] = time.monotonic() - start
   return values

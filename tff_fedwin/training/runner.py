@@ -36,6 +36,11 @@ class RoundRunner(Protocol):
   a fresh run) and runs the returned object's `prepare_checkpoint`,
   `finish_checkpoint` and `close` with every checkpoint, after the client
   states' (`tff_fedwin.training.checkpoints.CheckpointSteps`).
+
+  Optionally too, a runner with several windows on one trajectory has
+  `extra_window_models(state)`: name (e.g. `window_50`) -> `ModelWeights`;
+  the loop evaluates each with the window and global models and writes
+  `<name>/<metric>` columns (`training.metrics.evaluate_models`).
   """
 
   def initialize(self) -> Any:
