@@ -108,6 +108,18 @@ def _experiments(
       )
       for w in (5, 10, 50, 100)
   }
+  # All five windows of one trajectory in one run per seed (--window_sizes,
+  # evaluate mode: training does not depend on W), 500 rounds.
+  table['mnist_window_horizon'] = {
+      'fedavg alpha=0.05 W=5,10,50,100,200': attrs.evolve(
+          base,
+          dirichlet_alpha=0.05,
+          window_size=100,
+          window_sizes='5,10,50,200',
+          total_rounds=rounds(500),
+          rounds_per_eval=5,
+      ),
+  }
   # IMA starts at 0.75 T; the summary covers only rounds after the start.
   ima_rounds = rounds(40)
   start = int(0.75 * ima_rounds)
