@@ -8,9 +8,11 @@ the window model and of the global model, of their per-seed difference, of
 the smoothness (std of the accuracy over those eval rounds), and the round +
 eval time summed over seeds. Evaluate-mode windows leave training unchanged,
 so one run gives the "with" and "without window" numbers of a row. It also
-plots, per experiment, the seed-mean accuracy curves.
+plots, per experiment, the seed-mean accuracy curves. A config with several
+windows (`window_sizes`, one trajectory) also gets a table of every window at
+several horizons (rounds 120, 250, 500, ...) and a plot of each window's curve.
 
-  .venv/bin/python scripts/reproduce_papers.py   # all: ~3.4 h of runs, 2 cores
+  .venv/bin/python scripts/reproduce_papers.py   # all: ~4.5 h of runs, 2 cores
   .venv/bin/python scripts/reproduce_papers.py --experiments=ima --seeds=0
 
 Runs go to --root_output_dir (runs/reproduce), tables to --output
@@ -31,6 +33,7 @@ import numpy as np
 
 from tff_fedwin import experiments
 from tff_fedwin.reporting import plots
+from tff_fedwin.reporting import window_sweep
 
 _EXPERIMENTS = flags.DEFINE_list(
     'experiments',
@@ -236,6 +239,48 @@ def _plot(name, configs, run_dirs, plot_dir):
   print(f'wrote {path}')
 
 
+# Rounds at which a run with several windows is summarized (those <= its end).
+_HORIZONS = (120, 250, 500, 1000)
+
+
+def _sweep_report(name, label, config, run_dirs, plot_dir):
+  """A run with several windows: the W table at each horizon, and a plot."""
+  horizons = [h for h in _HORIZONS if h < config.total_rounds]
+  horizons.append(config.total_rounds)
+  lines = [
+      '',
+      f'{label}: each window of the same trajectory, per seed the mean over '
+      f'the last {config.summary_last_n} evals up to the round, mean +- std '
+      'over seeds:',
+      '',
+      *window_sweep.horizon_table(
+          run_dirs, config.window_size, horizons, config.summary_last_n
+      ),
+      '',
+  ]
+  if plot_dir:
+    per_size = [
+        window_sweep.window_accuracies(d, config.window_size) for d in run_dirs
+    ]
+    runs = [
+        (
+            f'W={w}' if w != window_sweep.GLOBAL_ROW else 'no window',
+            plots.mean_curves([{'window': run[w]} for run in per_size]),
+        )
+        for w in per_size[0]
+    ]
+    path = os.path.join(plot_dir, f'{name}.png')
+    plots.plot_runs(
+        runs,
+        path,
+        curves=('window',),
+        figsize=(10.0, 6.5),
+        title=f'{name}: test accuracy of each window, mean over seeds',
+    )
+    print(f'wrote {path}')
+  return lines
+
+
 _RUN_FIELDS = (
     'experiment',
     'row',
@@ -310,7 +355,12 @@ def main(argv):
       lines.append(_row(label, config, summaries))
       print(lines[-1], flush=True)
     lines.append('')
-    if _PLOT_DIR.value:
+    sweeps = {l: c for l, c in table[name].items() if c.window_sizes}
+    for label, config in sweeps.items():
+      lines += _sweep_report(
+          name, label, config, run_dirs[label], _PLOT_DIR.value
+      )
+    if _PLOT_DIR.value and not sweeps:
       _plot(name, table[name], run_dirs, _PLOT_DIR.value)
   text = '\n'.join(lines)
   print(text)

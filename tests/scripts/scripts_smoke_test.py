@@ -165,3 +165,69 @@ def test_reproduce_papers_reports_finished_runs(tmp_path):
       ('0', '60.0', '0.5', '0.375'),
       ('1', '120.0', '0.25', '0.125'),
   ]
+
+
+def test_reproduce_papers_reports_a_window_sweep_run(tmp_path):
+  # Two finished runs of mnist_window_horizon (--total_rounds=12: one horizon,
+  # round 12; the last 10 evals are rounds 3-12). Accuracies are constant per
+  # column, so each cell is mean +- std of the two seeds' constants.
+  root = tmp_path / 'runs' / 'mnist_window_horizon'
+  accuracies = {  # column: (seed 0, seed 1)
+      'global': (0.5, 0.7),
+      'window': (0.8, 0.8),  # W = 100
+      'window_5': (0.6, 0.9),
+      'window_10': (0.7, 0.7),
+      'window_50': (0.9, 0.75),
+      'window_200': (0.1, 0.2),
+  }
+  for seed in (0, 1):
+    run_dir = root / f'fedavg_alpha=0.05_W=5,10,50,100,200_seed{seed}'
+    run_dir.mkdir(parents=True)
+    summary = {
+        'window': {'accuracy': {'mean': 0.8, 'std': 0.0}},
+        'global': {'accuracy': {'mean': accuracies['global'][seed], 'std': 0}},
+        'total_round_and_eval_time_seconds': 60.0,
+        'wall_time_seconds': 60.0,
+        'resumed_from_round': None,
+    }
+    (run_dir / 'summary.json').write_text(json.dumps(summary))
+    header = ['round_num'] + [f'{c}/accuracy' for c in accuracies]
+    rows = [
+        [str(r)] + [str(v[seed]) for v in accuracies.values()]
+        for r in range(1, 13)
+    ]
+    (run_dir / 'metrics.csv').write_text(
+        '\n'.join(','.join(line) for line in [header, *rows]) + '\n'
+    )
+  output = tmp_path / 'tables.md'
+  result = subprocess.run(
+      [
+          sys.executable,
+          os.path.join(_ROOT, 'scripts', 'reproduce_papers.py'),
+          '--experiments=mnist_window_horizon',
+          '--seeds=0,1',
+          '--total_rounds=12',
+          f'--root_output_dir={tmp_path / "runs"}',
+          f'--output={output}',
+          f'--plot_dir={tmp_path / "plots"}',
+          '--runs_csv=',
+      ],
+      capture_output=True,
+      text=True,
+      timeout=300,
+      check=False,
+  )
+  assert result.returncode == 0, result.stderr[-3000:]
+  lines = output.read_text().splitlines()
+  start = lines.index('| W | acc, last 10 evals to round 12 |')
+  assert lines[start + 2 : start + 9] == [
+      '| none (global) | 0.6000 +- 0.1000 |',
+      '| 5 | 0.7500 +- 0.1500 |',
+      '| 10 | 0.7000 +- 0.0000 |',
+      '| 50 | 0.8250 +- 0.0750 |',
+      '| 100 | 0.8000 +- 0.0000 |',
+      '| 200 | 0.1500 +- 0.0500 |',
+      '| best W per seed | 50, 5 |',
+  ]
+  png = tmp_path / 'plots' / 'mnist_window_horizon.png'
+  assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'

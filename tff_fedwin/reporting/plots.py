@@ -46,7 +46,10 @@ def metrics_csv_path(run_dir: PathLike) -> str:
   return os.path.join(os.fspath(run_dir), outputs.METRICS_CSV)
 
 
-def _check_curves(curves: Sequence[str]) -> tuple[str, ...]:
+def _check_curves(
+    curves: Sequence[str], extra_windows: bool = False
+) -> tuple[str, ...]:
+  """`curves` as a tuple; with `extra_windows`, `window_<W>` names too."""
   if isinstance(curves, str):
     raise ValueError(
         f'`curves` must be a sequence of names from {list(CURVES)}, got the '
@@ -55,7 +58,12 @@ def _check_curves(curves: Sequence[str]) -> tuple[str, ...]:
   curves = tuple(curves)
   if not curves:
     raise ValueError(f'`curves` must name at least one of {list(CURVES)}.')
-  unknown = [c for c in curves if c not in CURVES]
+  unknown = [
+      c
+      for c in curves
+      if c not in CURVES
+      and not (extra_windows and outputs.EXTRA_WINDOW_PREFIX.fullmatch(c))
+  ]
   if unknown:
     raise ValueError(
         f'Unknown curve(s) {unknown}: `curves` must be from {list(CURVES)}.'
@@ -87,7 +95,8 @@ def read_eval_curves(
   Args:
     run_dir: A run directory (`<root_output_dir>/<experiment_name>`).
     metric: An eval metric name, e.g. `accuracy` or `loss`.
-    curves: Which curves to read, from `CURVES` (`window`, `global`).
+    curves: Which curves to read, from `CURVES` (`window`, `global`) or
+      extra windows of the run (`window_<W>`, docs/design.md sec. 1.11).
 
   Returns:
     A dict, in the order of `curves`, of curve name to `(rounds, values)`:
@@ -102,7 +111,7 @@ def read_eval_curves(
       round.
   """
   metric = _check_metric(metric)
-  curves = _check_curves(curves)
+  curves = _check_curves(curves, extra_windows=True)
   path = metrics_csv_path(run_dir)
   if not os.path.isfile(path):
     raise FileNotFoundError(

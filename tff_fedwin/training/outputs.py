@@ -9,6 +9,7 @@ import collections
 import csv
 import json
 import os
+import re
 from typing import Any, Optional
 
 import numpy as np
@@ -25,6 +26,9 @@ EVAL_TIME_KEY = 'eval_time_seconds'
 TRAIN_PREFIX = 'train'
 WINDOW_PREFIX = 'window'
 GLOBAL_PREFIX = 'global'
+# Columns of extra windows on the same trajectory (`window_<W>/<metric>`, as
+# named by `tff_fedwin.algorithms.program_window_runner.extra_window_name`).
+EXTRA_WINDOW_PREFIX = re.compile(r'window_([1-9][0-9]*)')
 
 
 def is_directory_name(name: Any) -> bool:

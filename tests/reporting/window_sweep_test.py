@@ -1,0 +1,73 @@
+"""`window_sweep`: several windows' accuracy at several horizons, by hand."""
+
+import csv
+import os
+
+import pytest
+
+from tff_fedwin.reporting import window_sweep
+
+
+def _write_run(directory, columns):
+  """metrics.csv with eval rows at rounds 2, 4, 6, 8 and empty odd rounds."""
+  os.makedirs(directory)
+  names = list(columns)
+  with open(os.path.join(directory, 'metrics.csv'), 'w', newline='') as f:
+    writer = csv.writer(f)
+    writer.writerow(['round_num', 'train/window_5/window_fill', *names])
+    for r in range(1, 9):
+      values = [columns[n][r // 2 - 1] if r % 2 == 0 else '' for n in names]
+      writer.writerow([r, 1, *values])
+  return str(directory)
+
+
+@pytest.fixture
+def runs(tmp_path):
+  # Main window W = 10, one extra window W = 5, two seeds.
+  a = _write_run(
+      tmp_path / 'a',
+      {
+          'global/accuracy': [0.1, 0.2, 0.3, 0.4],
+          'window/accuracy': [0.5, 0.5, 0.6, 0.6],
+          'window_5/accuracy': [0.2, 0.4, 0.6, 0.8],
+          'window_5/loss': [1, 1, 1, 1],
+      },
+  )
+  b = _write_run(
+      tmp_path / 'b',
+      {
+          'global/accuracy': [0.2, 0.2, 0.2, 0.2],
+          'window/accuracy': [0.4, 0.4, 0.4, 0.4],
+          'window_5/accuracy': [0.3, 0.3, 0.9, 0.9],
+          'window_5/loss': [1, 1, 1, 1],
+      },
+  )
+  return [a, b]
+
+
+def test_recorded_window_sizes_are_the_eval_columns(runs):
+  # train/window_5/... is a measurement, window_5/... the eval columns.
+  assert window_sweep.recorded_window_sizes(runs[0]) == [5]
+
+
+def test_horizon_table_by_hand(runs):
+  lines = window_sweep.horizon_table(
+      runs, window_size=10, horizons=(4, 8), last_n=2
+  )
+  # Last 2 evals up to round 4 are rounds 2, 4; up to round 8, rounds 6, 8.
+  # global: a (.1+.2)/2=.15, b .2 -> .175 +- .025; a .35, b .2 -> .275 +- .075
+  # W=5:    a .3, b .3 -> .3 +- 0;   a .7, b .9 -> .8 +- .1
+  # W=10:   a .5, b .4 -> .45 +- .05; a .6, b .4 -> .5 +- .1
+  # Best per seed: to round 4, W=10 in both; to round 8, W=5 in both.
+  assert lines[2:] == [
+      '| none (global) | 0.1750 +- 0.0250 | 0.2750 +- 0.0750 |',
+      '| 5 | 0.3000 +- 0.0000 | 0.8000 +- 0.1000 |',
+      '| 10 | 0.4500 +- 0.0500 | 0.5000 +- 0.1000 |',
+      '| best W per seed | 10, 10 | 5, 5 |',
+  ]
+  assert lines[0].startswith('| W | acc, last 2 evals to round 4 |')
+
+
+def test_too_few_evals_before_a_horizon_fail(runs):
+  with pytest.raises(ValueError, match='Only 1 eval rounds up to round 3'):
+    window_sweep.horizon_table(runs, window_size=10, horizons=(3,), last_n=2)

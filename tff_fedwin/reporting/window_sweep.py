@@ -1,0 +1,118 @@
+"""The W sweep of one trajectory: each window's accuracy at several horizons.
+
+A run with several windows (`--window_size=W --window_sizes=...`,
+docs/design.md sec. 1.11) records, per eval round, the accuracy of the global
+model (`global/`), of its main window (`window/`) and of each extra window
+(`window_<W>/`). `window_accuracies` reads them as {W: curve}; `horizon_table`
+summarizes several seeds' runs the way RESULTS.md does, at several horizons:
+per seed the mean over the last N evals up to the horizon round, then mean
++- std (population) over seeds, and the best W of each seed.
+"""
+
+from collections.abc import Sequence
+import os
+
+import numpy as np
+
+from tff_fedwin.reporting import plots
+from tff_fedwin.training import outputs
+
+# The no-window row of the table (the global model).
+GLOBAL_ROW = 0
+
+
+def recorded_window_sizes(run_dir: str) -> list[int]:
+  """The extra window sizes with columns in `<run_dir>/metrics.csv`."""
+  with open(plots.metrics_csv_path(run_dir), newline='') as f:
+    header = f.readline().strip().split(',')
+  sizes = set()
+  for column in header:
+    prefix = column.split('/', 1)[0]
+    match = outputs.EXTRA_WINDOW_PREFIX.fullmatch(prefix)
+    if match and '/' in column:
+      sizes.add(int(match.group(1)))
+  return sorted(sizes)
+
+
+def window_accuracies(
+    run_dir: str, window_size: int, metric: str = 'accuracy'
+) -> dict[int, plots.Curve]:
+  """{W: (rounds, values)} of every window of a run; `GLOBAL_ROW`: global.
+
+  Args:
+    run_dir: A run directory with `metrics.csv`.
+    window_size: The run's `--window_size` (its `window/` columns).
+    metric: The eval metric.
+  """
+  extra = recorded_window_sizes(run_dir)
+  names = [outputs.GLOBAL_PREFIX, outputs.WINDOW_PREFIX]
+  names += [f'{outputs.WINDOW_PREFIX}_{w}' for w in extra]
+  curves = plots.read_eval_curves(run_dir, metric, names)
+  by_size = {GLOBAL_ROW: curves[outputs.GLOBAL_PREFIX]}
+  by_size[window_size] = curves[outputs.WINDOW_PREFIX]
+  for w in extra:
+    by_size[w] = curves[f'{outputs.WINDOW_PREFIX}_{w}']
+  return dict(sorted(by_size.items()))
+
+
+def mean_up_to(curve: plots.Curve, horizon: int, last_n: int) -> float:
+  """The mean of the last `last_n` eval values at rounds <= `horizon`."""
+  rounds, values = curve
+  kept = values[rounds <= horizon][-last_n:]
+  if len(kept) < last_n:
+    raise ValueError(
+        f'Only {len(kept)} eval rounds up to round {horizon}; need {last_n}.'
+    )
+  return float(np.mean(kept))
+
+
+def horizon_table(
+    run_dirs: Sequence[str],
+    window_size: int,
+    horizons: Sequence[int],
+    last_n: int,
+) -> list[str]:
+  """Markdown: per W a row of mean +- std over runs at each horizon.
+
+  The last row gives each run's best W at each horizon (highest mean over
+  the last `last_n` evals up to it; the global model counts as "none").
+
+  Args:
+    run_dirs: One run per seed, all with the same windows and eval rounds.
+    window_size: The runs' `--window_size`.
+    horizons: Rounds to summarize at, e.g. (120, 250, 500).
+    last_n: Eval rounds per summary.
+  """
+  per_run = [window_accuracies(d, window_size) for d in run_dirs]
+  sizes = list(per_run[0])
+  for d, run in zip(run_dirs, per_run):
+    if list(run) != sizes:
+      raise ValueError(f'{os.fspath(d)} has windows {list(run)}, not {sizes}.')
+  means = np.array(
+      [
+          [[mean_up_to(run[w], h, last_n) for h in horizons] for w in sizes]
+          for run in per_run
+      ]
+  )  # [runs, sizes, horizons]
+  lines = [
+      '| W | '
+      + ' | '.join(f'acc, last {last_n} evals to round {h}' for h in horizons)
+      + ' |',
+      '|---|' + '---:|' * len(horizons),
+  ]
+  for i, w in enumerate(sizes):
+    cells = [
+        f'{np.mean(means[:, i, j]):.4f} +- {np.std(means[:, i, j]):.4f}'
+        for j in range(len(horizons))
+    ]
+    label = 'none (global)' if w == GLOBAL_ROW else str(w)
+    lines.append(f'| {label} | ' + ' | '.join(cells) + ' |')
+  best = [
+      ', '.join(
+          str(sizes[int(np.argmax(means[r, :, j]))] or 'none')
+          for r in range(len(per_run))
+      )
+      for j in range(len(horizons))
+  ]
+  lines.append('| best W per seed | ' + ' | '.join(best) + ' |')
+  return lines
