@@ -108,12 +108,18 @@ class _Runner(runners.ScaffoldRunner):
 
 
 def _build_runner(events: _Events, kind: str):
-  """Window in the state (`memory`, `disk`) or kept by the program."""
+  """Window in the state (`memory`, `disk`) or kept by the program.
+
+  The program's window carries an extra window (W = 1, evaluated only, sec.
+  1.11 of docs/design.md): its running sum must resume exactly too, and its
+  files are those of the main window (the largest, W = 2), so the kill
+  points' file names hold.
+  """
   if kind != 'program':
     return _Runner(events)
   return algorithms.ProgramWindowRunner(
       _Runner(events, window_size=None),
-      aggregators.ProgramWindow(window_size=2),
+      aggregators.ProgramWindow(window_size=2, extra_window_sizes=(1,)),
   )
 
 
@@ -141,14 +147,18 @@ def _final_server_state(output_dir, runner):
   return restored.server_state
 
 
-def _write_final(output_dir, runner, client_states):
+def _write_final(output_dir, runner, client_states, kind):
   """The final global and window models and every client's state."""
   arrays = {}
   state = _final_server_state(output_dir, runner)
-  weights = (
+  weights = [
       runner.global_model_weights(state),
       runner.window_model_weights(state),
-  )
+  ]
+  if kind == 'program':
+    weights += list(runner.extra_window_models(state).values())
+    # Every window's running sum, whether or not its model is read.
+    weights += [state.window.window_sum, *state.window.extra_sums]
   for i, leaf in enumerate(tf.nest.flatten(weights)):
     arrays[f'model_{i}'] = np.asarray(leaf)
   store = client_state_stores.open_client_states(
@@ -189,7 +199,7 @@ def main(output_dir: str, kind: str, kill_at: int) -> None:
         experiment_name=EXPERIMENT,
         client_states=client_states,
     )
-    _write_final(output_dir, runner, client_states)
+    _write_final(output_dir, runner, client_states, kind)
   with open(os.path.join(output_dir, 'events.json'), 'w') as f:
     json.dump(events.names, f)
 
