@@ -7,8 +7,9 @@ measured first and last in the same run, and against the bound) with:
 2. the bound (the same FedAvg arithmetic as one in-process `tf.function` per
    round over tensors; every row's ratio to it is reported) and the same client
    training as an in-process `tf.data` loop;
-3. window overhead (W=100 read every 10 rounds, one and 10 rounds per call)
-   and SCAFFOLD;
+3. window overhead (W=100 read every 10 rounds, one and 10 rounds per call),
+   WSM clients and SCAFFOLD, each also against its own bound (the same
+   algorithm's arithmetic as one `tf.function`, column "x own bound");
 4. FedAvg on 1, 2 and 4 local TFF workers (clients split by TFF's
    mergeable-computation context);
 5. peak memory of the workers per row and of the driver.
@@ -36,6 +37,9 @@ _OUTPUT = flags.DEFINE_string('output', None, 'Also write the table here.')
 _LR = 0.05
 _BASELINE = 'TFF build_weighted_fed_avg (baseline)'
 _BOUND = bench.BOUND_NAME
+_WSM_BOUND = 'bound: same WSM-client arithmetic, one tf.function'
+_SCAFFOLD_BOUND = 'bound: same SCAFFOLD arithmetic, one tf.function'
+_CLASSES = 62  # EMNIST-62.
 
 
 def _rows() -> list[bench.Row]:
@@ -64,6 +68,7 @@ def _rows() -> list[bench.Row]:
           bench.learning_process_row(
               lambda: algorithms.build_fed_win(model_fn, sgd())
           ),
+          own_bound=_BOUND,
       ),
       bench.Row(
           'FedAvg via build_fed_win, loop_implementation=' 'DATASET_REDUCE',
@@ -89,13 +94,43 @@ def _rows() -> list[bench.Row]:
           num_workers=0,
       ),
       bench.Row(
-          'build_fed_win WiMA W=100 E=10', bench.learning_process_row(wima)
+          'build_fed_win WiMA W=100 E=10',
+          bench.learning_process_row(wima),
+          own_bound=_BOUND,
       ),
       bench.Row(
           'build_fed_win WiMA W=100 E=10, 10 rounds per call',
           bench.multi_round_row(wima, 10),
       ),
-      bench.Row('SCAFFOLD', bench.scaffold_row(model_fn, _LR)),
+      bench.Row(
+          'WSM clients via build_fed_win',
+          bench.learning_process_row(
+              lambda: algorithms.build_fed_win(
+                  model_fn, sgd(), client_loss='wsm', num_classes=_CLASSES
+              )
+          ),
+          own_bound=_WSM_BOUND,
+      ),
+      bench.Row(
+          _WSM_BOUND,
+          bench.bound_row(
+              tasks.create_cnn_dropout_model,
+              _LR,
+              client_loss='wsm',
+              num_classes=_CLASSES,
+          ),
+          num_workers=0,
+      ),
+      bench.Row(
+          'SCAFFOLD',
+          bench.scaffold_row(model_fn, _LR),
+          own_bound=_SCAFFOLD_BOUND,
+      ),
+      bench.Row(
+          _SCAFFOLD_BOUND,
+          bench.bound_row(tasks.create_cnn_dropout_model, _LR, scaffold=True),
+          num_workers=0,
+      ),
   ]
   for n in (int(w) for w in _WORKERS.value):
     if n > 1:

@@ -71,6 +71,9 @@ def test_benchmark_report_covers_every_section(tmp_path):
       'dataset` (not a bound)',
       'build_fed_win WiMA W=100 E=10, 10 rounds per call',
       'SCAFFOLD',
+      'bound: same SCAFFOLD arithmetic, one tf.function',
+      'WSM clients via build_fed_win',
+      'bound: same WSM-client arithmetic, one tf.function',
       'TFF build_weighted_fed_avg on 2 local workers',
   ):
     assert expected in rows, rows

@@ -21,8 +21,12 @@ from tff_fedwin import algorithms
 from tff_fedwin import runtime
 from tff_fedwin import tasks
 from tff_fedwin.algorithms import scaffold
+from tff_fedwin.benchmarks import tensor_rounds
 
 BOUND_NAME = 'bound: same FedAvg arithmetic, one tf.function over tensors'
+# The bounds live in tensor_rounds; these names stay for the scripts.
+stack_client_data = tensor_rounds.stack_client_data
+bound_row = tensor_rounds.bound_row
 # run(data, rounds) -> (seconds per round, state MB).
 RowFn = Callable[[list[tf.data.Dataset], int], tuple[float, float]]
 
@@ -31,6 +35,9 @@ class Row(NamedTuple):
   name: str
   run: RowFn
   num_workers: int = 1  # 0: no TFF worker (plain TensorFlow).
+  # The name of the row's own bound (the same algorithm's arithmetic as one
+  # tf.function, `tensor_rounds`), if the table has one.
+  own_bound: Optional[str] = None
 
 
 class Result(NamedTuple):
@@ -38,6 +45,7 @@ class Result(NamedTuple):
   seconds_per_round: float
   state_mb: float
   worker_peak_gb: float
+  own_bound: Optional[str] = None
 
 
 def emnist_model_fn() -> tff.learning.models.VariableModel:
@@ -170,103 +178,6 @@ def plain_tensorflow_row(keras_model_fn, client_learning_rate: float) -> RowFn:
   return run
 
 
-def stack_client_data(
-    data: Sequence[tf.data.Dataset],
-) -> tuple[tf.Tensor, tf.Tensor]:
-  """Stacks equal-shaped client datasets as `[clients, steps, batch, ...]`.
-
-  Args:
-    data: Batched client datasets of `{'x', 'y'}` with the same number of
-      full batches each.
-
-  Returns:
-    `(x, y)`: x of shape `[clients, steps, batch, *example]`, y of shape
-    `[clients, steps, batch]`.
-
-  Raises:
-    ValueError: If the clients' batches differ in number or shape.
-  """
-  clients = [list(dataset.as_numpy_iterator()) for dataset in data]
-  shapes = {tuple(b['x'].shape for b in batches) for batches in clients}
-  if len(shapes) != 1 or len(set(next(iter(shapes)))) != 1:
-    raise ValueError(
-        'The bound needs clients with the same number of '
-        f'equal-sized batches; got batch shapes {shapes}.'
-    )
-  x = np.stack([np.stack([b['x'] for b in batches]) for batches in clients])
-  y = np.stack([np.stack([b['y'] for b in batches]) for batches in clients])
-  return tf.constant(x), tf.constant(y)
-
-
-def build_tensor_fed_avg_round(
-    model: tf.keras.Model, client_learning_rate: float
-):
-  """One FedAvg round over stacked client tensors, as one `tf.function`.
-
-  Every client starts from the global weights, takes one SGD step per batch on
-  softmax cross-entropy, and the server adds the mean of the client deltas
-  (equal client sizes: the example-weighted mean), i.e. server SGD(1.0) as in
-  `build_weighted_fed_avg`.
-
-  Args:
-    model: A Keras model producing logits; its trainable weights are the
-      client's working copy.
-    client_learning_rate: Client SGD learning rate.
-
-  Returns:
-    `(round_fn, global_weights)`: `round_fn(x, y)` runs a round on tensors of
-    `stack_client_data`'s shape and updates `global_weights` (a list of
-    `tf.Variable`) in place.
-  """
-  loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-  weights = model.trainable_weights
-  global_weights = [tf.Variable(w) for w in weights]
-
-  @tf.function
-  def round_fn(x, y):
-    num_clients = tf.shape(x)[0]
-    total = [tf.zeros_like(w) for w in global_weights]
-    for c in tf.range(num_clients):
-      for var, value in zip(weights, global_weights):
-        var.assign(value)
-      for s in tf.range(tf.shape(x)[1]):
-        with tf.GradientTape() as tape:
-          loss = loss_fn(y[c, s], model(x[c, s], training=True))
-        for var, grad in zip(weights, tape.gradient(loss, weights)):
-          var.assign_sub(client_learning_rate * grad)
-      total = [t + (g - v) for t, g, v in zip(total, global_weights, weights)]
-    for var, t in zip(global_weights, total):
-      var.assign_sub(t / tf.cast(num_clients, t.dtype))
-
-  return round_fn, global_weights
-
-
-def bound_row(keras_model_fn, client_learning_rate: float) -> RowFn:
-  """The bound: FedAvg's arithmetic as one in-process `tf.function` per round.
-
-  No TFF, no `tf.data` in the timed loop: the clients' batches are
-  materialized once as tensors (`stack_client_data`) and a round is one call
-  of `build_tensor_fed_avg_round`. The fastest honest way to do a FedAvg
-  round's work on this machine; every table reports ratios to it.
-  """
-
-  def run(data, rounds):
-    x, y = stack_client_data(data)
-    round_fn, global_weights = build_tensor_fed_avg_round(
-        keras_model_fn(), client_learning_rate
-    )
-    round_fn(x, y)  # Warm-up (tracing).
-    start = time.perf_counter()
-    for _ in range(rounds):
-      round_fn(x, y)
-    return (
-        (time.perf_counter() - start) / rounds,
-        state_mb([w.numpy() for w in global_weights]),
-    )
-
-  return run
-
-
 def run_rows(
     rows: Sequence[Row],
     data: list[tf.data.Dataset],
@@ -290,7 +201,7 @@ def run_rows(
       with context:
         seconds, mb = row.run(data, rounds)
         worker_gb = max(peak_gb(w.pid) for w in runtime.running_workers())
-    results.append(Result(row.name, seconds, mb, worker_gb))
+    results.append(Result(row.name, seconds, mb, worker_gb, row.own_bound))
     log(
         f'{row.name}: {seconds:.2f} s/round, state {mb:.1f} MB, '
         f'worker peak {worker_gb:.2f} GB'
@@ -304,7 +215,8 @@ def markdown_table(
   """A table with each row's ratios to TFF's baseline and to the bound.
 
   Each reference is the mean of its rows (the baseline is measured first and
-  last).
+  last). A row with an `own_bound` also gets its ratio to that row (the same
+  algorithm's bound), blank otherwise.
   """
   by_name = collections.defaultdict(list)
   for r in results:
@@ -314,14 +226,20 @@ def markdown_table(
   lines = [
       header,
       '',
-      '| process | s/round | x TFF | x bound | state MB | ' 'worker peak GB |',
-      '|---|---:|---:|---:|---:|---:|',
+      '| process | s/round | x TFF | x bound | x own bound | state MB | '
+      'worker peak GB |',
+      '|---|---:|---:|---:|---:|---:|---:|',
   ]
   for r in results:
+    own = (
+        f'{r.seconds_per_round / float(np.mean(by_name[r.own_bound])):.2f}'
+        if r.own_bound
+        else ''
+    )
     lines.append(
         f'| {r.name} | {r.seconds_per_round:.2f} | '
         f'{r.seconds_per_round / baseline:.2f} | '
-        f'{r.seconds_per_round / bound:.2f} | {r.state_mb:.1f} | '
+        f'{r.seconds_per_round / bound:.2f} | {own} | {r.state_mb:.1f} | '
         f'{r.worker_peak_gb:.2f} |'
     )
   lines.append('')

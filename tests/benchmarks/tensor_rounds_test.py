@@ -1,0 +1,138 @@
+"""The bound rows' arithmetic (tff_fedwin.benchmarks.tensor_rounds) vs numpy.
+
+A bound must do its algorithm's round work, nothing less: checked against
+softmax regression written in numpy. The gradient of the mean softmax
+cross-entropy of logits z = x @ W + b (+ log beta for WSM, the WSM paper's
+Eq. 4 up to a constant) is x^T (p - onehot) / B and mean(p - onehot), p the
+softmax of the (shifted) logits. SCAFFOLD is Karimireddy et al. 2020,
+Algorithm 1, option II (the module docstring).
+"""
+
+import collections
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tff_fedwin.benchmarks import tensor_rounds
+
+LR = 0.3
+SERVER_LR = 1.0
+CLASSES = 3
+MASKED = -1e4  # log(beta) of an absent class.
+
+
+def _datasets(num_clients=2, steps=2, batch=3, dim=4, seed=1):
+  rng = np.random.default_rng(seed)
+  data = []
+  for i in range(num_clients):
+    x = rng.normal(size=(steps * batch, dim)).astype(np.float32)
+    # Client 0 lacks class 2 (WSM masks it); the others hold all classes.
+    classes = CLASSES - 1 if i == 0 else CLASSES
+    y = rng.integers(0, classes, steps * batch).astype(np.int32)
+    data.append(
+        tf.data.Dataset.from_tensor_slices(
+            collections.OrderedDict(x=x, y=y)
+        ).batch(batch)
+    )
+  return data
+
+
+def _log_beta(dataset):
+  y = np.concatenate([b['y'] for b in dataset.as_numpy_iterator()])
+  beta = np.bincount(y, minlength=CLASSES) / len(y)
+  return np.where(beta > 0, np.log(np.where(beta > 0, beta, 1.0)), MASKED)
+
+
+def _numpy_round(w, b, data, client_loss, control):
+  """One round; `control` = (c, [c_i]) for SCAFFOLD (updated), else None."""
+  deltas, dcs = [], []
+  for i, dataset in enumerate(data):
+    cw, cb = w.copy(), b.copy()
+    shift = _log_beta(dataset) if client_loss == 'wsm' else 0.0
+    batches = list(dataset.as_numpy_iterator())
+    for batch in batches:
+      x, y = batch['x'].astype(np.float64), batch['y']
+      logits = x @ cw + cb + shift
+      p = np.exp(logits - logits.max(axis=1, keepdims=True))
+      p /= p.sum(axis=1, keepdims=True)
+      p[np.arange(len(y)), y] -= 1.0  # p - onehot
+      gw, gb = x.T @ p / len(y), p.mean(axis=0)
+      if control is not None:  # g + c - c_i
+        (c_w, c_b), (ci_w, ci_b) = control[0], control[1][i]
+        gw, gb = gw + c_w - ci_w, gb + c_b - ci_b
+      cw, cb = cw - LR * gw, cb - LR * gb
+    deltas.append((cw - w, cb - b))
+    if control is not None:  # c_i+ = c_i - c + (x - y) / (K lr)
+      (c_w, c_b), (ci_w, ci_b) = control[0], control[1][i]
+      k_lr = len(batches) * LR
+      new = (ci_w - c_w + (w - cw) / k_lr, ci_b - c_b + (b - cb) / k_lr)
+      dcs.append((new[0] - ci_w, new[1] - ci_b))
+      control[1][i] = new
+  w = w + SERVER_LR * np.mean([d[0] for d in deltas], axis=0)
+  b = b + SERVER_LR * np.mean([d[1] for d in deltas], axis=0)
+  if control is not None:  # c <- c + sum(dc_i) / N
+    n = len(data)
+    control[0] = (
+        control[0][0] + sum(d[0] for d in dcs) / n,
+        control[0][1] + sum(d[1] for d in dcs) / n,
+    )
+  return w, b
+
+
+@pytest.mark.parametrize(
+    'client_loss, scaffold',
+    [('ce', False), ('wsm', False), ('ce', True), ('wsm', True)],
+)
+def test_tensor_round_is_the_algorithms_round(client_loss, scaffold):
+  data = _datasets(num_clients=3)
+  model = tf.keras.Sequential(
+      [
+          tf.keras.layers.Dense(
+              CLASSES,
+              input_shape=(4,),
+              kernel_initializer='glorot_uniform',
+              bias_initializer='zeros',
+          )
+      ]
+  )
+  round_fn, global_weights = tensor_rounds.build_tensor_round(
+      model,
+      LR,
+      client_loss=client_loss,
+      num_classes=CLASSES,
+      scaffold_clients=len(data) if scaffold else None,
+      server_learning_rate=SERVER_LR,
+  )
+  w = global_weights[0].numpy().astype(np.float64)
+  b = global_weights[1].numpy().astype(np.float64)
+  zeros = (np.zeros_like(w), np.zeros_like(b))
+  control = [zeros, [zeros] * len(data)] if scaffold else None
+  x, y = tensor_rounds.stack_client_data(data)
+  for _ in range(3):  # SCAFFOLD's control variates matter from round 2 on.
+    round_fn(x, y)
+    w, b = _numpy_round(w, b, data, client_loss, control)
+  np.testing.assert_allclose(global_weights[0].numpy(), w, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(global_weights[1].numpy(), b, rtol=1e-5, atol=1e-5)
+
+
+def test_bad_arguments():
+  model = tf.keras.Sequential([tf.keras.layers.Dense(2, input_shape=(1,))])
+  with pytest.raises(ValueError, match='client_loss'):
+    tensor_rounds.build_tensor_round(model, LR, client_loss='mse')
+  with pytest.raises(ValueError, match='num_classes'):
+    tensor_rounds.build_tensor_round(model, LR, client_loss='wsm')
+
+
+def test_stack_client_data_shapes():
+  x, y = tensor_rounds.stack_client_data(
+      _datasets(num_clients=3, steps=2, batch=5)
+  )
+  assert x.shape == (3, 2, 5, 4) and y.shape == (3, 2, 5)
+
+
+def test_stack_client_data_refuses_partial_batches():
+  data = _datasets()
+  data[1] = data[1].unbatch().take(5).batch(3)  # Batches of 3 and 2.
+  with pytest.raises(ValueError, match='equal-sized batches'):
+    tensor_rounds.stack_client_data(data)

@@ -1,0 +1,203 @@
+"""The bound rows: a round's arithmetic as one in-process `tf.function`.
+
+No TFF and no `tf.data` in the timed loop: the clients' batches are
+materialized once as tensors `[clients, steps, batch, ...]`
+(`stack_client_data`) and a round is one call. Each algorithm gets its own
+bound, the same arithmetic as its TFF process (docs/design.md sec. 7.4):
+
+* FedAvg: every client starts from x, takes one SGD step per batch on
+  softmax cross-entropy; the server adds the mean client delta (equal client
+  sizes: the example-weighted mean), server SGD(1.0).
+* WSM clients: the same with the WSM loss, -log softmax(z + log beta)_y (the
+  WSM paper's Eq. 4 up to a constant; beta = the client's class proportions,
+  counted from its labels each round as the TFF client does).
+* SCAFFOLD (Karimireddy et al. 2020, Algorithm 1, option II): client steps
+  y <- y - lr (g(y) + c - c_i); c_i+ = c_i - c + (x - y) / (K lr); server
+  x <- x + lr_g mean(y - x), c <- c + sum(c_i+ - c_i) / N, the clients'
+  control variates kept in variables across rounds.
+"""
+
+from collections.abc import Sequence
+import time
+from typing import Optional
+
+import numpy as np
+import tensorflow as tf
+
+# log(beta_c) of a class a client does not hold (losses.wsm's value).
+_MASKED_LOG_PROPORTION = -1e4
+
+
+def stack_client_data(
+    data: Sequence[tf.data.Dataset],
+) -> tuple[tf.Tensor, tf.Tensor]:
+  """Stacks equal-shaped client datasets as `[clients, steps, batch, ...]`.
+
+  Args:
+    data: Batched client datasets of `{'x', 'y'}` with the same number of
+      full batches each.
+
+  Returns:
+    `(x, y)`: x of shape `[clients, steps, batch, *example]`, y of shape
+    `[clients, steps, batch]`.
+
+  Raises:
+    ValueError: If the clients' batches differ in number or shape.
+  """
+  clients = [list(dataset.as_numpy_iterator()) for dataset in data]
+  shapes = {tuple(b['x'].shape for b in batches) for batches in clients}
+  if len(shapes) != 1 or len(set(next(iter(shapes)))) != 1:
+    raise ValueError(
+        'The bound needs clients with the same number of '
+        f'equal-sized batches; got batch shapes {shapes}.'
+    )
+  x = np.stack([np.stack([b['x'] for b in batches]) for batches in clients])
+  y = np.stack([np.stack([b['y'] for b in batches]) for batches in clients])
+  return tf.constant(x), tf.constant(y)
+
+
+def _log_proportions(labels: tf.Tensor, num_classes: int) -> tf.Tensor:
+  """log(n_c / n) of a client's labels; masked for absent classes."""
+  counts = tf.math.bincount(
+      tf.cast(tf.reshape(labels, [-1]), tf.int32),
+      minlength=num_classes,
+      maxlength=num_classes,
+      dtype=tf.float32,
+  )
+  beta = counts / tf.reduce_sum(counts)
+  present = beta > 0
+  safe = tf.where(present, beta, tf.ones_like(beta))
+  return tf.where(
+      present,
+      tf.math.log(safe),
+      tf.fill(tf.shape(beta), _MASKED_LOG_PROPORTION),
+  )
+
+
+def build_tensor_round(
+    model: tf.keras.Model,
+    client_learning_rate: float,
+    *,
+    client_loss: str = 'ce',
+    num_classes: Optional[int] = None,
+    scaffold_clients: Optional[int] = None,
+    server_learning_rate: float = 1.0,
+):
+  """One round of FedAvg, WSM clients or SCAFFOLD as one `tf.function`.
+
+  Args:
+    model: A Keras model producing logits; its trainable weights are the
+      client's working copy.
+    client_learning_rate: Client SGD learning rate.
+    client_loss: `'ce'` or `'wsm'`.
+    num_classes: The number of classes, for `'wsm'`.
+    scaffold_clients: None for FedAvg; for SCAFFOLD the population N, every
+      client of a round one of N with its own control variate (clients are
+      the round's rows 0..N-1).
+    server_learning_rate: lr_g of SCAFFOLD's server step (FedAvg: 1.0).
+
+  Returns:
+    `(round_fn, global_weights)`: `round_fn(x, y)` runs a round on tensors
+    of `stack_client_data`'s shape and updates `global_weights` (a list of
+    `tf.Variable`) in place.
+
+  Raises:
+    ValueError: For an unknown `client_loss` or `'wsm'` without
+      `num_classes`.
+  """
+  if client_loss not in ('ce', 'wsm'):
+    raise ValueError(f"client_loss must be 'ce' or 'wsm'; got {client_loss!r}.")
+  if client_loss == 'wsm' and not num_classes:
+    raise ValueError("client_loss='wsm' needs num_classes.")
+  weights = model.trainable_weights
+  global_weights = [tf.Variable(w) for w in weights]
+  scaffold = scaffold_clients is not None
+  if scaffold:
+    server_c = [tf.Variable(tf.zeros_like(w)) for w in weights]
+    client_c = [
+        tf.Variable(tf.zeros([scaffold_clients, *w.shape], w.dtype))
+        for w in weights
+    ]
+
+  def loss_fn(labels, logits, log_beta):
+    if log_beta is not None:
+      logits = logits + log_beta
+    return tf.reduce_mean(
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
+    )
+
+  @tf.function
+  def round_fn(x, y):
+    num_clients, steps = tf.shape(x)[0], tf.shape(x)[1]
+    total = [tf.zeros_like(w) for w in global_weights]
+    total_dc = [tf.zeros_like(w) for w in global_weights]
+    for c in tf.range(num_clients):
+      for var, value in zip(weights, global_weights):
+        var.assign(value)
+      log_beta = (
+          _log_proportions(y[c], num_classes) if client_loss == 'wsm' else None
+      )
+      for s in tf.range(steps):
+        with tf.GradientTape() as tape:
+          loss = loss_fn(y[c, s], model(x[c, s], training=True), log_beta)
+        grads = tape.gradient(loss, weights)
+        if scaffold:
+          grads = [
+              g + sc - cc[c] for g, sc, cc in zip(grads, server_c, client_c)
+          ]
+        for var, grad in zip(weights, grads):
+          var.assign_sub(client_learning_rate * grad)
+      total = [t + (v - g) for t, g, v in zip(total, global_weights, weights)]
+      if scaffold:
+        scale = tf.cast(steps, tf.float32) * client_learning_rate
+        old_cs = [cc[c] for cc in client_c]
+        new_cs = [
+            old - sc + (g - v) / scale
+            for old, sc, g, v in zip(old_cs, server_c, global_weights, weights)
+        ]
+        total_dc = [
+            t + (new - old) for t, new, old in zip(total_dc, new_cs, old_cs)
+        ]
+        for cc, new in zip(client_c, new_cs):
+          cc.scatter_nd_update([[c]], new[tf.newaxis])
+    size = tf.cast(num_clients, tf.float32)
+    for var, t in zip(global_weights, total):
+      var.assign_add(server_learning_rate * t / size)
+    if scaffold:
+      for var, dc in zip(server_c, total_dc):
+        var.assign_add(dc / scaffold_clients)
+
+  return round_fn, global_weights
+
+
+def bound_row(
+    keras_model_fn,
+    client_learning_rate: float,
+    *,
+    client_loss: str = 'ce',
+    num_classes: Optional[int] = None,
+    scaffold: bool = False,
+):
+  """A benchmark row timing `build_tensor_round` (the bound), one call/round.
+
+  With `scaffold`, the population is the row's clients (as `scaffold_row`).
+  Returns a `rounds.RowFn`.
+  """
+
+  def run(data, rounds):
+    x, y = stack_client_data(data)
+    round_fn, global_weights = build_tensor_round(
+        keras_model_fn(),
+        client_learning_rate,
+        client_loss=client_loss,
+        num_classes=num_classes,
+        scaffold_clients=len(data) if scaffold else None,
+    )
+    round_fn(x, y)  # Warm-up (tracing).
+    start = time.perf_counter()
+    for _ in range(rounds):
+      round_fn(x, y)
+    elapsed = (time.perf_counter() - start) / rounds
+    return elapsed, sum(w.numpy().nbytes for w in global_weights) / 2**20
+
+  return run
