@@ -79,18 +79,23 @@ def test_benchmark_report_covers_every_section(tmp_path):
     assert expected in rows, rows
 
 
-def test_reproduce_papers_rejects_unknown_experiment_naming_the_flag():
-  result = subprocess.run(
+def _reproduce(*args):
+  """Runs scripts/reproduce_papers.py with `args`; the CompletedProcess."""
+  return subprocess.run(
       [
           sys.executable,
           os.path.join(_ROOT, 'scripts', 'reproduce_papers.py'),
-          '--experiments=cifar100',
+          *args,
       ],
       capture_output=True,
       text=True,
       timeout=300,
       check=False,
   )
+
+
+def test_reproduce_papers_rejects_unknown_experiment_naming_the_flag():
+  result = _reproduce('--experiments=cifar100')
   assert result.returncode != 0
   assert '--experiments: unknown' in result.stdout + result.stderr
 
@@ -122,21 +127,13 @@ def test_reproduce_papers_reports_finished_runs(tmp_path):
         '1,,\n2,0.5,0.25\n3,,\n4,0.75,0.5\n'
     )
   output = tmp_path / 'tables.md'
-  result = subprocess.run(
-      [
-          sys.executable,
-          os.path.join(_ROOT, 'scripts', 'reproduce_papers.py'),
-          '--experiments=shakespeare',
-          '--seeds=0,1',
-          f'--root_output_dir={root}',
-          f'--output={output}',
-          f'--plot_dir={tmp_path / "plots"}',
-          f'--runs_csv={tmp_path / "runs.csv"}',
-      ],
-      capture_output=True,
-      text=True,
-      timeout=300,
-      check=False,
+  result = _reproduce(
+      '--experiments=shakespeare',
+      '--seeds=0,1',
+      f'--root_output_dir={root}',
+      f'--output={output}',
+      f'--plot_dir={tmp_path / "plots"}',
+      f'--runs_csv={tmp_path / "runs.csv"}',
   )
   assert result.returncode == 0, result.stderr[-3000:]
   rows = [
@@ -203,22 +200,14 @@ def test_reproduce_papers_reports_a_window_sweep_run(tmp_path):
         '\n'.join(','.join(line) for line in [header, *rows]) + '\n'
     )
   output = tmp_path / 'tables.md'
-  result = subprocess.run(
-      [
-          sys.executable,
-          os.path.join(_ROOT, 'scripts', 'reproduce_papers.py'),
-          '--experiments=mnist_window_horizon',
-          '--seeds=0,1',
-          '--total_rounds=12',
-          f'--root_output_dir={tmp_path / "runs"}',
-          f'--output={output}',
-          f'--plot_dir={tmp_path / "plots"}',
-          '--runs_csv=',
-      ],
-      capture_output=True,
-      text=True,
-      timeout=300,
-      check=False,
+  result = _reproduce(
+      '--experiments=mnist_window_horizon',
+      '--seeds=0,1',
+      '--total_rounds=12',
+      f'--root_output_dir={tmp_path / "runs"}',
+      f'--output={output}',
+      f'--plot_dir={tmp_path / "plots"}',
+      '--runs_csv=',
   )
   assert result.returncode == 0, result.stderr[-3000:]
   lines = output.read_text().splitlines()
