@@ -12,7 +12,9 @@ plots, per experiment, the seed-mean accuracy curves. A config with several
 windows (`window_sizes`, one trajectory) also gets a table of every window at
 several horizons (rounds 120, 250, 500, ...) and a plot of each window's curve.
 
-  .venv/bin/python scripts/reproduce_papers.py   # all: ~4.5 h of runs, 2 cores
+  .venv/bin/python scripts/reproduce_papers.py   # the default list: ~3.4 h
+  .venv/bin/python scripts/reproduce_papers.py \
+      --experiments=mnist_window_horizon          # 3 runs of 500 rounds: ~1 h
   .venv/bin/python scripts/reproduce_papers.py --experiments=ima --seeds=0
 
 Runs go to --root_output_dir (runs/reproduce), tables to --output

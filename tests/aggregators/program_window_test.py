@@ -268,3 +268,29 @@ def test_extra_window_measurements_and_unknown_sizes(tmp_path):
   assert float(window.measurements(state, models[2])['window_distance']) == 0
   with pytest.raises(ValueError, match='neither the window size'):
     window.mean(state, models[0], 5)
+
+
+@pytest.mark.parametrize(
+    'saved_sizes, sizes',
+    [
+        ((3, (5, 50)), (3, (50, 5))),  # Reordered: the sums would swap.
+        ((3, (5, 50)), (3, (10, 50))),  # Same count and largest W.
+        ((3, ()), (4, ())),
+        ((3, (5,)), (3, ())),
+    ],
+)
+def test_a_state_of_other_window_sizes_is_refused(tmp_path, saved_sizes, sizes):
+  saved = aggregators.ProgramWindow(
+      window_size=saved_sizes[0], extra_window_sizes=saved_sizes[1]
+  )
+  window = aggregators.ProgramWindow(
+      window_size=sizes[0], extra_window_sizes=sizes[1]
+  )
+  _open(window, tmp_path)
+  state = saved.initial_state(_models(1)[0])
+  with pytest.raises(
+      aggregators.WindowSizesMismatchError, match='--window_sizes'
+  ):
+    window.check_state(state)
+  with pytest.raises(aggregators.WindowSizesMismatchError):
+    window.push(state, _models(1)[0])

@@ -246,3 +246,21 @@ def test_a_process_with_a_window_of_its_own_is_refused():
 
   with pytest.raises(ValueError, match='already keeps a window'):
     runner.initialize()
+
+
+def test_resuming_with_other_window_sizes_fails_before_any_round(
+    fed_avg_processes, tmp_path
+):
+  def runner(extra_sizes):
+    return program_window_runner.ProgramWindowRunner(
+        runners.LearningProcessRunner(fed_avg_processes[0.0]),
+        aggregators.ProgramWindow(
+            window_size=2, extra_window_sizes=extra_sizes
+        ),
+    )
+
+  saved = runner((3, 1)).initialize()
+  with pytest.raises(
+      program_window_runner.WindowSizesMismatchError, match=r'\[2, 3, 1\]'
+  ):
+    runner((1, 3)).open_files(str(tmp_path), 4, saved)

@@ -17,9 +17,8 @@ import tensorflow as tf
 from tff_fedwin.benchmarks import tensor_rounds
 
 LR = 0.3
-SERVER_LR = 1.0
 CLASSES = 3
-MASKED = -1e4  # log(beta) of an absent class.
+MASKED = -1e9  # log(beta) of an absent class (losses.wsm).
 
 
 def _datasets(num_clients=2, steps=2, batch=3, dim=4, seed=1):
@@ -44,8 +43,11 @@ def _log_beta(dataset):
   return np.where(beta > 0, np.log(np.where(beta > 0, beta, 1.0)), MASKED)
 
 
-def _numpy_round(w, b, data, client_loss, control):
-  """One round; `control` = (c, [c_i]) for SCAFFOLD (updated), else None."""
+def _numpy_round(w, b, data, client_loss, control, server_lr):
+  """One round; `control` = [c, [c_i of all N]] for SCAFFOLD (updated).
+
+  The round's clients are the first len(data) of the N.
+  """
   deltas, dcs = [], []
   for i, dataset in enumerate(data):
     cw, cb = w.copy(), b.copy()
@@ -69,10 +71,10 @@ def _numpy_round(w, b, data, client_loss, control):
       new = (ci_w - c_w + (w - cw) / k_lr, ci_b - c_b + (b - cb) / k_lr)
       dcs.append((new[0] - ci_w, new[1] - ci_b))
       control[1][i] = new
-  w = w + SERVER_LR * np.mean([d[0] for d in deltas], axis=0)
-  b = b + SERVER_LR * np.mean([d[1] for d in deltas], axis=0)
+  w = w + server_lr * np.mean([d[0] for d in deltas], axis=0)
+  b = b + server_lr * np.mean([d[1] for d in deltas], axis=0)
   if control is not None:  # c <- c + sum(dc_i) / N
-    n = len(data)
+    n = len(control[1])
     control[0] = (
         control[0][0] + sum(d[0] for d in dcs) / n,
         control[0][1] + sum(d[1] for d in dcs) / n,
@@ -81,10 +83,19 @@ def _numpy_round(w, b, data, client_loss, control):
 
 
 @pytest.mark.parametrize(
-    'client_loss, scaffold',
-    [('ce', False), ('wsm', False), ('ce', True), ('wsm', True)],
+    'client_loss, population, server_lr',
+    [
+        ('ce', None, 1.0),  # FedAvg
+        ('wsm', None, 1.0),
+        ('ce', None, 0.5),
+        ('ce', 3, 1.0),  # SCAFFOLD, every client every round
+        ('wsm', 3, 1.0),
+        ('ce', 5, 0.5),  # SCAFFOLD, 3 of N = 5 clients, lr_g = 0.5
+    ],
 )
-def test_tensor_round_is_the_algorithms_round(client_loss, scaffold):
+def test_tensor_round_is_the_algorithms_round(
+    client_loss, population, server_lr
+):
   data = _datasets(num_clients=3)
   model = tf.keras.Sequential(
       [
@@ -101,17 +112,17 @@ def test_tensor_round_is_the_algorithms_round(client_loss, scaffold):
       LR,
       client_loss=client_loss,
       num_classes=CLASSES,
-      scaffold_clients=len(data) if scaffold else None,
-      server_learning_rate=SERVER_LR,
+      scaffold_clients=population,
+      server_learning_rate=server_lr,
   )
   w = global_weights[0].numpy().astype(np.float64)
   b = global_weights[1].numpy().astype(np.float64)
   zeros = (np.zeros_like(w), np.zeros_like(b))
-  control = [zeros, [zeros] * len(data)] if scaffold else None
+  control = [zeros, [zeros] * population] if population else None
   x, y = tensor_rounds.stack_client_data(data)
   for _ in range(3):  # SCAFFOLD's control variates matter from round 2 on.
     round_fn(x, y)
-    w, b = _numpy_round(w, b, data, client_loss, control)
+    w, b = _numpy_round(w, b, data, client_loss, control, server_lr)
   np.testing.assert_allclose(global_weights[0].numpy(), w, rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(global_weights[1].numpy(), b, rtol=1e-5, atol=1e-5)
 

@@ -267,6 +267,12 @@ BAD_CONFIGS = [
         window_sizes='3,2',
     ),
     _fails(
+        'window_sizes_superscript_digit',
+        ['--window_sizes'],
+        window_size=2,
+        window_sizes='\u00b2',
+    ),
+    _fails(
         'window_sizes_repeated',
         ['--window_sizes'],
         window_size=2,
@@ -411,6 +417,27 @@ GOOD_CONFIGS = [
             window_location='program',
         ),
         id='scaffold_ima_with_extra_windows',
+    ),
+    # --window_sizes puts the window in the program under auto: SCAFFOLD
+    # reads it every E rounds, Mime Lite with any server learning rate.
+    pytest.param(
+        dict(
+            algorithm='scaffold',
+            window_size=4,
+            window_read_every=2,
+            rounds_per_eval=2,
+            window_sizes='2',
+        ),
+        id='scaffold_read_every_2_with_extra_windows',
+    ),
+    pytest.param(
+        dict(
+            algorithm='mime_lite',
+            window_size=2,
+            window_sizes='3',
+            server_learning_rate=0.5,
+        ),
+        id='mime_lite_server_lr_with_extra_windows',
     ),
     pytest.param(dict(window_size=10), id='window_as_long_as_the_run'),
     pytest.param(dict(worker_bind='all'), id='worker_bind_all'),

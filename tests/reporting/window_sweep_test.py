@@ -69,5 +69,5 @@ def test_horizon_table_by_hand(runs):
 
 
 def test_too_few_evals_before_a_horizon_fail(runs):
-  with pytest.raises(ValueError, match='Only 1 eval rounds up to round 3'):
+  with pytest.raises(ValueError, match='only 1 eval rounds up to round 3'):
     window_sweep.horizon_table(runs, window_size=10, horizons=(3,), last_n=2)

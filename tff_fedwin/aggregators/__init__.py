@@ -2,6 +2,7 @@
 
 from tff_fedwin.aggregators.program_window import ProgramWindow
 from tff_fedwin.aggregators.program_window import ProgramWindowState
+from tff_fedwin.aggregators.program_window import WindowSizesMismatchError
 from tff_fedwin.aggregators.round_model_files import MissingWindowModelsError
 from tff_fedwin.aggregators.round_model_files import WindowFilesError
 from tff_fedwin.aggregators.window_factory import WindowedModelAveragingFactory

@@ -30,6 +30,8 @@ class ProgramWindowState(NamedTuple):
 
   Attributes:
     num_models: int64 scalar, the models pushed so far (= rounds done), t.
+    window_sizes: int64 vector (W, *extra window sizes): which sum is which,
+      checked when a window continues from a saved state.
     window_sum: A structure like the trainable weights, float64:
       sum_{k=0}^{min(t, W)-1} w^{t-k}.
     extra_sums: A tuple of such sums, one per extra window size, in the
@@ -37,8 +39,13 @@ class ProgramWindowState(NamedTuple):
   """
 
   num_models: Any
+  window_sizes: Any
   window_sum: Any
-  extra_sums: tuple[Any, ...] = ()
+  extra_sums: tuple[Any, ...]
+
+
+class WindowSizesMismatchError(ValueError):
+  """A saved window state was kept for other window sizes than this one's."""
 
 
 class ProgramWindow:
@@ -101,9 +108,30 @@ class ProgramWindow:
     """An empty window for models shaped like `trainable`."""
     return ProgramWindowState(
         num_models=np.int64(0),
+        window_sizes=self._sizes(),
         window_sum=_zeros(trainable),
         extra_sums=tuple(_zeros(trainable) for _ in self.extra_window_sizes),
     )
+
+  def _sizes(self) -> np.ndarray:
+    return np.array((self.window_size, *self.extra_window_sizes), np.int64)
+
+  def check_state(self, state: ProgramWindowState) -> None:
+    """Raises `WindowSizesMismatchError` unless `state` has this window's sizes.
+
+    The running sums are kept by position: a state saved with other sizes
+    (or another order) would give wrong means without any other error.
+    """
+    saved = [int(w) for w in np.reshape(state.window_sizes, [-1])]
+    if saved != self._sizes().tolist() or len(state.extra_sums) != len(
+        self.extra_window_sizes
+    ):
+      raise WindowSizesMismatchError(
+          f'The saved window state keeps window sizes {saved} (window_size, '
+          f'then extra_window_sizes); this window has '
+          f'{self._sizes().tolist()}. Continue with the same sizes in the same '
+          'order (--window_size, --window_sizes) or start a new run.'
+      )
 
   def _sum(self, state: ProgramWindowState, window_size: Optional[int]):
     """(W, the running sum of the last W models) of `window_size` (None: W)."""
@@ -204,6 +232,7 @@ class ProgramWindow:
           'The ProgramWindow has no files: call `open_files(directory, '
           'round_num)` first (run_training does).'
       )
+    self.check_state(state)
     round_num = int(state.num_models) + 1
     self._files.write(round_num, trainable)
 
@@ -220,6 +249,7 @@ class ProgramWindow:
 
     return ProgramWindowState(
         np.int64(round_num),
+        state.window_sizes,
         pushed(self.window_size, state.window_sum),
         tuple(
             pushed(size, window_sum)

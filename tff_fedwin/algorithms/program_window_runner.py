@@ -22,6 +22,7 @@ from tff_fedwin.aggregators import window_readout
 ModelWeights = tff.learning.models.ModelWeights
 ProgramWindow = program_window.ProgramWindow
 WindowFilesError = round_model_files.WindowFilesError
+WindowSizesMismatchError = program_window.WindowSizesMismatchError
 
 # The window's directory in the run's checkpoint directory.
 WINDOW_SUBDIR = 'window_models'
@@ -58,8 +59,8 @@ class ProgramWindowRunner:
 
   `run_training` calls `open_files(checkpoint_dir, round_num, state)` before the
   first round; the window's models then live in
-  `<checkpoint_dir>/window_models/`, one file per round of the last W (plus
-  those since the last checkpoint).
+  `<checkpoint_dir>/window_models/`, one file per round of the last W (the
+  largest W with extra window sizes; plus those since the last checkpoint).
   """
 
   def __init__(self, runner: Any, window: program_window.ProgramWindow):
@@ -129,7 +130,11 @@ class ProgramWindowRunner:
 
     Returns:
       The window, whose checkpoint steps the loop runs with each checkpoint.
+
+    Raises:
+      WindowSizesMismatchError: If `state` was saved with other window sizes.
     """
+    self._window.check_state(state.window)
     template = self.global_model_weights(state).trainable
     return self._window.open_files(
         os.path.join(checkpoint_dir, WINDOW_SUBDIR), round_num, template

@@ -24,8 +24,7 @@ from tff_fedwin.algorithms import scaffold
 from tff_fedwin.benchmarks import tensor_rounds
 
 BOUND_NAME = 'bound: same FedAvg arithmetic, one tf.function over tensors'
-# The bounds live in tensor_rounds; these names stay for the scripts.
-stack_client_data = tensor_rounds.stack_client_data
+# The bounds live in tensor_rounds; the scripts reach them from here.
 bound_row = tensor_rounds.bound_row
 # run(data, rounds) -> (seconds per round, state MB).
 RowFn = Callable[[list[tf.data.Dataset], int], tuple[float, float]]
@@ -230,6 +229,11 @@ def markdown_table(
       'worker peak GB |',
       '|---|---:|---:|---:|---:|---:|---:|',
   ]
+  missing = {r.own_bound for r in results if r.own_bound} - set(by_name)
+  if missing:
+    raise ValueError(
+        f'Own bound rows {sorted(missing)} are not in the results.'
+    )
   for r in results:
     own = (
         f'{r.seconds_per_round / float(np.mean(by_name[r.own_bound])):.2f}'

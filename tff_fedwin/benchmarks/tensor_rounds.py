@@ -24,8 +24,9 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
-# log(beta_c) of a class a client does not hold (losses.wsm's value).
-_MASKED_LOG_PROPORTION = -1e4
+# log(beta_c) of a class a client does not hold (losses.wsm's value; the
+# import graph keeps benchmarks from importing losses).
+_MASKED_LOG_PROPORTION = -1e9
 
 
 def stack_client_data(
@@ -94,7 +95,8 @@ def build_tensor_round(
     scaffold_clients: None for FedAvg; for SCAFFOLD the population N, every
       client of a round one of N with its own control variate (clients are
       the round's rows 0..N-1).
-    server_learning_rate: lr_g of SCAFFOLD's server step (FedAvg: 1.0).
+    server_learning_rate: lr_g: the server adds lr_g x the mean client delta
+      (1.0 is FedAvg's server SGD(1.0) and SCAFFOLD's default).
 
   Returns:
     `(round_fn, global_weights)`: `round_fn(x, y)` runs a round on tensors
@@ -109,65 +111,94 @@ def build_tensor_round(
     raise ValueError(f"client_loss must be 'ce' or 'wsm'; got {client_loss!r}.")
   if client_loss == 'wsm' and not num_classes:
     raise ValueError("client_loss='wsm' needs num_classes.")
-  weights = model.trainable_weights
-  global_weights = [tf.Variable(w) for w in weights]
-  scaffold = scaffold_clients is not None
-  if scaffold:
-    server_c = [tf.Variable(tf.zeros_like(w)) for w in weights]
-    client_c = [
-        tf.Variable(tf.zeros([scaffold_clients, *w.shape], w.dtype))
-        for w in weights
+  tensor_round = _TensorRound(
+      model,
+      client_learning_rate,
+      num_classes if client_loss == 'wsm' else None,
+      scaffold_clients,
+      server_learning_rate,
+  )
+  return tensor_round.round_fn, tensor_round.global_weights
+
+
+class _TensorRound:
+  """The variables and traced steps of one `build_tensor_round` round."""
+
+  def __init__(
+      self, model, client_lr, wsm_classes, scaffold_clients, server_lr
+  ):
+    self._model = model
+    self._weights = model.trainable_weights
+    self._client_lr = client_lr
+    self._wsm_classes = wsm_classes
+    self._population = scaffold_clients
+    self._server_lr = server_lr
+    self.global_weights = [tf.Variable(w) for w in self._weights]
+    # A tf.function of the bound method: the caller keeps only round_fn.
+    self.round_fn = tf.function(self._round)
+    if scaffold_clients is not None:
+      self._server_c = [tf.Variable(tf.zeros_like(w)) for w in self._weights]
+      self._client_c = [
+          tf.Variable(tf.zeros([scaffold_clients, *w.shape], w.dtype))
+          for w in self._weights
+      ]
+
+  def _train_client(self, x, y, c):
+    """Client c's K SGD steps from the global model (SCAFFOLD-corrected)."""
+    for var, value in zip(self._weights, self.global_weights):
+      var.assign(value)
+    if self._wsm_classes:
+      log_beta = _log_proportions(y[c], self._wsm_classes)
+    for s in tf.range(tf.shape(x)[1]):
+      with tf.GradientTape() as tape:
+        logits = self._model(x[c, s], training=True)
+        if self._wsm_classes:  # WSM: softmax(z + log beta)
+          logits += log_beta
+        loss = tf.reduce_mean(
+            tf.nn.sparse_softmax_cross_entropy_with_logits(y[c, s], logits)
+        )
+      grads = tape.gradient(loss, self._weights)
+      if self._population is not None:  # g + c - c_i
+        grads = [
+            g + sc - cc[c]
+            for g, sc, cc in zip(grads, self._server_c, self._client_c)
+        ]
+      for var, grad in zip(self._weights, grads):
+        var.assign_sub(self._client_lr * grad)
+
+  def _update_control_variate(self, c, steps):
+    """c_i+ = c_i - c + (x - y) / (K lr); returns c_i+ - c_i."""
+    scale = tf.cast(steps, tf.float32) * self._client_lr
+    old = [cc[c] for cc in self._client_c]
+    new = [
+        ci - sc + (g - v) / scale
+        for ci, sc, g, v in zip(
+            old, self._server_c, self.global_weights, self._weights
+        )
     ]
+    for cc, value in zip(self._client_c, new):
+      cc.scatter_nd_update([[c]], value[tf.newaxis])
+    return [n - o for n, o in zip(new, old)]
 
-  def loss_fn(labels, logits, log_beta):
-    if log_beta is not None:
-      logits = logits + log_beta
-    return tf.reduce_mean(
-        tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
-    )
-
-  @tf.function
-  def round_fn(x, y):
-    num_clients, steps = tf.shape(x)[0], tf.shape(x)[1]
-    total = [tf.zeros_like(w) for w in global_weights]
-    total_dc = [tf.zeros_like(w) for w in global_weights]
+  def _round(self, x, y):
+    num_clients = tf.shape(x)[0]
+    total = [tf.zeros_like(w) for w in self.global_weights]
+    total_dc = [tf.zeros_like(w) for w in self.global_weights]
     for c in tf.range(num_clients):
-      for var, value in zip(weights, global_weights):
-        var.assign(value)
-      log_beta = (
-          _log_proportions(y[c], num_classes) if client_loss == 'wsm' else None
-      )
-      for s in tf.range(steps):
-        with tf.GradientTape() as tape:
-          loss = loss_fn(y[c, s], model(x[c, s], training=True), log_beta)
-        grads = tape.gradient(loss, weights)
-        if scaffold:
-          grads = [
-              g + sc - cc[c] for g, sc, cc in zip(grads, server_c, client_c)
-          ]
-        for var, grad in zip(weights, grads):
-          var.assign_sub(client_learning_rate * grad)
-      total = [t + (v - g) for t, g, v in zip(total, global_weights, weights)]
-      if scaffold:
-        scale = tf.cast(steps, tf.float32) * client_learning_rate
-        old_cs = [cc[c] for cc in client_c]
-        new_cs = [
-            old - sc + (g - v) / scale
-            for old, sc, g, v in zip(old_cs, server_c, global_weights, weights)
-        ]
-        total_dc = [
-            t + (new - old) for t, new, old in zip(total_dc, new_cs, old_cs)
-        ]
-        for cc, new in zip(client_c, new_cs):
-          cc.scatter_nd_update([[c]], new[tf.newaxis])
+      self._train_client(x, y, c)
+      total = [
+          t + (v - g)
+          for t, g, v in zip(total, self.global_weights, self._weights)
+      ]
+      if self._population is not None:
+        dc = self._update_control_variate(c, tf.shape(x)[1])
+        total_dc = [t + d for t, d in zip(total_dc, dc)]
     size = tf.cast(num_clients, tf.float32)
-    for var, t in zip(global_weights, total):
-      var.assign_add(server_learning_rate * t / size)
-    if scaffold:
-      for var, dc in zip(server_c, total_dc):
-        var.assign_add(dc / scaffold_clients)
-
-  return round_fn, global_weights
+    for var, t in zip(self.global_weights, total):
+      var.assign_add(self._server_lr * t / size)
+    if self._population is not None:  # c <- c + sum(dc_i) / N
+      for var, dc in zip(self._server_c, total_dc):
+        var.assign_add(dc / self._population)
 
 
 def bound_row(

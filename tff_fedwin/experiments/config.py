@@ -59,6 +59,7 @@ USER_ERRORS = (
     divergence.TrainingDivergedError,
     client_state_spec.ClientStatesError,
     program_window_runner.WindowFilesError,
+    program_window_runner.WindowSizesMismatchError,
     checkpoints.CheckpointMismatchError,
 )
 
@@ -216,7 +217,7 @@ def parse_window_sizes(config: ExperimentConfig) -> tuple[int, ...]:
       '(--total_rounds) other than --window_size '
       f'({config.window_size})'
   )
-  if not all(item.isdigit() for item in items):
+  if not all(item.isdecimal() and item.isascii() for item in items):
     raise ValueError(f'--window_sizes must be {allowed}; got {text!r}.')
   sizes = tuple(int(item) for item in items)
   if (
@@ -226,6 +227,13 @@ def parse_window_sizes(config: ExperimentConfig) -> tuple[int, ...]:
   ):
     raise ValueError(f'--window_sizes must be {allowed}; got {text!r}.')
   return sizes
+
+
+def _kept_by_program(config: ExperimentConfig) -> bool:
+  """The window is surely kept by the program (`--window_sizes` needs it)."""
+  return config.window_location == 'program' or (
+      config.window_location == 'auto' and bool(config.window_sizes.strip())
+  )
 
 
 def _check_window(config: ExperimentConfig) -> None:
@@ -270,7 +278,7 @@ def _check_window(config: ExperimentConfig) -> None:
   if (
       config.algorithm == 'scaffold'
       and config.window_read_every != 1
-      and config.window_location != 'program'
+      and not _kept_by_program(config)
   ):
     raise ValueError(
         '--window_read_every is not supported with --algorithm=scaffold and '
@@ -313,7 +321,7 @@ def _check_algorithm(config: ExperimentConfig) -> None:
   if (
       config.algorithm == 'mime_lite'
       and config.window_size
-      and config.window_location != 'program'
+      and not _kept_by_program(config)
       and config.server_learning_rate != 1.0
   ):
     raise ValueError(

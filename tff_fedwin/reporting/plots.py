@@ -65,8 +65,9 @@ def _check_curves(
       and not (extra_windows and outputs.EXTRA_WINDOW_PREFIX.fullmatch(c))
   ]
   if unknown:
+    allowed = list(CURVES) + (['window_<W>'] if extra_windows else [])
     raise ValueError(
-        f'Unknown curve(s) {unknown}: `curves` must be from {list(CURVES)}.'
+        f'Unknown curve(s) {unknown}: `curves` must be from {allowed}.'
     )
   if len(set(curves)) != len(curves):
     raise ValueError(f'`curves` has duplicates: {list(curves)}.')

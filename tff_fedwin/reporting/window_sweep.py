@@ -55,13 +55,16 @@ def window_accuracies(
   return dict(sorted(by_size.items()))
 
 
-def mean_up_to(curve: plots.Curve, horizon: int, last_n: int) -> float:
+def mean_up_to(
+    curve: plots.Curve, horizon: int, last_n: int, run: str = 'the run'
+) -> float:
   """The mean of the last `last_n` eval values at rounds <= `horizon`."""
   rounds, values = curve
   kept = values[rounds <= horizon][-last_n:]
   if len(kept) < last_n:
     raise ValueError(
-        f'Only {len(kept)} eval rounds up to round {horizon}; need {last_n}.'
+        f'{run} has only {len(kept)} eval rounds up to round {horizon}; the '
+        f'summary needs {last_n} (a horizon past its first {last_n} evals).'
     )
   return float(np.mean(kept))
 
@@ -83,6 +86,8 @@ def horizon_table(
     horizons: Rounds to summarize at, e.g. (120, 250, 500).
     last_n: Eval rounds per summary.
   """
+  if not run_dirs:
+    raise ValueError('`run_dirs` must name at least one run.')
   per_run = [window_accuracies(d, window_size) for d in run_dirs]
   sizes = list(per_run[0])
   for d, run in zip(run_dirs, per_run):
@@ -90,8 +95,11 @@ def horizon_table(
       raise ValueError(f'{os.fspath(d)} has windows {list(run)}, not {sizes}.')
   means = np.array(
       [
-          [[mean_up_to(run[w], h, last_n) for h in horizons] for w in sizes]
-          for run in per_run
+          [
+              [mean_up_to(run[w], h, last_n, os.fspath(d)) for h in horizons]
+              for w in sizes
+          ]
+          for d, run in zip(run_dirs, per_run)
       ]
   )  # [runs, sizes, horizons]
   lines = [

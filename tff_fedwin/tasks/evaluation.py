@@ -24,7 +24,10 @@ def _stack_runs(batches: Sequence[Any]) -> tuple[Any, ...]:
   """Consecutive batches of equal shapes, each run stacked on a new axis 0.
 
   A test set batched by B is one run of full batches and one run of the
-  short last batch; the runs keep the batches' order.
+  short last batch; the runs keep the batches' order. Each run is one loop
+  in the traced graph, so a test set whose batch shape changes at every batch
+  (e.g. sequences padded per batch) traces one forward pass per batch and
+  model: pad such a test set to a few shapes.
   """
   runs, current, current_shapes = [], [], None
   for batch in batches:
