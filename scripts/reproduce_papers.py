@@ -259,6 +259,13 @@ def _sweep_report(name, label, config, run_dirs, plot_dir):
           run_dirs, config.window_size, horizons, config.summary_last_n
       ),
       '',
+      'Each W minus the best W (by seed-mean) of the horizon, paired per '
+      'seed (same trajectory), mean +- std over seeds:',
+      '',
+      *window_sweep.paired_difference_table(
+          run_dirs, config.window_size, horizons, config.summary_last_n
+      ),
+      '',
   ]
   if plot_dir:
     per_size = [

@@ -71,3 +71,21 @@ def test_horizon_table_by_hand(runs):
 def test_too_few_evals_before_a_horizon_fail(runs):
   with pytest.raises(ValueError, match='only 1 eval rounds up to round 3'):
     window_sweep.horizon_table(runs, window_size=10, horizons=(3,), last_n=2)
+
+
+def test_paired_difference_table_by_hand(runs):
+  lines = window_sweep.paired_difference_table(
+      runs, window_size=10, horizons=(4, 8), last_n=2
+  )
+  # Best by seed-mean: W=10 to round 4 (.45), W=5 to round 8 (.8).
+  # To round 4, minus W=10: global a .15-.5, b .2-.4 -> -.275 +- .075;
+  #   W=5: a .3-.5, b .3-.4 -> -.15 +- .05.
+  # To round 8, minus W=5: global a .35-.7, b .2-.9 -> -.525 +- .175;
+  #   W=10: a .6-.7, b .4-.9 -> -.3 +- .2.
+  assert lines == [
+      '| W | minus W = 10 to round 4 | minus W = 5 to round 8 |',
+      '|---|---:|---:|',
+      '| none (global) | -0.2750 +- 0.0750 | -0.5250 +- 0.1750 |',
+      '| 5 | -0.1500 +- 0.0500 | +0.0000 +- 0.0000 |',
+      '| 10 | +0.0000 +- 0.0000 | -0.3000 +- 0.2000 |',
+  ]

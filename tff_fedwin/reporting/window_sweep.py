@@ -69,6 +69,30 @@ def mean_up_to(
   return float(np.mean(kept))
 
 
+def _summaries(run_dirs, window_size, horizons, last_n):
+  """(sizes, means [runs, sizes, horizons]) of the runs' windows."""
+  if not run_dirs:
+    raise ValueError('`run_dirs` must name at least one run.')
+  per_run = [window_accuracies(d, window_size) for d in run_dirs]
+  sizes = list(per_run[0])
+  for d, run in zip(run_dirs, per_run):
+    if list(run) != sizes:
+      raise ValueError(f'{os.fspath(d)} has windows {list(run)}, not {sizes}.')
+  return sizes, np.array(
+      [
+          [
+              [mean_up_to(run[w], h, last_n, os.fspath(d)) for h in horizons]
+              for w in sizes
+          ]
+          for d, run in zip(run_dirs, per_run)
+      ]
+  )
+
+
+def _label(size: int) -> str:
+  return 'none (global)' if size == GLOBAL_ROW else str(size)
+
+
 def horizon_table(
     run_dirs: Sequence[str],
     window_size: int,
@@ -86,22 +110,7 @@ def horizon_table(
     horizons: Rounds to summarize at, e.g. (120, 250, 500).
     last_n: Eval rounds per summary.
   """
-  if not run_dirs:
-    raise ValueError('`run_dirs` must name at least one run.')
-  per_run = [window_accuracies(d, window_size) for d in run_dirs]
-  sizes = list(per_run[0])
-  for d, run in zip(run_dirs, per_run):
-    if list(run) != sizes:
-      raise ValueError(f'{os.fspath(d)} has windows {list(run)}, not {sizes}.')
-  means = np.array(
-      [
-          [
-              [mean_up_to(run[w], h, last_n, os.fspath(d)) for h in horizons]
-              for w in sizes
-          ]
-          for d, run in zip(run_dirs, per_run)
-      ]
-  )  # [runs, sizes, horizons]
+  sizes, means = _summaries(run_dirs, window_size, horizons, last_n)
   lines = [
       '| W | '
       + ' | '.join(f'acc, last {last_n} evals to round {h}' for h in horizons)
@@ -113,14 +122,45 @@ def horizon_table(
         f'{np.mean(means[:, i, j]):.4f} +- {np.std(means[:, i, j]):.4f}'
         for j in range(len(horizons))
     ]
-    label = 'none (global)' if w == GLOBAL_ROW else str(w)
-    lines.append(f'| {label} | ' + ' | '.join(cells) + ' |')
+    lines.append(f'| {_label(w)} | ' + ' | '.join(cells) + ' |')
   best = [
       ', '.join(
           str(sizes[int(np.argmax(means[r, :, j]))] or 'none')
-          for r in range(len(per_run))
+          for r in range(len(means))
       )
       for j in range(len(horizons))
   ]
   lines.append('| best W per seed | ' + ' | '.join(best) + ' |')
+  return lines
+
+
+def paired_difference_table(
+    run_dirs: Sequence[str],
+    window_size: int,
+    horizons: Sequence[int],
+    last_n: int,
+) -> list[str]:
+  """Markdown: each W minus the best W, paired per run, at each horizon.
+
+  The best W of a horizon is the one with the highest mean over runs; a
+  cell is mean +- std over runs of (acc_W - acc_best) on the same trajectory,
+  so the std is the seeds' spread of the difference itself.
+  """
+  sizes, means = _summaries(run_dirs, window_size, horizons, last_n)
+  best = np.argmax(means.mean(axis=0), axis=0)  # [horizons]
+  lines = [
+      '| W | '
+      + ' | '.join(
+          f'minus W = {_label(sizes[b])} to round {h}'
+          for b, h in zip(best, horizons)
+      )
+      + ' |',
+      '|---|' + '---:|' * len(horizons),
+  ]
+  for i, w in enumerate(sizes):
+    cells = []
+    for j, b in enumerate(best):
+      difference = means[:, i, j] - means[:, b, j]
+      cells.append(f'{np.mean(difference):+.4f} +- {np.std(difference):.4f}')
+    lines.append(f'| {_label(w)} | ' + ' | '.join(cells) + ' |')
   return lines
