@@ -149,6 +149,11 @@ class _TensorRound:
       var.assign(value)
     if self._wsm_classes:
       log_beta = _log_proportions(y[c], self._wsm_classes)
+    if self._population is not None:  # c - c_i, once per client
+      correction = [
+          sc - cc.sparse_read(c)
+          for sc, cc in zip(self._server_c, self._client_c)
+      ]
     for s in tf.range(tf.shape(x)[1]):
       with tf.GradientTape() as tape:
         logits = self._model(x[c, s], training=True)
@@ -158,18 +163,15 @@ class _TensorRound:
             tf.nn.sparse_softmax_cross_entropy_with_logits(y[c, s], logits)
         )
       grads = tape.gradient(loss, self._weights)
-      if self._population is not None:  # g + c - c_i
-        grads = [
-            g + sc - cc[c]
-            for g, sc, cc in zip(grads, self._server_c, self._client_c)
-        ]
+      if self._population is not None:  # g + (c - c_i)
+        grads = [g + d for g, d in zip(grads, correction)]
       for var, grad in zip(self._weights, grads):
         var.assign_sub(self._client_lr * grad)
 
   def _update_control_variate(self, c, steps):
     """c_i+ = c_i - c + (x - y) / (K lr); returns c_i+ - c_i."""
     scale = tf.cast(steps, tf.float32) * self._client_lr
-    old = [cc[c] for cc in self._client_c]
+    old = [cc.sparse_read(c) for cc in self._client_c]
     new = [
         ci - sc + (g - v) / scale
         for ci, sc, g, v in zip(
