@@ -10,6 +10,7 @@ per seed the mean over the last N evals up to the horizon round, then mean
 """
 
 from collections.abc import Sequence
+import csv
 import os
 
 import numpy as np
@@ -24,7 +25,7 @@ GLOBAL_ROW = 0
 def recorded_window_sizes(run_dir: str) -> list[int]:
   """The extra window sizes with columns in `<run_dir>/metrics.csv`."""
   with open(plots.metrics_csv_path(run_dir), newline='') as f:
-    header = f.readline().strip().split(',')
+    header = next(csv.reader(f), [])
   sizes = set()
   for column in header:
     prefix = column.split('/', 1)[0]
