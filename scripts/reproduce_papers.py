@@ -14,7 +14,7 @@ several horizons (rounds 120, 250, 500, ...) and a plot of each window's curve.
 
   .venv/bin/python scripts/reproduce_papers.py   # the default list: ~3.4 h
   .venv/bin/python scripts/reproduce_papers.py \
-      --experiments=mnist_window_horizon          # 3 runs of 500 rounds: ~1 h
+      --experiments=mnist_window_horizon          # 6 runs of 500 rounds: ~2.5 h
   .venv/bin/python scripts/reproduce_papers.py --experiments=ima --seeds=0
 
 Runs go to --root_output_dir (runs/reproduce), tables to --output
@@ -116,14 +116,15 @@ def _experiments(
   # All five windows of one trajectory in one run per seed (--window_sizes,
   # evaluate mode: training does not depend on W), 500 rounds.
   table['mnist_window_horizon'] = {
-      'fedavg alpha=0.05 W=5,10,50,100,200': attrs.evolve(
+      f'fedavg alpha={alpha} W=5,10,50,100,200': attrs.evolve(
           base,
-          dirichlet_alpha=0.05,
+          dirichlet_alpha=alpha,
           window_size=100,
           window_sizes='5,10,50,200',
           total_rounds=rounds(500),
           rounds_per_eval=5,
-      ),
+      )
+      for alpha in (0.05, 0.0)
   }
   # IMA starts at 0.75 T; the summary covers only rounds after the start.
   ima_rounds = rounds(40)
@@ -246,7 +247,10 @@ _HORIZONS = (120, 250, 500, 1000)
 
 
 def _sweep_report(name, label, config, run_dirs, plot_dir):
-  """A run with several windows: the W table at each horizon, and a plot."""
+  """A run with several windows: the W table at each horizon, and a plot.
+
+  The plot goes to `<plot_dir>/<name>.png`.
+  """
   horizons = [h for h in _HORIZONS if h < config.total_rounds]
   horizons.append(config.total_rounds)
   lines = [
@@ -366,8 +370,12 @@ def main(argv):
     lines.append('')
     sweeps = {l: c for l, c in table[name].items() if c.window_sizes}
     for label, config in sweeps.items():
+      # One figure per sweep row: <experiment>_<row without its W list>.png.
+      plot_name = name
+      if len(sweeps) > 1:
+        plot_name += '_' + label.split(' W=')[0].replace(' ', '_')
       lines += _sweep_report(
-          name, label, config, run_dirs[label], _PLOT_DIR.value
+          plot_name, label, config, run_dirs[label], _PLOT_DIR.value
       )
     if _PLOT_DIR.value and not sweeps:
       _plot(name, table[name], run_dirs, _PLOT_DIR.value)
