@@ -130,6 +130,46 @@ class TestWindowedModelAveragingFactoryExecution:
       else:
         assert offset is None, f'round {t}'
 
+  @pytest.mark.parametrize(
+      'window_size,read_every,mode,start_round,extra_sizes',
+      [
+          (6, 1, 'evaluate', 0, (1, 2, 5)),
+          (7, 3, 'evaluate', 0, (1, 4)),  # W - W' a multiple of E = 3.
+          (6, 2, 'evaluate', 5, (2, 4)),
+          (4, 1, 'broadcast', 6, (1, 3)),
+      ],
+  )
+  def test_extra_window_sizes_read_from_the_same_slots(
+      self, window_size, read_every, mode, start_round, extra_sizes
+  ):
+    # Another W' is the mean of the last W' aggregated models u^t (WiMA Eq. 4
+    # with W'), active at t >= max(W', start_round) with t % E == 0, in
+    # either mode; the read-out gives its offset from the position x^t.
+    process = WindowedModelAveragingFactory(
+        window_size, mode=mode, start_round=start_round, read_every=read_every
+    ).create(VALUE_TYPE, WEIGHT_TYPE)
+    state = process.initialize()
+    x = np.zeros(5)
+    aggregated = [np.zeros(5)]
+    for t in range(1, 3 * window_size + 2):
+      values, weights = _client_values(t)
+      output = process.next(state, values, weights)
+      state = output.state
+      u = x - _flat(_weighted_mean(values, weights))
+      aggregated.append(u)
+      x = x - _flat(output.result)
+      for size in extra_sizes:
+        offset = window_offset_numpy(state.window, state.position, size)
+        if t >= max(size, start_round) and t % read_every == 0:
+          np.testing.assert_allclose(
+              _flat(offset),
+              ref.window_mean_eq4(aggregated, t, size) - x,
+              atol=1e-5,
+              err_msg=f"round {t}, W' = {size}",
+          )
+        else:
+          assert offset is None, f"round {t}, W' = {size}"
+
   def test_named_constructors_set_mode_and_start_round(self):
     # WiMA: evaluate mode from round W (paper W = 100); IMA: broadcast mode,
     # window P = 5 by default, from the given start round.

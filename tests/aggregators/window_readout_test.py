@@ -143,3 +143,75 @@ class TestHoldsWindowAndModelChoice:
         finalizer={'window': window},
     )
     assert window_readout.find_window_states(state, WindowBuffer) == [window]
+
+
+def _slotted_window(*, slots, cursor, num_models, window_size, read_every):
+  """A window whose slots are given (one float32 leaf of 2 values)."""
+  slots = np.float32(slots)
+  return WindowBuffer(
+      slots=[slots],
+      window_sum=[slots.sum(axis=0)],
+      cursor=np.int32(cursor),
+      num_models=np.int32(num_models),
+      window_size=np.int32(window_size),
+      read_every=np.int32(read_every),
+      start_round=np.int32(0),
+      broadcast=np.bool_(False),
+  )
+
+
+class TestExtraWindowSizes:
+
+  @pytest.mark.parametrize(
+      'window_size,read_every,expected',
+      [
+          # W' <= W with W - W' a multiple of E.
+          (4, 1, [1, 2, 3, 4]),
+          (7, 3, [1, 4, 7]),
+          (6, 2, [2, 4, 6]),
+          (3, 10, [3]),
+      ],
+  )
+  def test_readable_window_sizes(self, window_size, read_every, expected):
+    window = _slotted_window(
+        slots=np.zeros((-(-window_size // read_every), 2)),
+        cursor=0,
+        num_models=0,
+        window_size=window_size,
+        read_every=read_every,
+    )
+    assert window_readout.readable_window_sizes(window) == expected
+
+  @pytest.mark.parametrize('size', [5, 8, 0, True, 4.0])
+  def test_unreadable_size_raises_with_the_allowed_sizes(self, size):
+    # W = 7, E = 3: 1, 4, 7.
+    window = _slotted_window(
+        slots=np.zeros((3, 2)),
+        cursor=0,
+        num_models=9,
+        window_size=7,
+        read_every=3,
+    )
+    with pytest.raises(ValueError, match=r'one of 1, 4, 7\.'):
+      window_readout.check_readable_window_size(window, size)
+
+  def test_extra_size_is_the_mean_of_the_newest_slots(self):
+    # W = 7, E = 3: segments start at rounds t = 1 - W (mod E), i.e. 3, 6, 9;
+    # at the read round t = 9 the slots hold the sums of rounds [3-5] (slot
+    # 2), [6-8] (slot 0) and [9] (slot 1, the cursor).
+    slots = [[10.0, 20.0], [30.0, 60.0], [1.0, 2.0]]
+    window = _slotted_window(
+        slots=slots, cursor=1, num_models=9, window_size=7, read_every=3
+    )
+    state = _State(_weights([0.0, 0.0]), [window])
+    # W' = 4 is rounds 6-9, the newest two slots: (30 + 10) / 4 = 10,
+    # (60 + 20) / 4 = 20.
+    four = aggregators.window_model_weights(state, window_size=4)
+    np.testing.assert_allclose(four.trainable[0], [10.0, 20.0])
+    assert four.trainable[0].dtype == np.float32
+    # W' = 1 is round 9 alone: slot 1.
+    one = aggregators.window_model_weights(state, window_size=1)
+    np.testing.assert_allclose(one.trainable[0], [30.0, 60.0])
+    # The window's own W = 7: the running sum / 7 = [41, 82] / 7.
+    seven = aggregators.window_model_weights(state)
+    np.testing.assert_allclose(seven.trainable[0], [41 / 7, 82 / 7], rtol=1e-6)

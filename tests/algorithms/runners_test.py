@@ -168,3 +168,65 @@ class TestScaffoldRunner:
       initial_state = _template()
     with pytest.raises(ValueError, match=argument):
       runners.ScaffoldRunner(processes[kind], initial_state)
+
+
+def _runner(processes, kind, **kwargs):
+  if kind.startswith('scaffold'):
+    return runners.ScaffoldRunner(processes[kind], _template(), **kwargs)
+  return runners.LearningProcessRunner(processes[kind], **kwargs)
+
+
+def _client_states(runner, count):
+  template = runner.initial_client_state()
+  return None if template is None else [template] * count
+
+
+class TestStateExtraWindows:
+
+  @pytest.mark.parametrize('kind', ['window', 'scaffold_window'])
+  def test_extra_window_of_one_is_the_newest_model(self, processes, kind):
+    # The state's window is W = 2; W' = 1 is the mean of the last one model:
+    # w^t itself (WiMA Eq. 4 with W' = 1), active from round 1, at distance
+    # 0 from w^t. The oldest slot would give w^{t-1} instead.
+    runner = _runner(processes, kind, extra_window_sizes=(1,))
+    datasets = task.datasets(_IDS)
+    state = runner.initialize()
+    state, states, _ = runner.run_round(
+        state, datasets, _client_states(runner, 2)
+    )
+    state, _, metrics = runner.run_round(state, datasets, states)
+    models = runner.extra_window_models(state)
+    assert list(models) == ['window_1']
+    _assert_equal_leaves(
+        models['window_1'].trainable,
+        runner.global_model_weights(state).trainable,
+    )
+    assert dict(metrics['window_1']) == {
+        'window_fill': 1,
+        'window_active': True,
+        'window_distance': 0.0,
+    }
+
+  @pytest.mark.parametrize(
+      'kind,sizes,message',
+      [
+          ('window', (3,), 'cannot be read from a window of W = 2'),
+          ('window', (2,), 'must not repeat window_size'),
+          ('fedavg', (1,), 'exactly one window'),
+          ('scaffold_window', (5,), 'cannot be read'),
+          ('scaffold', (1,), 'exactly one window'),
+      ],
+  )
+  def test_initialize_rejects_sizes_the_window_does_not_hold(
+      self, processes, kind, sizes, message
+  ):
+    runner = _runner(processes, kind, extra_window_sizes=sizes)
+    with pytest.raises(ValueError, match=message):
+      runner.initialize()
+
+  @pytest.mark.parametrize('sizes', [(0,), (1, 1), (True,), ('2',)])
+  def test_rejects_sizes_that_are_no_distinct_positive_ints(
+      self, processes, sizes
+  ):
+    with pytest.raises(ValueError, match='extra_window_sizes'):
+      _runner(processes, 'window', extra_window_sizes=sizes)

@@ -288,10 +288,19 @@ BAD_CONFIGS = [
         window_sizes='11',
     ),
     _fails(
-        'window_sizes_in_the_state',
-        ['--window_sizes', '--window_location=program'],
+        'window_sizes_in_the_state_above_window_size',
+        ['--window_sizes', '< --window_size (2)', 'got 5'],
         window_size=2,
         window_sizes='5',
+        window_location='state',
+    ),
+    _fails(
+        'window_sizes_in_the_state_off_the_segments',
+        ['--window_sizes', 'multiple of --window_read_every (2)', 'got 3'],
+        window_size=6,
+        window_read_every=2,
+        rounds_per_eval=2,
+        window_sizes='2,3',
         window_location='state',
     ),
     _fails(
@@ -323,6 +332,16 @@ GOOD_CONFIGS = [
     pytest.param(
         dict(window_size=4, window_read_every=2, rounds_per_eval=2),
         id='window_read_every_2',
+    ),
+    pytest.param(
+        dict(
+            window_size=6,
+            window_read_every=2,
+            rounds_per_eval=2,
+            window_sizes='2,4',
+            window_location='state',
+        ),
+        id='window_sizes_in_the_state',
     ),
     pytest.param(
         dict(

@@ -292,6 +292,41 @@ CASES = [
         _fedavg_family(lambda: ref.Sgd(0.5, momentum=0.9)),
         id='fedavgm_several_windows',
     ),
+    # ... and read from the window in the state: build_fed_win's finalizer,
+    # the factory in TFF's Mime Lite (server SGD 1.0), SCAFFOLD's window.
+    pytest.param(
+        dict(
+            algorithm='fedavgm',
+            window_size=3,
+            window_sizes='2,1',
+            window_location='state',
+            server_learning_rate=0.5,
+        ),
+        _fedavg_family(lambda: ref.Sgd(0.5, momentum=0.9)),
+        id='fedavgm_several_windows_in_state',
+    ),
+    pytest.param(
+        dict(
+            algorithm='mime_lite',
+            window_size=3,
+            window_sizes='1,2',
+            window_location='state',
+            server_learning_rate=1.0,
+        ),
+        _fedavg_family(lambda: ref.Sgd(1.0)),
+        id='mime_lite_several_windows_in_state',
+    ),
+    pytest.param(
+        dict(
+            algorithm='scaffold',
+            window_size=3,
+            window_sizes='2',
+            window_location='state',
+            server_learning_rate=0.9,
+        ),
+        _scaffold(0.9),
+        id='scaffold_several_windows_in_state',
+    ),
     pytest.param(
         dict(
             algorithm='mime_lite',

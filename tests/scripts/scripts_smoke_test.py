@@ -5,6 +5,7 @@ define flags of the same names) and must write its markdown table.
 """
 
 import csv
+import itertools
 import json
 import os
 import subprocess
@@ -167,10 +168,15 @@ def test_reproduce_papers_reports_finished_runs(tmp_path):
   ]
 
 
+# The label skews of mnist_window_horizon's rows (scripts/reproduce_papers.py).
+_HORIZON_ALPHAS = ('0.05', '0.0')
+
+
 def test_reproduce_papers_reports_a_window_sweep_run(tmp_path):
-  # Two finished runs of mnist_window_horizon (--total_rounds=12: one horizon,
-  # round 12; the last 10 evals are rounds 3-12). Accuracies are constant per
-  # column, so each cell is mean +- std of the two seeds' constants.
+  # Two finished runs per row of mnist_window_horizon (--total_rounds=12: one
+  # horizon, round 12; the last 10 evals are rounds 3-12). Accuracies are
+  # constant per column, so each cell is mean +- std of the two seeds'
+  # constants.
   root = tmp_path / 'runs' / 'mnist_window_horizon'
   accuracies = {  # column: (seed 0, seed 1)
       'global': (0.5, 0.7),
@@ -180,8 +186,8 @@ def test_reproduce_papers_reports_a_window_sweep_run(tmp_path):
       'window_50': (0.9, 0.75),
       'window_200': (0.1, 0.2),
   }
-  for seed in (0, 1):
-    run_dir = root / f'fedavg_alpha=0.05_W=5,10,50,100,200_seed{seed}'
+  for alpha, seed in itertools.product(_HORIZON_ALPHAS, (0, 1)):
+    run_dir = root / f'fedavg_alpha={alpha}_W=5,10,50,100,200_seed{seed}'
     run_dir.mkdir(parents=True)
     summary = {
         'window': {'accuracy': {'mean': 0.8, 'std': 0.0}},
@@ -211,15 +217,22 @@ def test_reproduce_papers_reports_a_window_sweep_run(tmp_path):
   )
   assert result.returncode == 0, result.stderr[-3000:]
   lines = output.read_text().splitlines()
-  start = lines.index('| W | acc, last 10 evals to round 12 |')
-  assert lines[start + 2 : start + 9] == [
-      '| none (global) | 0.6000 +- 0.1000 |',
-      '| 5 | 0.7500 +- 0.1500 |',
-      '| 10 | 0.7000 +- 0.0000 |',
-      '| 50 | 0.8250 +- 0.0750 |',
-      '| 100 | 0.8000 +- 0.0000 |',
-      '| 200 | 0.1500 +- 0.0500 |',
-      '| best W per seed | 50, 5 |',
+  starts = [
+      i
+      for i, line in enumerate(lines)
+      if line == '| W | acc, last 10 evals to round 12 |'
   ]
-  png = tmp_path / 'plots' / 'mnist_window_horizon.png'
-  assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+  assert len(starts) == len(_HORIZON_ALPHAS)
+  for start in starts:
+    assert lines[start + 2 : start + 9] == [
+        '| none (global) | 0.6000 +- 0.1000 |',
+        '| 5 | 0.7500 +- 0.1500 |',
+        '| 10 | 0.7000 +- 0.0000 |',
+        '| 50 | 0.8250 +- 0.0750 |',
+        '| 100 | 0.8000 +- 0.0000 |',
+        '| 200 | 0.1500 +- 0.0500 |',
+        '| best W per seed | 50, 5 |',
+    ]
+  for alpha in _HORIZON_ALPHAS:  # One figure per row.
+    png = tmp_path / 'plots' / f'mnist_window_horizon_fedavg_alpha={alpha}.png'
+    assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'

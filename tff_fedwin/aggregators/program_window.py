@@ -96,7 +96,7 @@ class ProgramWindow:
     self.mode = mode
     self.start_round = start_round
     self.read_every = read_every
-    self.extra_window_sizes = _checked_extra_sizes(
+    self.extra_window_sizes = window_math.checked_extra_window_sizes(
         extra_window_sizes, window_size
     )
     self.largest_window_size = max((window_size, *self.extra_window_sizes))
@@ -200,16 +200,12 @@ class ProgramWindow:
     size, _ = self._sum(state, window_size)
     if window_model is None:
       window_model = self.window_model(state, trainable, size)
-    squared = sum(
-        float(np.sum(np.square(np.subtract(a, b, dtype=np.float64))))
-        for a, b in zip(
-            tf.nest.flatten(window_model), tf.nest.flatten(trainable)
-        )
-    )
-    return collections.OrderedDict(
-        window_fill=np.int32(min(int(state.num_models), size)),
-        window_active=np.bool_(self.is_active(state, size)),
-        window_distance=np.float32(np.sqrt(squared)),
+    return window_math.window_measurements_numpy(
+        num_models=int(state.num_models),
+        window_size=size,
+        active=self.is_active(state, size),
+        window_model=window_model,
+        model=trainable,
     )
 
   def push(
@@ -309,21 +305,3 @@ def _zeros(trainable: Any) -> Any:
   return tf.nest.map_structure(
       lambda x: np.zeros(np.shape(x), np.float64), trainable
   )
-
-
-def _checked_extra_sizes(sizes: Sequence[int], window_size: int):
-  """`extra_window_sizes` as a tuple; ValueError naming it if invalid."""
-  sizes = tuple(sizes)
-  for size in sizes:
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
-      raise ValueError(f'extra_window_sizes must be ints >= 1; got {size!r}.')
-  if any(size < 1 for size in sizes) or len(set(sizes)) != len(sizes):
-    raise ValueError(
-        f'extra_window_sizes must be distinct ints >= 1; got {list(sizes)}.'
-    )
-  if window_size in sizes:
-    raise ValueError(
-        f'extra_window_sizes {list(sizes)} must not repeat window_size '
-        f'({window_size}).'
-    )
-  return tuple(int(size) for size in sizes)

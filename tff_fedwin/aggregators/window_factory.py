@@ -63,7 +63,10 @@ class WindowedModelAveragingFactory(
   (`build_weighted_fed_avg`, `build_unweighted_fed_avg`,
   `build_weighted_fed_prox`, `build_weighted_mime_lite`,
   `build_weighted_fed_avg_with_optimizer_schedule`) and read the window model
-  with `tff_fedwin.aggregators.window_model_weights(state)`.
+  with `tff_fedwin.aggregators.window_model_weights(state)`; the same state
+  also gives the windows of sizes W' <= W with W - W' a multiple of
+  `read_every` (`window_model_weights(state, window_size=W')`, docs/design.md
+  sec. 1.11).
 
   The created process has the type signatures
 

@@ -9,7 +9,8 @@ mean, model choice, the two server steps) and their numpy read-out.
 
 import collections
 import math
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -52,6 +53,32 @@ def check_window_args(
         'sends the window model to clients every round from the start round), '
         f'got {read_every!r}.'
     )
+
+
+def checked_extra_window_sizes(
+    sizes: Sequence[Any], window_size: Optional[int] = None
+) -> tuple[int, ...]:
+  """`extra_window_sizes` as a tuple of ints; ValueError naming it if invalid.
+
+  Args:
+    sizes: Distinct ints >= 1.
+    window_size: The window's own W, which `sizes` must not repeat (None:
+      not known here).
+  """
+  sizes = tuple(sizes)
+  for size in sizes:
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+      raise ValueError(f'extra_window_sizes must be ints >= 1; got {size!r}.')
+  if any(size < 1 for size in sizes) or len(set(sizes)) != len(sizes):
+    raise ValueError(
+        f'extra_window_sizes must be distinct ints >= 1; got {list(sizes)}.'
+    )
+  if window_size is not None and window_size in sizes:
+    raise ValueError(
+        f'extra_window_sizes {list(sizes)} must not repeat window_size '
+        f'({window_size}).'
+    )
+  return tuple(int(size) for size in sizes)
 
 
 def check_float_structure(value_type: tff.Type, argument_name: str) -> None:
@@ -328,3 +355,31 @@ def reads_window_mean_numpy(window: WindowBuffer) -> bool:
   model already is m^t.
   """
   return window_is_active_numpy(window) and not bool(window.broadcast)
+
+
+def window_measurements_numpy(
+    *,
+    num_models: int,
+    window_size: int,
+    active: bool,
+    window_model: Any,
+    model: Any,
+) -> collections.OrderedDict:
+  """`window_measurements` in numpy: fill, activity, ||window model - w^t||_2.
+
+  Args:
+    num_models: t, the models pushed so far.
+    window_size: W (or an extra size W' read from the same models).
+    active: Whether `window_model` is the window mean m^t.
+    window_model: The window model (trainable weights).
+    model: w^t, a structure like `window_model`.
+  """
+  squared = sum(
+      float(np.sum(np.square(np.subtract(a, b, dtype=np.float64))))
+      for a, b in zip(tf.nest.flatten(window_model), tf.nest.flatten(model))
+  )
+  return collections.OrderedDict(
+      window_fill=np.int32(min(num_models, window_size)),
+      window_active=np.bool_(active),
+      window_distance=np.float32(np.sqrt(squared)),
+  )

@@ -8,7 +8,7 @@ the loop: the process state stays the size of one model whatever W is
 """
 
 import collections
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 import os
 from typing import Any, NamedTuple, Optional
 
@@ -18,19 +18,16 @@ import tensorflow_federated as tff
 from tff_fedwin.aggregators import program_window
 from tff_fedwin.aggregators import round_model_files
 from tff_fedwin.aggregators import window_readout
+from tff_fedwin.algorithms import extra_windows
 
 ModelWeights = tff.learning.models.ModelWeights
 ProgramWindow = program_window.ProgramWindow
 WindowFilesError = round_model_files.WindowFilesError
 WindowSizesMismatchError = program_window.WindowSizesMismatchError
+extra_window_name = extra_windows.extra_window_name
 
 # The window's directory in the run's checkpoint directory.
 WINDOW_SUBDIR = 'window_models'
-
-
-def extra_window_name(window_size: int) -> str:
-  """The metrics and eval-column prefix of an extra window: `window_<W>`."""
-  return f'window_{window_size}'
 
 
 class ProgramWindowRunnerState(NamedTuple):
@@ -165,14 +162,10 @@ class ProgramWindowRunner:
       measurements[extra_window_name(size)] = self._window.measurements(
           window, weights.trainable, window_size=size
       )
-    if isinstance(metrics, Mapping):
-      metrics = collections.OrderedDict(metrics, **measurements)
-    else:
-      metrics = collections.OrderedDict(process=metrics, **measurements)
     return (
         ProgramWindowRunnerState(process_state, window),
         new_client_states,
-        metrics,
+        extra_windows.with_measurements(metrics, measurements),
     )
 
   def global_model_weights(

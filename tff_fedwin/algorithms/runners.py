@@ -6,6 +6,7 @@
 `next` takes and returns the sampled clients' states.
 """
 
+import collections
 from collections.abc import Sequence
 from typing import Any, Optional
 
@@ -13,6 +14,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_fedwin.aggregators import window_readout
+from tff_fedwin.algorithms import extra_windows
 from tff_fedwin.algorithms import scaffold as scaffold_lib
 
 ModelWeights = tff.learning.models.ModelWeights
@@ -26,14 +28,23 @@ class LearningProcessRunner:
   TFF call): the window model when the state holds a window, else w^t.
   """
 
-  def __init__(self, process: tff.learning.templates.LearningProcess):
+  def __init__(
+      self,
+      process: tff.learning.templates.LearningProcess,
+      *,
+      extra_window_sizes: Sequence[int] = (),
+  ):
     """Initializes the runner.
 
     Args:
       process: A `tff.learning.templates.LearningProcess`.
+      extra_window_sizes: More window sizes W' to evaluate on the same
+        trajectory, read from the window in the state (`extra_windows`;
+        each W' <= W with W - W' a multiple of E, checked by `initialize`).
 
     Raises:
-      ValueError: If `process` is not a `LearningProcess`.
+      ValueError: If `process` is not a `LearningProcess` or
+        `extra_window_sizes` are not distinct ints >= 1.
     """
     if not isinstance(process, tff.learning.templates.LearningProcess):
       raise ValueError(
@@ -41,14 +52,21 @@ class LearningProcessRunner:
           f'{type(process).__name__}; use ScaffoldRunner for SCAFFOLD.'
       )
     self._process = process
+    self._extra = extra_windows.StateExtraWindows(extra_window_sizes)
 
   @property
   def process(self) -> tff.learning.templates.LearningProcess:
     return self._process
 
   def initialize(self) -> Any:
-    """The process's initial server state."""
-    return self._process.initialize()
+    """The process's initial server state.
+
+    Raises:
+      ValueError: If the state's window cannot hold `extra_window_sizes`.
+    """
+    state = self._process.initialize()
+    self._extra.check_state(state)
+    return state
 
   def initial_client_state(self) -> None:
     """None: a `LearningProcess` keeps no client states."""
@@ -71,7 +89,10 @@ class LearningProcessRunner:
           'no client states.'
       )
     output = self._process.next(state, list(datasets))
-    return output.state, None, output.metrics
+    metrics = extra_windows.with_measurements(
+        output.metrics, self._extra.measurements(output.state)
+    )
+    return output.state, None, metrics
 
   def global_model_weights(self, state: Any) -> ModelWeights:
     """The plain global model w^t, `state.global_model_weights`."""
@@ -80,6 +101,12 @@ class LearningProcessRunner:
   def window_model_weights(self, state: Any) -> ModelWeights:
     """The window model m^t if the state holds a window, else w^t."""
     return window_readout.window_or_global_model_weights(state)
+
+  def extra_window_models(
+      self, state: Any
+  ) -> 'collections.OrderedDict[str, ModelWeights]':
+    """`window_<W'>` -> the model to evaluate of each extra window size."""
+    return self._extra.models(state)
 
   def set_global_model_weights(self, state: Any, weights: ModelWeights) -> Any:
     """`state` with the global model `weights` (`process.set_model_weights`)."""
@@ -95,7 +122,11 @@ class ScaffoldRunner:
   """
 
   def __init__(
-      self, process: tff.templates.IterativeProcess, initial_client_state: Any
+      self,
+      process: tff.templates.IterativeProcess,
+      initial_client_state: Any,
+      *,
+      extra_window_sizes: Sequence[int] = (),
   ):
     """Initializes the runner.
 
@@ -103,6 +134,8 @@ class ScaffoldRunner:
       process: The `tff.templates.IterativeProcess` of `build_scaffold`.
       initial_client_state: Every client's state before its first round,
         `tff_fedwin.algorithms.initial_client_state(model_fn)`.
+      extra_window_sizes: As for `LearningProcessRunner` (SCAFFOLD's window
+        keeps every model: any W' < W).
 
     Raises:
       ValueError: If an argument has the wrong type.
@@ -124,14 +157,21 @@ class ScaffoldRunner:
       )
     self._process = process
     self._initial_client_state = initial_client_state
+    self._extra = extra_windows.StateExtraWindows(extra_window_sizes)
 
   @property
   def process(self) -> tff.templates.IterativeProcess:
     return self._process
 
   def initialize(self) -> Any:
-    """The process's initial server state."""
-    return self._process.initialize()
+    """The process's initial server state.
+
+    Raises:
+      ValueError: If the state's window cannot hold `extra_window_sizes`.
+    """
+    state = self._process.initialize()
+    self._extra.check_state(state)
+    return state
 
   def initial_client_state(self) -> scaffold_lib.ScaffoldClientState:
     """Every client's state before its first round (c_i = 0)."""
@@ -153,6 +193,9 @@ class ScaffoldRunner:
     state, new_client_states, metrics = self._process.next(
         state, list(datasets), list(client_states)
     )
+    metrics = extra_windows.with_measurements(
+        metrics, self._extra.measurements(state)
+    )
     return state, list(new_client_states), metrics
 
   def global_model_weights(self, state: Any) -> ModelWeights:
@@ -162,6 +205,12 @@ class ScaffoldRunner:
   def window_model_weights(self, state: Any) -> ModelWeights:
     """The window model if the state holds a window, else the global model."""
     return scaffold_lib.model_weights_to_evaluate(state)
+
+  def extra_window_models(
+      self, state: Any
+  ) -> 'collections.OrderedDict[str, ModelWeights]':
+    """`window_<W'>` -> the model to evaluate of each extra window size."""
+    return self._extra.models(state)
 
   def set_global_model_weights(
       self, state: scaffold_lib.ScaffoldServerState, weights: ModelWeights

@@ -236,6 +236,24 @@ def _kept_by_program(config: ExperimentConfig) -> bool:
   )
 
 
+def _check_state_window_sizes(config: ExperimentConfig) -> None:
+  """Extra sizes the state's window holds: W' < W, W - W' a multiple of E.
+
+  The state keeps the last W models in ceil(W/E) segment sums; a window of
+  W' is whole segments exactly then (docs/design.md sec. 1.11).
+  """
+  size, every = config.window_size, config.window_read_every
+  for extra in parse_window_sizes(config):
+    if extra > size or (size - extra) % every:
+      raise ValueError(
+          f'--window_sizes ({config.window_sizes}) with '
+          f'--window_location=state must each be < --window_size ({size}) '
+          f'with --window_size minus it a multiple of --window_read_every '
+          f'({every}), e.g. {size - every if size > every else 1}; got '
+          f'{extra}. Use --window_location=program for any sizes.'
+      )
+
+
 def _check_window(config: ExperimentConfig) -> None:
   """The window flags fit the run (docs/design.md sec. 1)."""
   if config.window_size > config.total_rounds:
@@ -260,11 +278,9 @@ def _check_window(config: ExperimentConfig) -> None:
         '--window_mode, --window_start_round, --window_read_every, '
         '--window_location and --window_sizes need --window_size >= 1.'
     )
-  if parse_window_sizes(config) and config.window_location == 'state':
-    raise ValueError(
-        '--window_sizes (more windows on the same trajectory) are kept by '
-        'the program: use --window_location=program or auto, not state.'
-    )
+  parse_window_sizes(config)
+  if config.window_location == 'state':
+    _check_state_window_sizes(config)
   if config.window_read_every > 1 and (
       config.rounds_per_eval % config.window_read_every
       or config.total_rounds % config.window_read_every

@@ -89,7 +89,9 @@ def _fed_win_runner(
           config.proximal_strength if config.algorithm == 'fedprox' else 0.0
       ),
   )
-  return runners.LearningProcessRunner(process)
+  return runners.LearningProcessRunner(
+      process, extra_window_sizes=config_lib.parse_window_sizes(config)
+  )
 
 
 def _mime_lite_runner(
@@ -105,7 +107,9 @@ def _mime_lite_runner(
       _server_optimizer(config),
       **_window_arguments(config),
   )
-  return runners.LearningProcessRunner(process)
+  return runners.LearningProcessRunner(
+      process, extra_window_sizes=config_lib.parse_window_sizes(config)
+  )
 
 
 def _scaffold_runner(
@@ -126,7 +130,9 @@ def _scaffold_runner(
       window_start_round=config.window_start_round,
   )
   return runners.ScaffoldRunner(
-      process, scaffold.initial_client_state(task.model_fn)
+      process,
+      scaffold.initial_client_state(task.model_fn),
+      extra_window_sizes=config_lib.parse_window_sizes(config),
   )
 
 
@@ -159,8 +165,9 @@ def window_location(
   `'auto'` keeps the window in the process state while its slots (ceil(W/E),
   W for SCAFFOLD and IMA) take at most `AUTO_PROGRAM_WINDOW_BYTES`, and in
   the program above: a state window's bytes cross the Python boundary twice
-  a round (docs/design.md sec. 7.2). Extra `--window_sizes` are kept by the
-  program only.
+  a round (docs/design.md sec. 7.2). With extra `--window_sizes`, `'auto'`
+  picks the program, which keeps any sizes; the state keeps only sizes its
+  window holds (sec. 1.11).
   """
   if not config.window_size:
     return None
@@ -189,7 +196,11 @@ def build_runner(
   if window_location(config, task) != 'program':
     return build(config, task, num_train_clients)
   # Only the window is dropped: the IMA schedule still reads its start round.
-  runner = build(attrs.evolve(config, window_size=0), task, num_train_clients)
+  runner = build(
+      attrs.evolve(config, window_size=0, window_sizes=''),
+      task,
+      num_train_clients,
+  )
   return program_window_runner.ProgramWindowRunner(
       runner,
       program_window_runner.ProgramWindow(
