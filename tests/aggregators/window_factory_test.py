@@ -46,6 +46,16 @@ def _flat(structure):
   )
 
 
+def _run_rounds(process, num_rounds):
+  """Yields `(t, output, flat mean client delta)` for rounds 1..num_rounds."""
+  state = process.initialize()
+  for t in range(1, num_rounds + 1):
+    values, weights = _client_values(t)
+    output = process.next(state, values, weights)
+    state = output.state
+    yield t, output, _flat(_weighted_mean(values, weights))
+
+
 GRID = [
     (w, start, mode)
     for w in (1, 3, 5)
@@ -66,14 +76,10 @@ class TestWindowedModelAveragingFactoryExecution:
     process = WindowedModelAveragingFactory(
         window_size, mode=mode, start_round=start_round
     ).create(VALUE_TYPE, WEIGHT_TYPE)
-    state = process.initialize()
     x = np.zeros(5)
     aggregated = [np.zeros(5)]
-    for t in range(1, 2 * window_size + 4):
-      values, weights = _client_values(t)
-      output = process.next(state, values, weights)
+    for t, output, mean_delta in _run_rounds(process, 2 * window_size + 3):
       state = output.state
-      mean_delta = _flat(_weighted_mean(values, weights))
       u = x - mean_delta
       aggregated.append(u)
       active = t >= max(window_size, start_round)
@@ -148,14 +154,11 @@ class TestWindowedModelAveragingFactoryExecution:
     process = WindowedModelAveragingFactory(
         window_size, mode=mode, start_round=start_round, read_every=read_every
     ).create(VALUE_TYPE, WEIGHT_TYPE)
-    state = process.initialize()
     x = np.zeros(5)
     aggregated = [np.zeros(5)]
-    for t in range(1, 3 * window_size + 2):
-      values, weights = _client_values(t)
-      output = process.next(state, values, weights)
+    for t, output, mean_delta in _run_rounds(process, 3 * window_size + 1):
       state = output.state
-      u = x - _flat(_weighted_mean(values, weights))
+      u = x - mean_delta
       aggregated.append(u)
       x = x - _flat(output.result)
       for size in extra_sizes:
