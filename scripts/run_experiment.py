@@ -150,6 +150,12 @@ flags.DEFINE_float(
     'Client SGD learning rate.',
 )
 flags.DEFINE_float(
+    'client_momentum',
+    _DEFAULTS.client_momentum,
+    'Client SGD momentum in [0, 1) (TFF SGDM, reset each round; IMA '
+    'uses 0.9); fedavg, fedavgm, fedadam, fedyogi, fedprox.',
+)
+flags.DEFINE_float(
     'server_learning_rate',
     _DEFAULTS.server_learning_rate,
     'Server learning rate.',

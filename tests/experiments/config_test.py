@@ -304,6 +304,22 @@ BAD_CONFIGS = [
         window_location='state',
     ),
     _fails(
+        'client_momentum_one',
+        ['--client_momentum', '[0, 1)', '1.0'],
+        client_momentum=1.0,
+    ),
+    _fails(
+        'client_momentum_negative',
+        ['--client_momentum', '[0, 1)'],
+        client_momentum=-0.1,
+    ),
+    _fails(
+        'client_momentum_with_scaffold',
+        ['--client_momentum', "'scaffold'"],
+        algorithm='scaffold',
+        client_momentum=0.9,
+    ),
+    _fails(
         'experiment_name_with_slash',
         ['--experiment_name'],
         experiment_name='runs/a',

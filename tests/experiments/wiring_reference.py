@@ -94,13 +94,16 @@ def client_sgd(
     client_loss='ce',
     proximal_strength=0.0,
     correction=None,
+    momentum=0.0,
 ):
   """One SGD step per batch from w_global; returns (trained w, K batches).
 
   The step direction is g(w) + mu (w - w_global) + correction, with g the
   batch gradient of the client loss (WSM with the client's class proportions
   over all its batches). FedProx's Eq. 2 has mu >= 0; a negative mu gives the
-  term with the opposite sign, mu' (w_global - w) with mu' = -mu.
+  term with the opposite sign, mu' (w_global - w) with mu' = -mu. With
+  `momentum` m (TFF's SGDM, a fresh accumulator per client and round):
+  a = m a + step, w -= lr a.
   """
   beta = None
   if client_loss == 'wsm':
@@ -108,12 +111,14 @@ def client_sgd(
     num_classes = model.shape[2]
     beta = np.bincount(labels, minlength=num_classes) / len(labels)
   w = w_global.copy()
+  accumulator = 0.0
   for x, y in batches:
     step = batch_gradient(model, w, x, y, beta)
     step = step + proximal_strength * (w - w_global)
     if correction is not None:
       step = step + correction
-    w = w - learning_rate * step
+    accumulator = momentum * accumulator + step
+    w = w - learning_rate * accumulator
   return w, len(batches)
 
 
@@ -179,6 +184,7 @@ def fedavg_family(
     client_learning_rates,
     client_loss='ce',
     proximal_strength=0.0,
+    client_momentum=0.0,
 ):
   """FedAvg with a server optimizer: [w^0, w^1, ..., w^rounds].
 
@@ -198,6 +204,7 @@ def fedavg_family(
           learning_rate=client_learning_rates[t],
           client_loss=client_loss,
           proximal_strength=proximal_strength,
+          momentum=client_momentum,
       )
       updates.append(w - trained)
       weights.append(sum(len(y) for _, y in batches))

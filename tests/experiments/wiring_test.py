@@ -131,6 +131,7 @@ def _fedavg_family(
     client_loss='ce',
     proximal_strength=0.0,
     client_learning_rates=None,
+    client_momentum=0.0,
 ):
   def expected(inputs):
     return ref.fedavg_family(
@@ -142,6 +143,7 @@ def _fedavg_family(
         client_learning_rates=client_learning_rates or [CLIENT_LR] * ROUNDS,
         client_loss=client_loss,
         proximal_strength=proximal_strength,
+        client_momentum=client_momentum,
     )
 
   return expected
@@ -253,6 +255,28 @@ CASES = [
             lambda: ref.Sgd(0.7), client_learning_rates=IMA_LEARNING_RATES
         ),
         id='fedavg_ima',
+    ),
+    # Client momentum (IMA's local setup), alone and with the IMA schedule.
+    pytest.param(
+        dict(algorithm='fedavg', client_momentum=0.9),
+        _fedavg_family(lambda: ref.Sgd(1.0), client_momentum=0.9),
+        id='fedavg_client_momentum',
+    ),
+    pytest.param(
+        dict(
+            algorithm='fedadam',
+            client_lr_schedule='ima',
+            client_momentum=0.5,
+            window_size=2,
+            window_start_round=IMA_START,
+            server_learning_rate=0.01,
+        ),
+        _fedavg_family(
+            lambda: ref.Adam(0.01),
+            client_learning_rates=IMA_LEARNING_RATES,
+            client_momentum=0.5,
+        ),
+        id='fedadam_ima_client_momentum',
     ),
     # The window kept by the program (ProgramWindowRunner): the same numbers;
     # the IMA schedule still reads the start round; Mime Lite with a server

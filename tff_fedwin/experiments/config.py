@@ -90,6 +90,7 @@ class ExperimentConfig:
   client_epochs: int = 1
   client_batch_size: int = 20
   client_learning_rate: float = 0.05
+  client_momentum: float = 0.0
   server_learning_rate: float = 1.0
   seed: int = 0
   rounds_per_eval: int = 5
@@ -184,6 +185,14 @@ def _check_values(config: ExperimentConfig) -> None:
   )
   for flag in ('client_learning_rate', 'server_learning_rate'):
     checks.check_number(f'--{flag}', getattr(config, flag), positive=True)
+  if (
+      not 0
+      <= checks.check_number('--client_momentum', config.client_momentum)
+      < 1
+  ):
+    raise ValueError(
+        f'--client_momentum must be in [0, 1); got {config.client_momentum!r}.'
+    )
 
 
 def _check_data(config: ExperimentConfig) -> None:
@@ -325,6 +334,11 @@ def _check_algorithm(config: ExperimentConfig) -> None:
     raise ValueError(
         '--client_lr_schedule=ima is supported with --algorithm=fedavg, '
         f'fedavgm, fedadam, fedyogi or fedprox; got {config.algorithm!r}.'
+    )
+  if config.client_momentum and config.algorithm in ('mime_lite', 'scaffold'):
+    raise ValueError(
+        '--client_momentum is supported with --algorithm=fedavg, fedavgm, '
+        f'fedadam, fedyogi or fedprox; got {config.algorithm!r}.'
     )
   if config.algorithm != 'scaffold' and (
       config.client_states != 'auto' or config.client_states_dir
