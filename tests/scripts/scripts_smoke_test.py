@@ -236,3 +236,57 @@ def test_reproduce_papers_reports_a_window_sweep_run(tmp_path):
   for alpha in _HORIZON_ALPHAS:  # One figure per row.
     png = tmp_path / 'plots' / f'mnist_window_horizon_fedavg_alpha={alpha}.png'
     assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+
+
+def test_reproduce_papers_reports_rounds_to_target_for_ima(tmp_path):
+  # Finished runs of the ima experiment, --total_rounds=20 (evals every 2
+  # rounds). Every run ends at 0.5 (its summary mean); the no-window and
+  # schedule-only runs climb as 0.5 r / 20 and first reach 0.5 at round 20,
+  # the IMA runs as min(0.5, 0.5 r / 10): round 10, a speed-up of 20 / 10.
+  root = tmp_path / 'runs' / 'ima'
+  labels = {
+      'fedavg alpha=0.1 no window': 20,
+      'fedavg alpha=0.1 IMA': 10,
+      'fedavg alpha=0.1 IMA schedule only W=1': 20,
+      'fedadam alpha=0.1 no window': 20,
+      'fedadam alpha=0.1 IMA': 10,
+  }
+  for (label, reach), seed in itertools.product(labels.items(), (0, 1)):
+    run_dir = root / f'{label.replace(" ", "_")}_seed{seed}'
+    run_dir.mkdir(parents=True)
+    summary = {
+        model: {'accuracy': {'mean': 0.5, 'std': 0.0}}
+        for model in ('window', 'global')
+    }
+    summary.update(
+        total_round_and_eval_time_seconds=1.0,
+        wall_time_seconds=1.0,
+        resumed_from_round=None,
+    )
+    (run_dir / 'summary.json').write_text(json.dumps(summary))
+    rows = ['round_num,window/accuracy,global/accuracy']
+    for r in range(1, 21):
+      value = f'{min(0.5, 0.5 * r / reach)}' if r % 2 == 0 else ''
+      rows.append(f'{r},{value},{value}')
+    (run_dir / 'metrics.csv').write_text('\n'.join(rows) + '\n')
+  output = tmp_path / 'tables.md'
+  result = _reproduce(
+      '--experiments=ima',
+      '--seeds=0,1',
+      '--total_rounds=20',
+      f'--root_output_dir={tmp_path / "runs"}',
+      f'--output={output}',
+      '--plot_dir=',
+      '--runs_csv=',
+  )
+  assert result.returncode == 0, result.stderr[-3000:]
+  lines = output.read_text().splitlines()
+  table = [l for l in lines if l.startswith('| ') and 'speed' not in l]
+  assert table[-5:] == [
+      '| fedavg alpha=0.1 no window | 20, 20 | 20.0 +- 0.0 | 1.00 +- 0.00 |',
+      '| fedavg alpha=0.1 IMA | 10, 10 | 10.0 +- 0.0 | 2.00 +- 0.00 |',
+      '| fedavg alpha=0.1 IMA schedule only W=1 | 20, 20 | 20.0 +- 0.0 | '
+      '1.00 +- 0.00 |',
+      '| fedadam alpha=0.1 no window | 20, 20 | 20.0 +- 0.0 | 1.00 +- 0.00 |',
+      '| fedadam alpha=0.1 IMA | 10, 10 | 10.0 +- 0.0 | 2.00 +- 0.00 |',
+  ]
