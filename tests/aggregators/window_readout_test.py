@@ -197,19 +197,20 @@ class TestExtraWindowSizes:
 
   def test_extra_size_is_the_mean_of_the_newest_slots(self):
     # W = 7, E = 3: segments start at rounds t = 1 - W (mod E), i.e. 3, 6, 9;
-    # at the read round t = 9 the slots hold the sums of rounds [3-5] (slot
-    # 2), [6-8] (slot 0) and [9] (slot 1, the cursor).
-    slots = [[10.0, 20.0], [30.0, 60.0], [1.0, 2.0]]
+    # K = 3 slots. Round 9 wrapped the cursor to slot 0, so at the read round
+    # t = 9 the slots hold the sums of rounds [9] (slot 0, the cursor),
+    # [3-5] (slot 1) and [6-8] (slot 2).
+    slots = [[30.0, 60.0], [1.0, 2.0], [10.0, 20.0]]
     window = _slotted_window(
-        slots=slots, cursor=1, num_models=9, window_size=7, read_every=3
+        slots=slots, cursor=0, num_models=9, window_size=7, read_every=3
     )
     state = _State(_weights([0.0, 0.0]), [window])
-    # W' = 4 is rounds 6-9, the newest two slots: (30 + 10) / 4 = 10,
-    # (60 + 20) / 4 = 20.
+    # W' = 4 is rounds 6-9, the newest two slots, 0 and (0 - 1) % 3 = 2:
+    # (30 + 10) / 4 = 10, (60 + 20) / 4 = 20.
     four = aggregators.window_model_weights(state, window_size=4)
     np.testing.assert_allclose(four.trainable[0], [10.0, 20.0])
     assert four.trainable[0].dtype == np.float32
-    # W' = 1 is round 9 alone: slot 1.
+    # W' = 1 is round 9 alone: slot 0.
     one = aggregators.window_model_weights(state, window_size=1)
     np.testing.assert_allclose(one.trainable[0], [30.0, 60.0])
     # The window's own W = 7: the running sum / 7 = [41, 82] / 7.

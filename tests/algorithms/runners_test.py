@@ -8,8 +8,10 @@ from numpy means of the global models for the window.
 
 import numpy as np
 import pytest
+import tensorflow_federated as tff
 
 from tests import softmax_task as task
+from tff_fedwin.algorithms import fed_win
 from tff_fedwin.algorithms import runners
 from tff_fedwin.algorithms import scaffold
 from tff_fedwin.training import runner as runner_lib
@@ -206,6 +208,24 @@ class TestStateExtraWindows:
         'window_active': True,
         'window_distance': 0.0,
     }
+
+  def test_broadcast_measures_the_distance_to_the_aggregated_model(self):
+    # IMA mode, W = 2, active from round 2: the state's global model is then
+    # m^2, but W' = 1 is w^2, the model the round aggregated; its distance
+    # to w^2 is 0 (the main window's distance is ||m^2 - w^2|| > 0).
+    process = fed_win.build_fed_win(
+        task.model_fn,
+        tff.learning.optimizers.build_sgdm(learning_rate=0.5),
+        window_size=2,
+        window_mode='broadcast',
+    )
+    runner = runners.LearningProcessRunner(process, extra_window_sizes=(1,))
+    state = runner.initialize()
+    for _ in range(2):
+      state, _, metrics = runner.run_round(state, task.datasets(_IDS), None)
+    assert metrics['window_1']['window_distance'] == 0.0
+    assert bool(metrics['window_1']['window_active'])
+    assert metrics['finalizer']['window']['window_distance'] > 0.0
 
   @pytest.mark.parametrize(
       'kind,sizes,message',

@@ -296,11 +296,20 @@ BAD_CONFIGS = [
     ),
     _fails(
         'window_sizes_in_the_state_off_the_segments',
-        ['--window_sizes', 'multiple of --window_read_every (2)', 'got 3'],
+        ['--window_sizes', 'multiple of --window_read_every (2)', '2, 4;'],
         window_size=6,
         window_read_every=2,
         rounds_per_eval=2,
         window_sizes='2,3',
+        window_location='state',
+    ),
+    _fails(
+        'window_sizes_in_the_state_one_segment',
+        ['--window_sizes', 'none with these flags', 'got 1'],
+        window_size=2,
+        window_read_every=2,
+        rounds_per_eval=2,
+        window_sizes='1',
         window_location='state',
     ),
     _fails(

@@ -30,6 +30,9 @@ def _write_run(directory, accuracies, final):
         ([0.1, 0.5, 0.4, 0.6], 0.5, 10),  # Equal counts: round 10.
         ([0.1, 0.5, 0.4, 0.6], 0.55, 20),
         ([0.1, 0.5, 0.4, 0.6], 0.7, None),
+        # The mean of three evals of 0.1 is 0.10000000000000002 in float64:
+        # still reached at round 5.
+        ([0.1, 0.1, 0.1, 0.1], float(np.mean([0.1] * 3)), 5),
     ],
 )
 def test_first_round_reaching(values, target, expected):

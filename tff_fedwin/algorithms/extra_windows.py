@@ -82,11 +82,19 @@ class StateExtraWindows:
     )
 
   def measurements(self, state: Any) -> collections.OrderedDict:
-    """`window_<W'>` -> fill, activity and ||m^t - w^t||_2 of each size."""
+    """`window_<W'>` -> fill, activity and ||m^t - w^t||_2 of each size.
+
+    w^t is the model the round aggregated. In `'broadcast'` mode (E = 1)
+    the state's global model is then the sent m^t, so w^t is read as the
+    window of one model (the newest slot), as the program window measures.
+    """
     if not self.window_sizes:
       return collections.OrderedDict()
     window = window_readout.state_window(state)
     model = state.global_model_weights.trainable
+    if bool(window.broadcast) and int(window.window_size) > 1:
+      model = window_readout.window_model_weights(state, window_size=1)
+      model = model.trainable
     return collections.OrderedDict(
         (
             name,

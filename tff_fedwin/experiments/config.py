@@ -245,6 +245,14 @@ def _kept_by_program(config: ExperimentConfig) -> bool:
   )
 
 
+def _readable_hint(size: int, every: int) -> str:
+  """The extra sizes a state window of W = `size`, E = `every` holds."""
+  sizes = list(range(size - every, 0, -every))[::-1]
+  if not sizes:
+    return 'none with these flags'
+  return ', '.join(map(str, sizes[:3])) + (', ...' if len(sizes) > 3 else '')
+
+
 def _check_state_window_sizes(config: ExperimentConfig) -> None:
   """Extra sizes the state's window holds: W' < W, W - W' a multiple of E.
 
@@ -258,8 +266,8 @@ def _check_state_window_sizes(config: ExperimentConfig) -> None:
           f'--window_sizes ({config.window_sizes}) with '
           f'--window_location=state must each be < --window_size ({size}) '
           f'with --window_size minus it a multiple of --window_read_every '
-          f'({every}), e.g. {size - every if size > every else 1}; got '
-          f'{extra}. Use --window_location=program for any sizes.'
+          f'({every}), i.e. {_readable_hint(size, every)}; got {extra}. Use '
+          '--window_location=program for any sizes.'
       )
 
 

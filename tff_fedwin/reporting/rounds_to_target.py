@@ -19,6 +19,9 @@ import numpy as np
 from tff_fedwin.reporting import plots
 from tff_fedwin.training import outputs
 
+# Accuracies within this of the target count as reaching it.
+_TOLERANCE = 1e-9
+
 
 def first_round_reaching(curve: plots.Curve, target: float) -> Optional[int]:
   """The first eval round whose value is >= `target`; None if none is.
@@ -28,7 +31,8 @@ def first_round_reaching(curve: plots.Curve, target: float) -> Optional[int]:
     target: The accuracy to reach.
   """
   rounds, values = curve
-  reached = np.flatnonzero(np.asarray(values) >= target)
+  # A mean of equal evals can exceed each of them by an ulp: allow it.
+  reached = np.flatnonzero(np.asarray(values) >= target - _TOLERANCE)
   return int(rounds[reached[0]]) if reached.size else None
 
 
