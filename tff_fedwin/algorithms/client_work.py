@@ -192,7 +192,8 @@ def build_client_work(
       `tff.learning.metrics.sum_then_finalize`.
     label_key: The labels' key in mapping batches.
     loop_implementation: The loop over the batches, a
-      `tff.learning.LoopImplementation` (the same arithmetic either way).
+      `tff.learning.LoopImplementation` (the same arithmetic either way;
+      `'wsm'` refuses `DATASET_ITERATOR`, `client_training.client_loop`).
 
   Returns:
     A `tff.learning.templates.ClientWorkProcess`.
@@ -201,7 +202,8 @@ def build_client_work(
     TypeError: If `client_weighting` is not a `tff.learning.ClientWeighting`,
       or (`'wsm'`) the labels are not integers.
     ValueError: If `client_loss` is unknown, `num_classes` < 1 or missing for
-      `'wsm'`, or `proximal_strength` < 0.
+      `'wsm'`, `proximal_strength` < 0, or `loop_implementation` is not
+      allowed.
     KeyError: If (`'wsm'`) mapping batches have no `label_key`.
   """
   _check_arguments(
@@ -209,6 +211,9 @@ def build_client_work(
       num_classes=num_classes,
       proximal_strength=proximal_strength,
       client_weighting=client_weighting,
+  )
+  loop_implementation = client_training.client_loop(
+      loop_implementation, client_loss
   )
   if metrics_aggregator is None:
     metrics_aggregator = tff.learning.metrics.sum_then_finalize

@@ -47,9 +47,7 @@ def build_fed_win(
         tff.aggregators.WeightedAggregationFactory
     ] = None,
     metrics_aggregator: Optional[Any] = None,
-    loop_implementation: tff.learning.LoopImplementation = (
-        tff.learning.LoopImplementation.DATASET_ITERATOR
-    ),
+    loop_implementation: Optional[tff.learning.LoopImplementation] = None,
 ) -> tff.learning.templates.LearningProcess:
   """Builds FedAvg (or FedAvgM, FedAdam, FedYogi) with an exact model window.
 
@@ -99,14 +97,19 @@ def build_fed_win(
       `tff.aggregators.MeanFactory()`.
     metrics_aggregator: As in `tff.learning.algorithms.build_weighted_fed_avg`.
     loop_implementation: The client's loop over its dataset, as in
-      `tff.learning.algorithms.build_weighted_fed_avg`, whose default is
-      `DATASET_REDUCE`; ours is `DATASET_ITERATOR`, the same arithmetic,
-      faster here (docs/design.md sec. 7).
+      `tff.learning.algorithms.build_weighted_fed_avg` (whose default is
+      `DATASET_REDUCE`); the same arithmetic either way. `None` (default) is
+      `DATASET_ITERATOR` with `'ce'` (faster here, docs/design.md sec. 7.4)
+      and `DATASET_REDUCE` with `'wsm'`, which refuses the iterator
+      (`client_training.client_loop`).
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
   """
   client_training.check_client_loss(client_loss, num_classes)
+  loop_implementation = client_training.client_loop(
+      loop_implementation, client_loss
+  )
   window_args = None
   if window_size is not None:
     window_args = dict(

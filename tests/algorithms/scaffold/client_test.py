@@ -10,15 +10,21 @@ import tensorflow_federated as tff
 from tests import scaffold_reference as sref
 from tff_fedwin.algorithms import scaffold
 
+LOOPS = list(tff.learning.LoopImplementation)
+# WSM refuses the iterator loop (client_training.client_loop).
+LOSS_LOOPS = [('ce', loop) for loop in LOOPS] + [
+    ('wsm', tff.learning.LoopImplementation.DATASET_REDUCE)
+]
+
 
 class TestBuildScaffoldClientUpdateExecution:
   """The client step as a plain `tf.function`, vs numpy."""
 
-  @pytest.mark.parametrize('client_loss', ['ce', 'wsm'])
+  @pytest.mark.parametrize('client_loss,loop', LOSS_LOOPS)
   @pytest.mark.parametrize('client_index', range(sref.TOTAL_CLIENTS))
   @pytest.mark.parametrize('zero_controls', [True, False])
   def test_client_update_matches_numpy(
-      self, client_loss, client_index, zero_controls
+      self, client_loss, client_index, zero_controls, loop
   ):
     params = sref.np_initial_params()
     server_control = (
@@ -32,6 +38,7 @@ class TestBuildScaffoldClientUpdateExecution:
         sref.CLIENT_LEARNING_RATE,
         client_loss=client_loss,
         num_classes=sref.NUM_CLASSES if client_loss == 'wsm' else None,
+        loop_implementation=loop,
     )
 
     new_state, result = client_update(
@@ -61,10 +68,11 @@ class TestBuildScaffoldClientUpdateExecution:
         result.loss_sum.numpy(), expected.loss_sum, rtol=1e-5
     )
 
-  def test_client_update_on_empty_dataset_changes_nothing(self):
+  @pytest.mark.parametrize('loop', LOOPS)
+  def test_client_update_on_empty_dataset_changes_nothing(self, loop):
     client_control = sref.nonzero_controls(2)
     client_update = scaffold.build_scaffold_client_update(
-        sref.model_fn, sref.CLIENT_LEARNING_RATE
+        sref.model_fn, sref.CLIENT_LEARNING_RATE, loop_implementation=loop
     )
 
     new_state, result = client_update(

@@ -115,11 +115,18 @@ class TestBuildScaffoldExecution:
     sref.assert_close(state.control_variate, sref.np_zeros())
     assert state.round_num == 0
 
-  @pytest.mark.parametrize('server_learning_rate', [1.0, 0.5])
+  @pytest.mark.parametrize(
+      'server_learning_rate,loop',
+      [
+          (1.0, tff.learning.LoopImplementation.DATASET_ITERATOR),
+          (0.5, tff.learning.LoopImplementation.DATASET_ITERATOR),
+          (1.0, tff.learning.LoopImplementation.DATASET_REDUCE),
+      ],
+  )
   def test_rounds_match_numpy_scaffold(
-      self, build_process, server_learning_rate
+      self, build_process, server_learning_rate, loop
   ):
-    process = build_process(server_learning_rate)
+    process = build_process(server_learning_rate, loop_implementation=loop)
     store = training.ClientStateStore(
         scaffold.initial_client_state(sref.model_fn)
     )
@@ -348,6 +355,7 @@ class TestBuildScaffoldArguments:
           (dict(server_learning_rate=0.0), 'server_learning_rate'),
           (dict(total_clients=0), 'total_clients'),
           (dict(total_clients=2.5), 'total_clients'),
+          (dict(loop_implementation='iterator'), 'loop_implementation'),
       ],
   )
   def test_build_rejects_bad_arguments(self, kwargs, argument):

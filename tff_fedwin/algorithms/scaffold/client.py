@@ -101,6 +101,7 @@ def build_scaffold_client_update(
     *,
     client_loss: str = 'ce',
     num_classes: int | None = None,
+    loop_implementation: tff.learning.LoopImplementation | None = None,
 ) -> Callable[
     ..., tuple[types.ScaffoldClientState, types.ScaffoldClientResult]
 ]:
@@ -125,14 +126,21 @@ def build_scaffold_client_update(
     client_learning_rate: The client learning rate lr.
     client_loss: One of `CLIENT_LOSSES`.
     num_classes: The number of classes C; required for `'wsm'`.
+    loop_implementation: The loop over the batches, a
+      `tff.learning.LoopImplementation`, or `None`: the iterator with `'ce'`,
+      the reduce with `'wsm'` (`client_training.client_loop`).
 
   Returns:
     The client step, a `tf.function`.
 
   Raises:
-    ValueError: If `client_loss` is not one of `CLIENT_LOSSES`, or `'wsm'` is
-      asked without a positive `num_classes`.
+    ValueError: If `client_loss` is not one of `CLIENT_LOSSES`, `'wsm'` is
+      asked without a positive `num_classes`, or `loop_implementation` is not
+      allowed (`client_training.client_loop`).
   """
+  loop_implementation = client_training.client_loop(
+      loop_implementation, client_loss
+  )
   training = client_training.build_client_training(
       model_fn(),
       optimizer_step=client_training.sgd_step(client_learning_rate),
@@ -152,7 +160,7 @@ def build_scaffold_client_update(
     )
     step_state = training.client_init(initial_weights, dataset, correction)
     step_state = client_training.run_client_loop(
-        training.client_step, step_state, dataset
+        training.client_step, step_state, dataset, loop_implementation
     )
     output = training.client_final(initial_weights.trainable, step_state)
     new_client_control_variate = option_ii_control_variate(

@@ -115,6 +115,7 @@ def _next_computation(
     client_loss,
     num_classes,
     with_window,
+    loop_implementation,
 ) -> tff.Computation:
   """`next`: broadcast x and c, map the client step, sum, map the server step."""
   client_state_type = tff.types.to_type(
@@ -135,6 +136,7 @@ def _next_computation(
         client_learning_rate,
         client_loss=client_loss,
         num_classes=num_classes,
+        loop_implementation=loop_implementation,
     )
     new_client_state, result = client_update(
         initial_weights, server_control_variate, client_state, dataset
@@ -183,6 +185,7 @@ def build_scaffold(
     window_size: int | None = None,
     window_mode: str = 'evaluate',
     window_start_round: int = 0,
+    loop_implementation: tff.learning.LoopImplementation | None = None,
 ) -> ScaffoldProcess:
   """Builds SCAFFOLD (Karimireddy et al. 2020, Alg. 1, option II) for TFF.
 
@@ -218,13 +221,18 @@ def build_scaffold(
     window_mode: `'evaluate'` (WiMA) or `'broadcast'` (IMA).
     window_start_round: The window is active from round
       max(W, window_start_round) on.
+    loop_implementation: The clients' loop over their batches, a
+      `tff.learning.LoopImplementation` (the same arithmetic either way);
+      `None` (default) is `DATASET_ITERATOR` with `'ce'` (faster here,
+      docs/design.md sec. 7.6) and `DATASET_REDUCE` with `'wsm'`, which
+      refuses the iterator (`client_training.client_loop`).
 
   Returns:
     A `ScaffoldProcess`.
 
   Raises:
-    ValueError: If a rate or N is not positive, `client_loss` or
-      `window_mode` is not allowed, `'wsm'` lacks `num_classes` or integer
+    ValueError: If a rate or N is not positive, `client_loss`,
+      `window_mode` or `loop_implementation` is not allowed, `'wsm'` lacks `num_classes` or integer
       labels, `window_size < 1`, `window_start_round < 0`, or `model_fn` does
       not build a `VariableModel` with floating-point weights.
     TypeError: If `window_size` or `window_start_round` is not an int.
@@ -235,6 +243,9 @@ def build_scaffold(
       total_clients=total_clients,
   )
   client_training.check_client_loss(client_loss, num_classes)
+  loop_implementation = client_training.client_loop(
+      loop_implementation, client_loss
+  )
   checks.check_window_args(window_size, window_mode, window_start_round)
   checks.check_model(model_fn)
   with tf.Graph().as_default():
@@ -266,6 +277,7 @@ def build_scaffold(
       client_loss=client_loss,
       num_classes=num_classes,
       with_window=with_window,
+      loop_implementation=loop_implementation,
   )
 
   @tff.tensorflow.computation(server_state_type)
