@@ -1,4 +1,4 @@
-"""Tests for `client_training.client_loop`: which loop a client runs.
+"""Tests for `client_loop.client_loop`: which loop a client runs.
 
 WSM reads its dataset twice (class proportions, then training). With the
 iterator loop the training pass's shuffle order depended on what the TFF
@@ -12,7 +12,7 @@ import pytest
 import tensorflow_federated as tff
 
 from tests import softmax_task as task
-from tff_fedwin.algorithms import client_training
+from tff_fedwin.algorithms import client_loop
 from tff_fedwin.algorithms import fed_win
 from tff_fedwin.algorithms import scaffold
 
@@ -26,14 +26,14 @@ class TestClientLoopArguments:
       'client_loss,expected', [('ce', ITERATOR), ('wsm', REDUCE)]
   )
   def test_none_picks_the_loop_of_the_loss(self, client_loss, expected):
-    assert client_training.client_loop(None, client_loss) == expected
+    assert client_loop.client_loop(None, client_loss) == expected
 
   @pytest.mark.parametrize('client_loss', ['ce', 'wsm'])
   def test_reduce_is_kept(self, client_loss):
-    assert client_training.client_loop(REDUCE, client_loss) == REDUCE
+    assert client_loop.client_loop(REDUCE, client_loss) == REDUCE
 
   def test_iterator_is_kept_with_ce(self):
-    assert client_training.client_loop(ITERATOR, 'ce') == ITERATOR
+    assert client_loop.client_loop(ITERATOR, 'ce') == ITERATOR
 
   @pytest.mark.parametrize(
       'loop,client_loss,message',
@@ -48,7 +48,7 @@ class TestClientLoopArguments:
   )
   def test_refuses(self, loop, client_loss, message):
     with pytest.raises(ValueError, match=message):
-      client_training.client_loop(loop, client_loss)
+      client_loop.client_loop(loop, client_loss)
 
   @pytest.mark.parametrize(
       'build',

@@ -15,6 +15,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_fedwin.algorithms import client_loop
 from tff_fedwin.algorithms import client_training
 
 NUM_CLASSES = 3
@@ -331,7 +332,7 @@ def test_loop_over_dataset_matches_numpy_sgd(loop, client_loss):
   @tf.function
   def run(dataset):
     state = training.client_init(_weights(KERNEL0, BIAS0), dataset)
-    state = client_training.run_client_loop(
+    state = client_loop.run_client_loop(
         training.client_step, state, dataset, loop
     )
     return training.client_final(

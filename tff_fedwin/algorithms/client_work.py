@@ -14,6 +14,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_fedwin import checks
+from tff_fedwin.algorithms import client_loop
 from tff_fedwin.algorithms import client_training
 from tff_fedwin.losses import labels as labels_lib
 
@@ -68,7 +69,7 @@ def _build_client_update(
     step_state = training.client_init(
         initial_weights, data, step_input, optimizer_hparams
     )
-    step_state = client_training.run_client_loop(
+    step_state = client_loop.run_client_loop(
         training.client_step, step_state, data, loop_implementation
     )
     output = training.client_final(initial_weights.trainable, step_state)
@@ -193,7 +194,7 @@ def build_client_work(
     label_key: The labels' key in mapping batches.
     loop_implementation: The loop over the batches, a
       `tff.learning.LoopImplementation` (the same arithmetic either way;
-      `'wsm'` refuses `DATASET_ITERATOR`, `client_training.client_loop`).
+      `'wsm'` refuses `DATASET_ITERATOR`, `client_loop.client_loop`).
 
   Returns:
     A `tff.learning.templates.ClientWorkProcess`.
@@ -212,7 +213,7 @@ def build_client_work(
       proximal_strength=proximal_strength,
       client_weighting=client_weighting,
   )
-  loop_implementation = client_training.client_loop(
+  loop_implementation = client_loop.client_loop(
       loop_implementation, client_loss
   )
   if metrics_aggregator is None:

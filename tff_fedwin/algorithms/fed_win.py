@@ -17,6 +17,7 @@ import tensorflow_federated as tff
 
 from tff_fedwin.aggregators import window_finalizer
 from tff_fedwin.aggregators import window_math
+from tff_fedwin.algorithms import client_loop
 from tff_fedwin.algorithms import client_training
 from tff_fedwin.algorithms import client_work as client_work_lib
 from tff_fedwin.algorithms import scheduled_client_work
@@ -101,13 +102,13 @@ def build_fed_win(
       `DATASET_REDUCE`); the same arithmetic either way. `None` (default) is
       `DATASET_ITERATOR` with `'ce'` (faster here, docs/design.md sec. 7.4)
       and `DATASET_REDUCE` with `'wsm'`, which refuses the iterator
-      (`client_training.client_loop`).
+      (`client_loop.client_loop`).
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
   """
   client_training.check_client_loss(client_loss, num_classes)
-  loop_implementation = client_training.client_loop(
+  loop_implementation = client_loop.client_loop(
       loop_implementation, client_loss
   )
   window_args = None

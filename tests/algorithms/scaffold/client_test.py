@@ -11,7 +11,7 @@ from tests import scaffold_reference as sref
 from tff_fedwin.algorithms import scaffold
 
 LOOPS = list(tff.learning.LoopImplementation)
-# WSM refuses the iterator loop (client_training.client_loop).
+# WSM refuses the iterator loop (client_loop.client_loop).
 LOSS_LOOPS = [('ce', loop) for loop in LOOPS] + [
     ('wsm', tff.learning.LoopImplementation.DATASET_REDUCE)
 ]

@@ -7,6 +7,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_fedwin.algorithms import client_loop
 from tff_fedwin.algorithms import client_training
 from tff_fedwin.algorithms.scaffold import types
 from tff_fedwin.losses import labels as labels_lib
@@ -128,7 +129,7 @@ def build_scaffold_client_update(
     num_classes: The number of classes C; required for `'wsm'`.
     loop_implementation: The loop over the batches, a
       `tff.learning.LoopImplementation`, or `None`: the iterator with `'ce'`,
-      the reduce with `'wsm'` (`client_training.client_loop`).
+      the reduce with `'wsm'` (`client_loop.client_loop`).
 
   Returns:
     The client step, a `tf.function`.
@@ -136,9 +137,9 @@ def build_scaffold_client_update(
   Raises:
     ValueError: If `client_loss` is not one of `CLIENT_LOSSES`, `'wsm'` is
       asked without a positive `num_classes`, or `loop_implementation` is not
-      allowed (`client_training.client_loop`).
+      allowed (`client_loop.client_loop`).
   """
-  loop_implementation = client_training.client_loop(
+  loop_implementation = client_loop.client_loop(
       loop_implementation, client_loss
   )
   training = client_training.build_client_training(
@@ -159,7 +160,7 @@ def build_scaffold_client_update(
         tf.subtract, server_control_variate, client_control_variate
     )
     step_state = training.client_init(initial_weights, dataset, correction)
-    step_state = client_training.run_client_loop(
+    step_state = client_loop.run_client_loop(
         training.client_step, step_state, dataset, loop_implementation
     )
     output = training.client_final(initial_weights.trainable, step_state)

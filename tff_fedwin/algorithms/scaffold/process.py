@@ -7,6 +7,7 @@ import tensorflow_federated as tff
 
 from tff_fedwin.aggregators import window_math
 from tff_fedwin.aggregators import window_readout
+from tff_fedwin.algorithms import client_loop
 from tff_fedwin.algorithms import client_training
 from tff_fedwin.algorithms.scaffold import checks
 from tff_fedwin.algorithms.scaffold import client
@@ -225,7 +226,7 @@ def build_scaffold(
       `tff.learning.LoopImplementation` (the same arithmetic either way);
       `None` (default) is `DATASET_ITERATOR` with `'ce'` (faster here,
       docs/design.md sec. 7.6) and `DATASET_REDUCE` with `'wsm'`, which
-      refuses the iterator (`client_training.client_loop`).
+      refuses the iterator (`client_loop.client_loop`).
 
   Returns:
     A `ScaffoldProcess`.
@@ -243,7 +244,7 @@ def build_scaffold(
       total_clients=total_clients,
   )
   client_training.check_client_loss(client_loss, num_classes)
-  loop_implementation = client_training.client_loop(
+  loop_implementation = client_loop.client_loop(
       loop_implementation, client_loss
   )
   checks.check_window_args(window_size, window_mode, window_start_round)
