@@ -1,14 +1,18 @@
-"""Tests for `client_loop.client_loop`: which loop a client runs.
+"""Tests for `client_loop`: which loop a client runs, and `replayable`.
 
-WSM reads its dataset twice (class proportions, then training). With the
-iterator loop the training pass's shuffle order depended on what the TFF
-worker had run before; the execution test below re-runs one round (CE on the
-iterator, WSM on the reduce) on the same worker and requires the same numbers
-bit for bit (with the iterator, the WSM case fails).
+WSM reads its dataset twice (class proportions, then training). A second
+pass over a shuffled dataset reshuffled with a seed that depended on what the
+TFF worker had run before; WSM clients now replay one pass
+(`client_loop.replayable`). The execution test re-runs one round on the same
+worker, after rounds of the other loss, and requires the same numbers bit for
+bit, for both losses and both loops (without the replay, WSM fails).
 """
+
+import collections
 
 import numpy as np
 import pytest
+import tensorflow as tf
 import tensorflow_federated as tff
 
 from tests import softmax_task as task
@@ -22,58 +26,16 @@ ITERATOR = tff.learning.LoopImplementation.DATASET_ITERATOR
 
 class TestClientLoopArguments:
 
-  @pytest.mark.parametrize(
-      'client_loss,expected', [('ce', ITERATOR), ('wsm', REDUCE)]
-  )
-  def test_none_picks_the_loop_of_the_loss(self, client_loss, expected):
-    assert client_loop.client_loop(None, client_loss) == expected
+  def test_none_picks_the_iterator(self):
+    assert client_loop.client_loop(None) == ITERATOR
 
-  @pytest.mark.parametrize('client_loss', ['ce', 'wsm'])
-  def test_reduce_is_kept(self, client_loss):
-    assert client_loop.client_loop(REDUCE, client_loss) == REDUCE
+  @pytest.mark.parametrize('loop', [REDUCE, ITERATOR])
+  def test_an_enum_value_is_kept(self, loop):
+    assert client_loop.client_loop(loop) == loop
 
-  def test_iterator_is_kept_with_ce(self):
-    assert client_loop.client_loop(ITERATOR, 'ce') == ITERATOR
-
-  @pytest.mark.parametrize(
-      'loop,client_loss,message',
-      [
-          (
-              ITERATOR,
-              'wsm',
-              "DATASET_ITERATOR is not allowed with client_loss='wsm'",
-          ),
-          ('iterator', 'ce', 'must be one of'),
-      ],
-  )
-  def test_refuses(self, loop, client_loss, message):
-    with pytest.raises(ValueError, match=message):
-      client_loop.client_loop(loop, client_loss)
-
-  @pytest.mark.parametrize(
-      'build',
-      [
-          lambda loop: fed_win.build_fed_win(
-              task.model_fn,
-              tff.learning.optimizers.build_sgdm(0.1),
-              client_loss='wsm',
-              num_classes=task.NUM_CLASSES,
-              loop_implementation=loop,
-          ),
-          lambda loop: scaffold.build_scaffold(
-              task.model_fn,
-              client_learning_rate=0.1,
-              total_clients=task.NUM_CLIENTS,
-              client_loss='wsm',
-              num_classes=task.NUM_CLASSES,
-              loop_implementation=loop,
-          ),
-      ],
-      ids=['build_fed_win', 'build_scaffold'],
-  )
-  def test_builders_refuse_the_iterator_with_wsm(self, build):
-    with pytest.raises(ValueError, match='loop_implementation'):
-      build(ITERATOR)
+  def test_refuses_a_non_enum_value(self):
+    with pytest.raises(ValueError, match='must be one of'):
+      client_loop.client_loop('iterator')
 
 
 def _shuffled_datasets():
@@ -87,25 +49,119 @@ def _shuffled_datasets():
   ]
 
 
+def _process(client_loss, loop):
+  return fed_win.build_fed_win(
+      task.model_fn,
+      tff.learning.optimizers.build_sgdm(0.1),
+      client_loss=client_loss,
+      num_classes=task.NUM_CLASSES,
+      loop_implementation=loop,
+  )
+
+
 class TestClientLoopExecution:
 
+  @pytest.mark.parametrize('loop', [REDUCE, ITERATOR])
   @pytest.mark.parametrize('client_loss', ['ce', 'wsm'])
-  def test_round_does_not_depend_on_the_workers_history(self, client_loss):
-    # 'ce' runs the iterator (one pass), 'wsm' the reduce (two passes).
-    process = fed_win.build_fed_win(
-        task.model_fn,
-        tff.learning.optimizers.build_sgdm(0.1),
-        client_loss=client_loss,
-        num_classes=task.NUM_CLASSES,
-    )
+  def test_round_does_not_depend_on_the_workers_history(
+      self, client_loss, loop
+  ):
+    process = _process(client_loss, loop)
+    other = _process('ce' if client_loss == 'wsm' else 'wsm', loop)
     state = process.initialize()
-    first = process.next(state, _shuffled_datasets()).state
-    for _ in range(3):  # The same round again: history on the worker.
-      process.next(state, _shuffled_datasets())
-    again = process.next(state, _shuffled_datasets()).state
+    other_state = other.initialize()
+    first = process.get_model_weights(
+        process.next(state, _shuffled_datasets()).state
+    )
+    # The same round again, after history on the worker: this round, and
+    # the other loss's rounds on datasets with the same seed.
+    for _ in range(3):
+      again = process.get_model_weights(
+          process.next(state, _shuffled_datasets()).state
+      )
+      for a, b in zip(first.trainable, again.trainable):
+        np.testing.assert_array_equal(a, b)
+      other_state = other.next(other_state, _shuffled_datasets()).state
 
-    for a, b in zip(
-        process.get_model_weights(first).trainable,
-        process.get_model_weights(again).trainable,
-    ):
-      np.testing.assert_array_equal(a, b)
+
+def _replay(dataset):
+  """`replayable(dataset)` built in a graph, as TFF's clients build it."""
+  return tf.function(client_loop.replayable)(dataset)
+
+
+def _elements(dataset):
+  """The elements of one pass, as numpy (eager)."""
+  return list(dataset.as_numpy_iterator())
+
+
+def _assert_same_elements(actual, expected):
+  assert len(actual) == len(expected)
+  for a, e in zip(actual, expected):
+    tf.nest.assert_same_structure(a, e)
+    for a_value, e_value in zip(tf.nest.flatten(a), tf.nest.flatten(e)):
+      np.testing.assert_array_equal(a_value, e_value)
+      assert a_value.dtype == e_value.dtype
+
+
+def _batched(num_examples, batch_size):
+  """Batches of `(x [b, 2, 3] float, y [b] int)` from numpy: x[i] = 6i..6i+5."""
+  x = np.arange(num_examples * 6, dtype=np.float32).reshape(-1, 2, 3)
+  y = np.arange(num_examples, dtype=np.int32) % 3
+  return tf.data.Dataset.from_tensor_slices(
+      collections.OrderedDict(x=x, y=y)
+  ).batch(batch_size)
+
+
+class TestReplayable:
+
+  def test_replays_the_batches_in_order_with_a_short_last_one(self):
+    replayed = _replay(_batched(7, 4))
+    # Expected from numpy: batches [0, 4) and [4, 7).
+    x = np.arange(42, dtype=np.float32).reshape(7, 2, 3)
+    y = np.arange(7, dtype=np.int32) % 3
+    expected = [
+        collections.OrderedDict(x=x[:4], y=y[:4]),
+        collections.OrderedDict(x=x[4:], y=y[4:]),
+    ]
+    _assert_same_elements(_elements(replayed), expected)
+
+  def test_keeps_the_element_spec(self):
+    dataset = _batched(7, 4)
+    assert _replay(dataset).element_spec == dataset.element_spec
+
+  def test_replays_scalar_and_tuple_elements(self):
+    dataset = tf.data.Dataset.from_tensor_slices(
+        (np.array([3, 1, 2], np.int64), np.array([0.5, 1.5, 2.5], np.float64))
+    )
+    expected = [(3, 0.5), (1, 1.5), (2, 2.5)]
+    _assert_same_elements(
+        _elements(_replay(dataset)),
+        [(np.int64(a), np.float64(b)) for a, b in expected],
+    )
+
+  def test_an_empty_dataset_replays_as_empty(self):
+    dataset = _batched(7, 4).take(0)
+    replayed = _replay(dataset)
+    assert not _elements(replayed)
+    assert replayed.element_spec == dataset.element_spec
+
+  def test_every_pass_reads_the_first_shuffle(self):
+    def shuffled():
+      return _batched(20, 1).unbatch().shuffle(20, seed=5).batch(6)
+
+    replayed = _replay(shuffled())
+    first_shuffle = _elements(shuffled())  # A fresh dataset's first pass.
+    reshuffled = _elements(shuffled().repeat(2))[4:]  # Its second pass.
+    assert not all(  # The data do reshuffle on a second pass.
+        np.array_equal(a['x'], b['x'])
+        for a, b in zip(reshuffled, first_shuffle)
+    )
+    _assert_same_elements(_elements(replayed), first_shuffle)
+    _assert_same_elements(_elements(replayed), first_shuffle)
+
+  def test_refuses_ragged_elements(self):
+    dataset = tf.data.Dataset.from_tensor_slices(
+        tf.ragged.constant([[1, 2], [3]])
+    ).batch(2)
+    with pytest.raises(TypeError, match='dense tensors'):
+      client_loop.replayable(dataset)

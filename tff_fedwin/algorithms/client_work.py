@@ -66,6 +66,8 @@ def _build_client_update(
   @tf.function
   def client_update(initial_weights, data, optimizer_hparams):
     step_input = initial_weights.trainable if transform is not None else ()
+    if client_loss == 'wsm':  # Read twice: replay one pass.
+      data = client_loop.replayable(data)
     step_state = training.client_init(
         initial_weights, data, step_input, optimizer_hparams
     )
@@ -193,18 +195,18 @@ def build_client_work(
       `tff.learning.metrics.sum_then_finalize`.
     label_key: The labels' key in mapping batches.
     loop_implementation: The loop over the batches, a
-      `tff.learning.LoopImplementation` (the same arithmetic either way;
-      `'wsm'` refuses `DATASET_ITERATOR`, `client_loop.client_loop`).
+      `tff.learning.LoopImplementation` (the same arithmetic either way).
 
   Returns:
     A `tff.learning.templates.ClientWorkProcess`.
 
   Raises:
     TypeError: If `client_weighting` is not a `tff.learning.ClientWeighting`,
-      or (`'wsm'`) the labels are not integers.
+      or (`'wsm'`) the labels are not integers or the batches hold other
+      than dense tensors (`client_loop.replayable`).
     ValueError: If `client_loss` is unknown, `num_classes` < 1 or missing for
-      `'wsm'`, `proximal_strength` < 0, or `loop_implementation` is not
-      allowed.
+      `'wsm'`, `proximal_strength` < 0, or `loop_implementation` is not a
+      `tff.learning.LoopImplementation`.
     KeyError: If (`'wsm'`) mapping batches have no `label_key`.
   """
   _check_arguments(
@@ -213,9 +215,7 @@ def build_client_work(
       proximal_strength=proximal_strength,
       client_weighting=client_weighting,
   )
-  loop_implementation = client_loop.client_loop(
-      loop_implementation, client_loss
-  )
+  loop_implementation = client_loop.client_loop(loop_implementation)
   if metrics_aggregator is None:
     metrics_aggregator = tff.learning.metrics.sum_then_finalize
   with tf.Graph().as_default():

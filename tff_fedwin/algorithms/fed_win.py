@@ -100,17 +100,14 @@ def build_fed_win(
     loop_implementation: The client's loop over its dataset, as in
       `tff.learning.algorithms.build_weighted_fed_avg` (whose default is
       `DATASET_REDUCE`); the same arithmetic either way. `None` (default) is
-      `DATASET_ITERATOR` with `'ce'` (faster here, docs/design.md sec. 7.4)
-      and `DATASET_REDUCE` with `'wsm'`, which refuses the iterator
-      (`client_loop.client_loop`).
+      `DATASET_ITERATOR` (faster here, docs/design.md sec. 7.4;
+      `client_loop.client_loop`).
 
   Returns:
     A `tff.learning.templates.LearningProcess`.
   """
   client_training.check_client_loss(client_loss, num_classes)
-  loop_implementation = client_loop.client_loop(
-      loop_implementation, client_loss
-  )
+  loop_implementation = client_loop.client_loop(loop_implementation)
   window_args = None
   if window_size is not None:
     window_args = dict(

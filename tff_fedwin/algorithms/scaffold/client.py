@@ -128,8 +128,8 @@ def build_scaffold_client_update(
     client_loss: One of `CLIENT_LOSSES`.
     num_classes: The number of classes C; required for `'wsm'`.
     loop_implementation: The loop over the batches, a
-      `tff.learning.LoopImplementation`, or `None`: the iterator with `'ce'`,
-      the reduce with `'wsm'` (`client_loop.client_loop`).
+      `tff.learning.LoopImplementation`, or `None`: the iterator
+      (`client_loop.client_loop`).
 
   Returns:
     The client step, a `tf.function`.
@@ -137,11 +137,9 @@ def build_scaffold_client_update(
   Raises:
     ValueError: If `client_loss` is not one of `CLIENT_LOSSES`, `'wsm'` is
       asked without a positive `num_classes`, or `loop_implementation` is not
-      allowed (`client_loop.client_loop`).
+      a `tff.learning.LoopImplementation` or `None`.
   """
-  loop_implementation = client_loop.client_loop(
-      loop_implementation, client_loss
-  )
+  loop_implementation = client_loop.client_loop(loop_implementation)
   training = client_training.build_client_training(
       model_fn(),
       optimizer_step=client_training.sgd_step(client_learning_rate),
@@ -159,6 +157,8 @@ def build_scaffold_client_update(
     correction = tf.nest.map_structure(
         tf.subtract, server_control_variate, client_control_variate
     )
+    if client_loss == 'wsm':  # Read twice: replay one pass.
+      dataset = client_loop.replayable(dataset)
     step_state = training.client_init(initial_weights, dataset, correction)
     step_state = client_loop.run_client_loop(
         training.client_step, step_state, dataset, loop_implementation

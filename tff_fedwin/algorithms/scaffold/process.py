@@ -224,9 +224,8 @@ def build_scaffold(
       max(W, window_start_round) on.
     loop_implementation: The clients' loop over their batches, a
       `tff.learning.LoopImplementation` (the same arithmetic either way);
-      `None` (default) is `DATASET_ITERATOR` with `'ce'` (faster here,
-      docs/design.md sec. 7.6) and `DATASET_REDUCE` with `'wsm'`, which
-      refuses the iterator (`client_loop.client_loop`).
+      `None` (default) is `DATASET_ITERATOR` (faster here, docs/design.md
+      sec. 7.6; `client_loop.client_loop`).
 
   Returns:
     A `ScaffoldProcess`.
@@ -244,9 +243,7 @@ def build_scaffold(
       total_clients=total_clients,
   )
   client_training.check_client_loss(client_loss, num_classes)
-  loop_implementation = client_loop.client_loop(
-      loop_implementation, client_loss
-  )
+  loop_implementation = client_loop.client_loop(loop_implementation)
   checks.check_window_args(window_size, window_mode, window_start_round)
   checks.check_model(model_fn)
   with tf.Graph().as_default():
