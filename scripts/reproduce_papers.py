@@ -18,6 +18,8 @@ several horizons (rounds 120, 250, 500, ...) and a plot of each window's curve.
   .venv/bin/python scripts/reproduce_papers.py --experiments=ima --seeds=0
   .venv/bin/python scripts/reproduce_papers.py \
       --experiments=ima_local_setup       # 18 runs of 300 rounds x 5 epochs
+  .venv/bin/python scripts/reproduce_papers.py \
+      --experiments=tuning                # 24 runs on the validation split
 
 Runs go to --root_output_dir (runs/reproduce), tables to --output
 (results/tables.md), one line per run (its time and accuracies) to --runs_csv
@@ -36,6 +38,7 @@ import attrs
 import numpy as np
 
 from tff_fedwin import experiments
+from tff_fedwin.experiments import papers
 from tff_fedwin.reporting import plots
 from tff_fedwin.reporting import rounds_to_target
 from tff_fedwin.reporting import window_sweep
@@ -49,7 +52,8 @@ _SEEDS = flags.DEFINE_list('seeds', ['0', '1', '2'], 'Seeds.')
 _ROUNDS = flags.DEFINE_integer(
     'total_rounds',
     None,
-    "Rounds per run; default: each experiment's own " '(see `_experiments`).',
+    "Rounds per run; default: each experiment's own "
+    '(see `tff_fedwin.experiments.papers`).',
 )
 _ROOT = flags.DEFINE_string('root_output_dir', 'runs/reproduce', 'Output root.')
 _OUTPUT = flags.DEFINE_string(
@@ -67,148 +71,6 @@ _PLOT_DIR = flags.DEFINE_string(
     'Write <experiment>.png (accuracy per round, mean '
     'over seeds, window solid and global dashed) here (empty: do not).',
 )
-
-# 100 clients, 10% participation, label skew (the papers' structure).
-_BASE = experiments.ExperimentConfig(
-    task='mnist',
-    num_clients=100,
-    clients_per_round=10,
-    client_epochs=1,
-    client_batch_size=20,
-    client_learning_rate=0.05,
-    rounds_per_eval=2,
-    rounds_per_checkpoint=10,
-    summary_last_n=10,
-)
-
-
-def _experiments(
-    total_rounds: Optional[int] = None,
-) -> dict[str, dict[str, experiments.ExperimentConfig]]:
-  """{experiment: {row label: config}}; `total_rounds` overrides the defaults.
-
-  Rounds are scaled to 2 cores: 40 per run (~1.6 min for MNIST), 120 for the
-  window sweep so that W=100 is active over the whole summary span (the
-  window model is the global model before round W, docs/design.md sec. 1),
-  100 for Shakespeare (~3 s per round, eval every 5 rounds).
-  """
-  rounds = lambda default: total_rounds or default
-  base = attrs.evolve(_BASE, total_rounds=rounds(40))
-  table = {}
-  table['mnist_wima'] = {
-      f'{alg} alpha={alpha} W=10': attrs.evolve(
-          base,
-          algorithm=alg,
-          dirichlet_alpha=alpha,
-          window_size=10,
-          server_learning_rate=1.0,
-      )
-      for alpha in (0.0, 0.05)
-      for alg in ('fedavg', 'fedavgm', 'scaffold')
-  }
-  table['mnist_window_sweep'] = {
-      f'fedavg alpha=0.05 W={w}': attrs.evolve(
-          base,
-          dirichlet_alpha=0.05,
-          window_size=w,
-          window_read_every=2,
-          total_rounds=rounds(120),
-      )
-      for w in (5, 10, 50, 100)
-  }
-  # All five windows of one trajectory in one run per seed (--window_sizes,
-  # evaluate mode: training does not depend on W), 500 rounds.
-  table['mnist_window_horizon'] = {
-      f'fedavg alpha={alpha} W=5,10,50,100,200': attrs.evolve(
-          base,
-          dirichlet_alpha=alpha,
-          window_size=100,
-          window_sizes='5,10,50,200',
-          total_rounds=rounds(500),
-          rounds_per_eval=5,
-      )
-      for alpha in (0.05, 0.0)
-  }
-  table['ima'] = _ima_experiment(attrs.evolve(base, total_rounds=rounds(40)))
-  # IMA's own local setup (IMA paper, Table 1): 5 local epochs, client
-  # momentum 0.9, R = 300, t_s = 0.75 R, all three rows for both algorithms.
-  table['ima_local_setup'] = _ima_experiment(
-      attrs.evolve(
-          base,
-          total_rounds=rounds(300),
-          client_epochs=5,
-          client_momentum=0.9,
-          rounds_per_eval=5,
-      ),
-      ablation_for=('fedavg', 'fedadam'),
-  )
-  table['wsm'] = {
-      f'{alg} alpha=0.1 {loss} W=10': attrs.evolve(
-          base,
-          algorithm=alg,
-          dirichlet_alpha=0.1,
-          client_loss=loss,
-          window_size=10,
-      )
-      for alg in ('fedavg', 'scaffold')
-      for loss in ('ce', 'wsm')
-  }
-  table['shakespeare'] = {
-      'fedavg shakespeare W=10': attrs.evolve(
-          base,
-          task='shakespeare',
-          client_batch_size=10,
-          client_learning_rate=1.0,
-          window_size=10,
-          total_rounds=rounds(100),
-          # One eval of both models on the full test set takes ~17 s.
-          rounds_per_eval=5,
-          summary_last_n=4,
-      ),
-  }
-  return table
-
-
-def _ima_experiment(base, ablation_for=('fedavg',)):
-  """{row label: config} of an IMA experiment on `base`'s rounds R.
-
-  IMA starts at t_s = 0.75 R; the summary covers only the evals after it.
-  Rows per algorithm (FedAvg; FedAdam with server lr 0.01): no window
-  (constant client lr); IMA (P = 5 window in broadcast mode from t_s, with
-  IMA's client lr schedule); and, for `ablation_for`, the schedule alone (a
-  W = 1 window is the global model, so broadcasting it is a no-op), which
-  separates the window's share of the gain from the schedule's.
-  """
-  start = int(0.75 * base.total_rounds)
-  base = attrs.evolve(
-      base,
-      summary_last_n=max(
-          1, (base.total_rounds - start) // base.rounds_per_eval
-      ),
-  )
-  window = dict(
-      window_mode='broadcast',
-      window_start_round=start,
-      client_lr_schedule='ima',
-  )
-  rows = {
-      'no window': {},
-      'IMA': dict(window_size=5, **window),
-      'IMA schedule only W=1': dict(window_size=1, **window),
-  }
-  return {
-      f'{alg} alpha=0.1 {row}': attrs.evolve(
-          base,
-          algorithm=alg,
-          dirichlet_alpha=0.1,
-          server_learning_rate=(0.01 if alg == 'fedadam' else 1.0),
-          **kwargs,
-      )
-      for alg in ('fedavg', 'fedadam')
-      for row, kwargs in rows.items()
-      if alg in ablation_for or row != 'IMA schedule only W=1'
-  }
-
 
 # IMA's speed-up claim: each row's rounds to its algorithm's no-window final
 # accuracy (reporting.rounds_to_target), for these experiments.
@@ -232,6 +94,37 @@ def _speedup_report(configs, run_dirs):
         '',
         *rounds_to_target.rounds_to_target_table(rows, baseline),
     ]
+  return lines + ['']
+
+
+def _tuning_report(run_dirs):
+  """Per `papers.TUNED` group, each value's validation accuracy and the best.
+
+  The accuracy is the global model's, mean of the last N evals, mean over
+  the seeds run. Says so when the best differs from `papers.TUNED`.
+  """
+  groups = {}
+  for label, dirs in run_dirs.items():
+    group, value = papers.tuning_group(label)
+    accuracies = []
+    for run_dir in dirs:
+      with open(os.path.join(run_dir, 'summary.json')) as f:
+        accuracies.append(json.load(f)['global']['accuracy']['mean'])
+    groups.setdefault(group, {})[value] = float(np.mean(accuracies))
+  lines = [
+      '',
+      'Validation accuracy of the global model (mean of the last N evals) '
+      'per value; the best is picked:',
+      '',
+      '| group | value: validation accuracy | best | used (papers.TUNED) |',
+      '|---|---|---:|---:|',
+  ]
+  for group, scores in groups.items():
+    best = max(scores, key=scores.get)
+    tried = ', '.join(f'{v:g}: {a:.4f}' for v, a in scores.items())
+    used = papers.TUNED[group]
+    flag = '' if used == best else ' (differs: update papers.TUNED)'
+    lines.append(f'| {group} | {tried} | {best:g} | {used:g}{flag} |')
   return lines + ['']
 
 
@@ -369,7 +262,7 @@ def _run_record(name, label, seed, config, summary):
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  table = _experiments(_ROUNDS.value)
+  table = papers.paper_experiments(_ROUNDS.value)
   unknown = set(_EXPERIMENTS.value) - set(table)
   if unknown:
     raise app.UsageError(
@@ -391,7 +284,7 @@ def main(argv):
     for label, config in table[name].items():
       summaries = []
       run_dirs[label] = []
-      for seed in _SEEDS.value:
+      for seed in papers.EXPERIMENT_SEEDS.get(name, _SEEDS.value):
         run_name = f'{label.replace(" ", "_")}_seed{seed}'
         root = os.path.join(_ROOT.value, name)
         run = attrs.evolve(
@@ -421,7 +314,9 @@ def main(argv):
       )
     if name in _SPEEDUP_EXPERIMENTS:
       lines += _speedup_report(table[name], run_dirs)
-    if _PLOT_DIR.value and not sweeps:
+    if name == 'tuning':
+      lines += _tuning_report(run_dirs)
+    if _PLOT_DIR.value and not sweeps and name != 'tuning':
       _plot(name, table[name], run_dirs, _PLOT_DIR.value)
   text = '\n'.join(lines)
   print(text)

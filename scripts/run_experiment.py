@@ -50,6 +50,13 @@ flags.DEFINE_bool(
     'npz: integer features (e.g. uint8 pixels) scaled to [0, 1] '
     '(/255, or /65535 for 16-bit); off: cast unscaled.',
 )
+flags.DEFINE_enum(
+    'eval_split',
+    _DEFAULTS.eval_split,
+    list(experiments.EVAL_SPLITS),
+    'What the run evaluates on: the test set, or (mnist only) its '
+    'validation split, for tuning without the test set.',
+)
 flags.DEFINE_string(
     'cache_dir',
     None,

@@ -1,5 +1,8 @@
 """Tests for tff_fedwin.data.sources: offline MNIST loading."""
 
+import gzip
+import pickle
+
 import numpy as np
 import pytest
 
@@ -66,3 +69,27 @@ def test_mnist_test_split_has_official_class_counts(mnist):
   np.testing.assert_array_equal(
       np.bincount(y, minlength=10), _MNIST_TEST_CLASS_COUNTS
   )
+
+
+def test_mnist_validation_split_is_the_files_second_split():
+  # Read the pickle here, independently: (train, validation, test).
+  with gzip.open(data.mnist_path(), 'rb') as f:
+    _, (file_images, file_labels), _ = pickle.load(f, encoding='latin1')
+  (x_train, _), (x_val, y_val) = data.load_mnist(held_out='validation')
+  assert x_train.shape == (50000, 28, 28, 1)
+  assert x_val.shape == (10000, 28, 28, 1) and x_val.dtype == np.float32
+  assert y_val.dtype == np.int32
+  np.testing.assert_array_equal(y_val, file_labels)
+  np.testing.assert_array_equal(x_val.reshape(10000, 784), file_images)
+
+
+def test_mnist_validation_split_is_not_the_test_split(mnist):
+  (_, _), (x_val, y_val) = data.load_mnist(held_out='validation')
+  x_test, y_test = mnist['test']
+  assert not np.array_equal(y_val, y_test)
+  assert not np.array_equal(x_val[:10], x_test[:10])
+
+
+def test_mnist_refuses_an_unknown_held_out_split():
+  with pytest.raises(ValueError, match="`held_out` must be one of.*'train'"):
+    data.load_mnist(held_out='train')

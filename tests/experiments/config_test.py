@@ -158,6 +158,12 @@ BAD_CONFIGS = [
     _fails('npz_without_data_npz', ['--data_npz'], data_npz=None),
     _fails('npz_with_empty_data_npz', ['--data_npz'], data_npz=''),
     _fails('data_npz_with_mnist', ['--data_npz'], task='mnist'),
+    _fails('unknown_eval_split', ['--eval_split'], eval_split='train'),
+    _fails(
+        'validation_split_without_mnist',
+        ['--eval_split=validation', '--task=npz'],
+        eval_split='validation',
+    ),
     _fails('total_rounds_zero', ['--total_rounds'], total_rounds=0),
     _fails('total_rounds_not_int', ['--total_rounds'], total_rounds=2.5),
     _fails('total_rounds_bool', ['--total_rounds'], total_rounds=True),
@@ -350,6 +356,10 @@ GOOD_CONFIGS = [
         id='scaffold_disk_client_states',
     ),
     pytest.param(dict(task='mnist', data_npz=None), id='defaults_on_mnist'),
+    pytest.param(
+        dict(task='mnist', data_npz=None, eval_split='validation'),
+        id='mnist_validation_split',
+    ),
     pytest.param(
         dict(window_size=2, window_start_round=10),
         id='window_start_at_last_round',

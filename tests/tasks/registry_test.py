@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import tensorflow_federated as tff
 
+from tff_fedwin import data
 from tff_fedwin.tasks import registry
 
 
@@ -172,3 +173,28 @@ def test_evaluate_fn_is_mean_cross_entropy_and_accuracy(tmp_path):
 
   assert metrics['loss'] == pytest.approx(expected_loss, rel=1e-5)
   assert metrics['accuracy'] == pytest.approx(expected_accuracy, abs=1e-12)
+
+
+def test_mnist_evaluates_on_the_validation_split_when_asked():
+  task = registry.create_task(
+      'mnist', batch_size=20, num_clients=10, eval_split='validation'
+  )
+  # `load_mnist` (checked against the file in tests/data) gives the labels.
+  _, (_, y_val) = data.load_mnist(held_out='validation')
+  labels = np.concatenate([batch['y'].numpy() for batch in task.test_data])
+  np.testing.assert_array_equal(labels, y_val)
+
+
+@pytest.mark.parametrize(
+    'task,eval_split,message',
+    [
+        ('mnist', 'train', '`eval_split` must be one of'),
+        ('npz', 'validation', 'with task mnist only'),
+        ('shakespeare', 'validation', 'with task mnist only'),
+    ],
+)
+def test_refuses_a_split_the_task_does_not_have(task, eval_split, message):
+  with pytest.raises(ValueError, match=message):
+    registry.create_task(
+        task, batch_size=2, data_npz='x.npz', eval_split=eval_split
+    )

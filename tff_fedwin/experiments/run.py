@@ -23,6 +23,7 @@ def create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
         cache_dir=config.cache_dir,
         use_synthetic_data=config.use_synthetic_data,
         scale_integer_features=config.scale_integer_features,
+        eval_split=config.eval_split,
     )
   except ValueError as e:
     raise config_lib.InputDataError(str(e)) from e

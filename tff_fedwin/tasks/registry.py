@@ -15,7 +15,9 @@
 
 Every model outputs logits and its TFF loss is plain softmax cross-entropy, so
 evaluation and reported metrics use plain cross-entropy (docs/design.md
-sec. 2.3). `Task.evaluate` runs on the test set in this process (no TFF call).
+sec. 2.3). `Task.evaluate` runs on the test set in this process (no TFF call);
+`mnist` can evaluate on its validation split instead (`eval_split`), for
+tuning hyperparameters without the test set.
 """
 
 import collections
@@ -37,6 +39,8 @@ DataUnavailableError = tff_baselines.DataUnavailableError
 STACKOVERFLOW_VOCAB_SIZE = tff_baselines.STACKOVERFLOW_VOCAB_SIZE
 
 TASKS = ('mnist', 'npz', 'emnist', 'shakespeare', 'stackoverflow')
+# What a task evaluates on; 'validation' is `mnist`'s only.
+EVAL_SPLITS = sources.MNIST_HELD_OUT_SPLITS
 # Tasks whose labels are one class per example (WSM's class proportions).
 CLASSIFICATION_TASKS = ('mnist', 'npz', 'emnist')
 
@@ -155,6 +159,19 @@ def _shakespeare_task(*, batch_size, epochs, seed):
   )
 
 
+def check_eval_split(eval_split: str, task: str) -> None:
+  """Raises ValueError unless `task` has the held-out split `eval_split`."""
+  if eval_split not in EVAL_SPLITS:
+    raise ValueError(
+        f'`eval_split` must be one of {EVAL_SPLITS}; got {eval_split!r}.'
+    )
+  if eval_split == 'validation' and task != 'mnist':
+    raise ValueError(
+        "`eval_split`='validation' is available with task mnist only (its "
+        f'10,000-example validation split); task {task!r} has a test set only.'
+    )
+
+
 def create_task(
     name: str,
     *,
@@ -167,6 +184,7 @@ def create_task(
     cache_dir: Optional[str] = None,
     use_synthetic_data: bool = False,
     scale_integer_features: bool = True,
+    eval_split: str = 'test',
 ) -> Task:
   """Builds the task `name` (one of `TASKS`); see the module docstring.
 
@@ -192,22 +210,28 @@ def create_task(
       synthetic data instead (no download).
     scale_integer_features: Task `npz`: whether integer features are scaled to
       [0, 1] (see `sources.load_npz`) or cast to float32 unchanged.
+    eval_split: One of `EVAL_SPLITS`: what `Task.test_data` holds, the test
+      set, or for `mnist` its 10,000-example validation split
+      (`sources.load_mnist`).
 
   Returns:
     The `Task`.
 
   Raises:
-    ValueError: If `name` is unknown, `data_npz` is missing for `npz`, or the
-      `.npz` file is not a valid data set (one-line message from `load_npz`).
+    ValueError: If `name` is unknown, `data_npz` is missing for `npz`, the
+      `.npz` file is not a valid data set (one-line message from `load_npz`),
+      or `eval_split` is not one of `EVAL_SPLITS` or is `'validation'` with
+      another task than `mnist`.
     DataUnavailableError: If `emnist` or `stackoverflow` data is neither in the
       cache nor downloadable; the message says how to run offline.
   """
   if name not in TASKS:
     raise ValueError(f'`task` must be one of {TASKS}, got {name!r}.')
+  check_eval_split(eval_split, name)
   if name == 'mnist':
     return _array_task(
         'mnist',
-        sources.load_mnist(),
+        sources.load_mnist(held_out=eval_split),
         num_clients=num_clients,
         dirichlet_alpha=dirichlet_alpha,
         seed=seed,

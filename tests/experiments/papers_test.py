@@ -1,0 +1,82 @@
+"""Tests for tff_fedwin.experiments.papers: the experiments' configurations."""
+
+import attrs
+import pytest
+
+from tff_fedwin import experiments
+from tff_fedwin.experiments import papers
+
+TABLE = papers.paper_experiments()
+
+
+@pytest.mark.parametrize('name', sorted(TABLE))
+def test_every_config_is_valid(name):
+  for config in TABLE[name].values():
+    experiments.validate_config(config)
+
+
+def test_tuning_evaluates_on_validation_and_the_others_on_test():
+  for name, rows in TABLE.items():
+    splits = {config.eval_split for config in rows.values()}
+    assert splits == ({'validation'} if name == 'tuning' else {'test'}), name
+
+
+def test_tuning_covers_every_tuned_group_over_its_grid():
+  groups = {}
+  for label in TABLE['tuning']:
+    group, value = papers.tuning_group(label)
+    groups.setdefault(group, []).append(value)
+  assert set(groups) == set(papers.TUNED)
+  for group, values in groups.items():
+    grid = (
+        papers.SERVER_LR_GRID
+        if group.startswith('fedavgm')
+        else papers.CLIENT_LR_GRID
+    )
+    assert values == list(grid), group
+
+
+def test_a_tuning_group_differs_only_in_the_tuned_learning_rate():
+  by_group = {}
+  for label, config in TABLE['tuning'].items():
+    group, value = papers.tuning_group(label)
+    flag = (
+        'server_learning_rate'
+        if group.startswith('fedavgm')
+        else 'client_learning_rate'
+    )
+    assert getattr(config, flag) == value, label
+    by_group.setdefault(group, set()).add(attrs.evolve(config, **{flag: 1.0}))
+  assert all(len(configs) == 1 for configs in by_group.values())
+
+
+@pytest.mark.parametrize(
+    'group,experiment,flag',
+    [
+        ('fedavg alpha=0.1 ce', 'wsm', 'client_learning_rate'),
+        ('fedavg alpha=0.1 wsm', 'wsm', 'client_learning_rate'),
+        ('scaffold alpha=0.1 ce', 'wsm', 'client_learning_rate'),
+        ('scaffold alpha=0.1 wsm', 'wsm', 'client_learning_rate'),
+        ('fedavgm alpha=0.0', 'mnist_wima', 'server_learning_rate'),
+        ('fedavgm alpha=0.05', 'mnist_wima', 'server_learning_rate'),
+    ],
+)
+def test_the_rows_use_the_tuned_value(group, experiment, flag):
+  # The row of the group is the one whose label starts with it.
+  (config,) = [
+      c
+      for label, c in TABLE[experiment].items()
+      if label.startswith(group + ' ')
+  ]
+  assert getattr(config, flag) == papers.TUNED[group]
+
+
+def test_tuning_group_splits_the_label():
+  assert papers.tuning_group('scaffold alpha=0.1 wsm lr=0.2') == (
+      'scaffold alpha=0.1 wsm',
+      0.2,
+  )
+  assert papers.tuning_group('fedavgm alpha=0.0 slr=0.1') == (
+      'fedavgm alpha=0.0',
+      0.1,
+  )
