@@ -38,6 +38,7 @@ import attrs
 import numpy as np
 
 from tff_fedwin import experiments
+from tff_fedwin import training
 from tff_fedwin.experiments import papers
 from tff_fedwin.reporting import plots
 from tff_fedwin.reporting import rounds_to_target
@@ -97,6 +98,31 @@ def _speedup_report(configs, run_dirs):
   return lines + ['']
 
 
+def _run_or_read(run, run_dir):
+  """The run's summary, training it first if needed; None if it diverged.
+
+  A diverged run (`TrainingDivergedError`) leaves `diverged.txt` with the
+  message, so a re-run reports it without training again.
+  """
+  diverged_path = os.path.join(run_dir, _DIVERGED)
+  summary_path = os.path.join(run_dir, 'summary.json')
+  if os.path.exists(diverged_path):
+    return None
+  if not os.path.exists(summary_path):
+    try:
+      experiments.run_experiment(run)
+    except training.TrainingDivergedError as e:
+      print(f'diverged: {e}', flush=True)
+      with open(diverged_path, 'w') as f:
+        f.write(f'{e}\n')
+      return None
+  with open(summary_path) as f:
+    return json.load(f)
+
+
+_DIVERGED = 'diverged.txt'
+
+
 def _tuning_report(run_dirs):
   """Per `papers.TUNED` group, each value's validation accuracy and the best.
 
@@ -108,6 +134,9 @@ def _tuning_report(run_dirs):
     group, value = papers.tuning_group(label)
     accuracies = []
     for run_dir in dirs:
+      if os.path.exists(os.path.join(run_dir, _DIVERGED)):
+        accuracies.append(float('nan'))  # Never the best.
+        continue
       with open(os.path.join(run_dir, 'summary.json')) as f:
         accuracies.append(json.load(f)['global']['accuracy']['mean'])
     groups.setdefault(group, {})[value] = float(np.mean(accuracies))
@@ -120,15 +149,24 @@ def _tuning_report(run_dirs):
       '|---|---|---:|---:|',
   ]
   for group, scores in groups.items():
-    best = max(scores, key=scores.get)
-    tried = ', '.join(f'{v:g}: {a:.4f}' for v, a in scores.items())
+    best = max(scores, key=lambda v: np.nan_to_num(scores[v], nan=-1.0))
+    tried = ', '.join(
+        f'{v:g}: ' + ('diverged' if np.isnan(a) else f'{a:.4f}')
+        for v, a in scores.items()
+    )
     used = papers.TUNED[group]
     flag = '' if used == best else ' (differs: update papers.TUNED)'
     lines.append(f'| {group} | {tried} | {best:g} | {used:g}{flag} |')
   return lines + ['']
 
 
-def _row(name, config, summaries):
+def _row(name, config, summaries, diverged=()):
+  if diverged:
+    return (
+        f'| {name} | {config.total_rounds} | {len(summaries)} | diverged '
+        f'(seeds {", ".join(diverged)}; see {_DIVERGED}) | | | | | |'
+    )
+
   def fmt(values):
     return f'{np.mean(values):.4f} +- {np.std(values):.4f}'
 
@@ -283,6 +321,7 @@ def main(argv):
     run_dirs = {}
     for label, config in table[name].items():
       summaries = []
+      diverged = []
       run_dirs[label] = []
       for seed in papers.EXPERIMENT_SEEDS.get(name, _SEEDS.value):
         run_name = f'{label.replace(" ", "_")}_seed{seed}'
@@ -294,13 +333,13 @@ def main(argv):
             root_output_dir=root,
         )
         run_dirs[label].append(os.path.join(root, run_name))
-        summary_path = os.path.join(root, run_name, 'summary.json')
-        if not os.path.exists(summary_path):
-          experiments.run_experiment(run)
-        with open(summary_path) as f:
-          summaries.append(json.load(f))
+        summary = _run_or_read(run, os.path.join(root, run_name))
+        if summary is None:  # Diverged: said in the row, not averaged.
+          diverged.append(seed)
+          continue
+        summaries.append(summary)
         records.append(_run_record(name, label, seed, config, summaries[-1]))
-      lines.append(_row(label, config, summaries))
+      lines.append(_row(label, config, summaries, diverged))
       print(lines[-1], flush=True)
     lines.append('')
     sweeps = {l: c for l, c in table[name].items() if c.window_sizes}
