@@ -98,6 +98,10 @@ def _speedup_report(configs, run_dirs):
   return lines + ['']
 
 
+# What a diverged run leaves in its directory instead of summary.json.
+_DIVERGED = 'diverged.txt'
+
+
 def _run_or_read(run, run_dir):
   """The run's summary, training it first if needed; None if it diverged.
 
@@ -118,9 +122,6 @@ def _run_or_read(run, run_dir):
       return None
   with open(summary_path) as f:
     return json.load(f)
-
-
-_DIVERGED = 'diverged.txt'
 
 
 def _tuning_report(run_dirs):

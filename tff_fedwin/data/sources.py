@@ -102,9 +102,8 @@ def load_mnist(held_out: str = 'test') -> Arrays:
         f'{mnist_path()} does not hold a (train, validation, test) tuple.'
     )
   train, validation, test = splits
-  if held_out == 'validation':
-    return _mnist_split(train, 'train'), _mnist_split(validation, 'validation')
-  return _mnist_split(train, 'train'), _mnist_split(test, 'test')
+  held = validation if held_out == 'validation' else test
+  return _mnist_split(train, 'train'), _mnist_split(held, held_out)
 
 
 def _listed(values) -> str:
