@@ -17,7 +17,7 @@ several horizons (rounds 120, 250, 500, ...) and a plot of each window's curve.
       --experiments=mnist_window_horizon          # 6 runs of 500 rounds: ~2.5 h
   .venv/bin/python scripts/reproduce_papers.py --experiments=ima --seeds=0
   .venv/bin/python scripts/reproduce_papers.py \
-      --experiments=ima_local_setup       # 18 runs of 300 rounds x 5 epochs
+      --experiments=ima_local_setup       # 15 runs of 300 rounds x 5 epochs
   .venv/bin/python scripts/reproduce_papers.py \
       --experiments=tuning                # 24 runs on the validation split
 

@@ -137,8 +137,8 @@ flags.DEFINE_enum(
     'client_lr_schedule',
     _DEFAULTS.client_lr_schedule,
     list(experiments.LR_SCHEDULES),
-    'constant, or IMA: 0.99^t before the start round, 0.97 '
-    'per round after it.',
+    "constant; decay: 0.99^t (IMA's baselines); or IMA: 0.99^t before "
+    'the start round, 0.97 per round after it.',
 )
 # Training.
 flags.DEFINE_integer('total_rounds', _DEFAULTS.total_rounds, 'Rounds.')

@@ -120,3 +120,21 @@ class TestImaClientLearningRateFn:
     }
     for t, lr in expected.items():
       np.testing.assert_allclose(float(fn(tf.constant(t))), lr, rtol=1e-6)
+
+
+class TestExponentialClientLearningRateFn:
+
+  def test_bad_arguments_raise_naming_the_argument(self):
+    with pytest.raises(ValueError, match='`initial_learning_rate` must be'):
+      scheduled_client_work.exponential_client_learning_rate_fn(-0.1)
+    with pytest.raises(ValueError, match=r'`decay` must be in \(0, 1\]'):
+      scheduled_client_work.exponential_client_learning_rate_fn(0.1, 1.5)
+
+  @pytest.mark.parametrize('decay', [0.99, 0.5, 1.0])
+  def test_values_are_lr0_times_decay_to_the_round(self, decay):
+    # lr_t = lr0 * decay^t for rounds t = 1, 2, ... (t = 0 gives lr0).
+    fn = scheduled_client_work.exponential_client_learning_rate_fn(0.2, decay)
+    for t in (0, 1, 2, 7, 100):  # 0.5^100 is still a normal float32.
+      np.testing.assert_allclose(
+          float(fn(tf.constant(t))), 0.2 * decay**t, rtol=1e-5
+      )

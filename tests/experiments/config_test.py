@@ -137,6 +137,12 @@ BAD_CONFIGS = [
         client_lr_schedule='ima',
     ),
     _fails(
+        'decay_with_scaffold',
+        ['--client_lr_schedule', '--algorithm'],
+        algorithm='scaffold',
+        client_lr_schedule='decay',
+    ),
+    _fails(
         'ima_with_mime_lite',
         ['--client_lr_schedule', '--algorithm'],
         algorithm='mime_lite',

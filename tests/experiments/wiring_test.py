@@ -172,6 +172,12 @@ IMA_LEARNING_RATES = [
     CLIENT_LR * 0.99**2,
     CLIENT_LR * 0.99**2 * 0.97,
 ]
+# --client_lr_schedule=decay: lr0 * 0.99^t, rounds 1-3.
+DECAY_LEARNING_RATES = [CLIENT_LR * 0.99**t for t in (1, 2, 3)]
+SCHEDULE_LEARNING_RATES = {
+    'ima': IMA_LEARNING_RATES,
+    'decay': DECAY_LEARNING_RATES,
+}
 
 # Every case sets its own server learning rate (none is 1.0, the default), so
 # a dropped --server_learning_rate fails each of them.
@@ -256,11 +262,26 @@ CASES = [
         ),
         id='fedavg_ima',
     ),
-    # Client momentum (IMA's local setup), alone and with the IMA schedule.
+    # Client momentum (IMA's local setup), alone, with the baselines' decay
+    # and with the IMA schedule.
     pytest.param(
         dict(algorithm='fedavg', client_momentum=0.9),
         _fedavg_family(lambda: ref.Sgd(1.0), client_momentum=0.9),
         id='fedavg_client_momentum',
+    ),
+    pytest.param(
+        dict(
+            algorithm='fedavg',
+            client_lr_schedule='decay',
+            client_momentum=0.9,
+            server_learning_rate=0.8,
+        ),
+        _fedavg_family(
+            lambda: ref.Sgd(0.8),
+            client_learning_rates=DECAY_LEARNING_RATES,
+            client_momentum=0.9,
+        ),
+        id='fedavg_decay_client_momentum',
     ),
     pytest.param(
         dict(
@@ -432,9 +453,9 @@ def test_run_matches_numpy_of_the_algorithm(
         losses(_window_models(models, size, config.window_start_round)),
         rtol=RTOL,
     )
-  if config.client_lr_schedule == 'ima':
+  if config.client_lr_schedule != 'constant':
     np.testing.assert_allclose(
         [float(row['train/client_work/client_learning_rate']) for row in rows],
-        IMA_LEARNING_RATES,
+        SCHEDULE_LEARNING_RATES[config.client_lr_schedule],
         rtol=1e-6,
     )

@@ -14,5 +14,6 @@ from tff_fedwin.algorithms.runners import ScaffoldRunner
 from tff_fedwin.algorithms.scaffold import build_scaffold
 from tff_fedwin.algorithms.scaffold import initial_client_state
 from tff_fedwin.algorithms.scheduled_client_work import build_scheduled_client_work
+from tff_fedwin.algorithms.scheduled_client_work import exponential_client_learning_rate_fn
 from tff_fedwin.algorithms.scheduled_client_work import ima_client_learning_rate_fn
 from tff_fedwin.algorithms.wsm_client_work import build_wsm_client_work

@@ -2,7 +2,8 @@
 
 `build_scheduled_client_work` wraps a model-delta client work and sets its
 optimizer's `learning_rate` each round; `ima_client_learning_rate_fn` is IMA's
-schedule (docs/design.md sec. 1).
+schedule and `exponential_client_learning_rate_fn` the round-exponential decay
+of IMA's baselines (docs/design.md sec. 1).
 """
 
 import collections
@@ -103,6 +104,34 @@ def build_scheduled_client_work(
     )
 
   return tff.learning.templates.ClientWorkProcess(init_fn, next_fn)
+
+
+def exponential_client_learning_rate_fn(
+    initial_learning_rate: float, decay: float = 0.99
+) -> ClientLearningRateFn:
+  """lr_t = lr0 * decay^t, rounds t = 1, 2, ... (IMA's baselines, Table 7).
+
+  The IMA paper trains its no-IMA baselines with a per-round lr decay of 0.01
+  (decay = 0.99), the schedule `ima_client_learning_rate_fn` follows up to t_s.
+
+  Args:
+    initial_learning_rate: lr0 > 0.
+    decay: Per-round decay, in (0, 1].
+
+  Returns:
+    A function of the round number usable as `client_learning_rate_fn`.
+  """
+  checks.check_number(
+      'initial_learning_rate', initial_learning_rate, positive=True
+  )
+  if not 0.0 < decay <= 1.0:
+    raise ValueError(f'`decay` must be in (0, 1]; got {decay!r}.')
+
+  def learning_rate_fn(round_num):
+    t = tf.cast(round_num, tf.float32)
+    return initial_learning_rate * tf.pow(decay, t)
+
+  return learning_rate_fn
 
 
 def ima_client_learning_rate_fn(

@@ -39,7 +39,7 @@ WINDOW_MODES = fed_win.WINDOW_MODES
 # aggregator or SCAFFOLD's), 'program' (kept by the round loop,
 # tff_fedwin.algorithms.ProgramWindowRunner), 'auto' (by its size).
 WINDOW_LOCATIONS = ('auto', 'state', 'program')
-LR_SCHEDULES = ('constant', 'ima')
+LR_SCHEDULES = ('constant', 'decay', 'ima')
 WORKER_BINDS = ('loopback', 'all')
 CLIENT_STATES = client_state_stores.KINDS
 
@@ -343,12 +343,13 @@ def _check_algorithm(config: ExperimentConfig) -> None:
     )
   if config.algorithm == 'mime_lite' and config.client_loss != 'ce':
     raise ValueError('--algorithm=mime_lite supports --client_loss=ce only.')
-  if config.client_lr_schedule == 'ima' and config.algorithm in (
+  if config.client_lr_schedule != 'constant' and config.algorithm in (
       'mime_lite',
       'scaffold',
   ):
     raise ValueError(
-        '--client_lr_schedule=ima is supported with --algorithm=fedavg, '
+        f'--client_lr_schedule={config.client_lr_schedule} is supported with '
+        '--algorithm=fedavg, '
         f'fedavgm, fedadam, fedyogi or fedprox; got {config.algorithm!r}.'
     )
   if config.client_momentum and config.algorithm in ('mime_lite', 'scaffold'):

@@ -84,6 +84,12 @@ def _fed_win_runner(
     learning_rate_fn = scheduled_client_work.ima_client_learning_rate_fn(
         config.client_learning_rate, config.window_start_round
     )
+  elif config.client_lr_schedule == 'decay':
+    learning_rate_fn = (
+        scheduled_client_work.exponential_client_learning_rate_fn(
+            config.client_learning_rate
+        )
+    )
   process = fed_win.build_fed_win(
       task.model_fn,
       _client_optimizer(config),
