@@ -12,9 +12,9 @@ plots, per experiment, the seed-mean accuracy curves. A config with several
 windows (`window_sizes`, one trajectory) also gets a table of every window at
 several horizons (rounds 120, 250, 500, ...) and a plot of each window's curve.
 
-  .venv/bin/python scripts/reproduce_papers.py   # the default list: ~3.4 h
+  .venv/bin/python scripts/reproduce_papers.py   # everything (RESULTS.md)
   .venv/bin/python scripts/reproduce_papers.py \
-      --experiments=mnist_window_horizon          # 6 runs of 500 rounds: ~2.5 h
+      --experiments=mnist_window_horizon          # 6 runs of 500 rounds
   .venv/bin/python scripts/reproduce_papers.py --experiments=ima --seeds=0
   .venv/bin/python scripts/reproduce_papers.py \
       --experiments=ima_local_setup       # 15 runs of 300 rounds x 5 epochs
@@ -24,10 +24,11 @@ several horizons (rounds 120, 250, 500, ...) and a plot of each window's curve.
 Runs go to --root_output_dir (runs/reproduce), tables to --output
 (results/tables.md), one line per run (its time and accuracies) to --runs_csv
 (results/runs.csv), figures to --plot_dir/<experiment>.png (results/);
-RESULTS.md quotes them.
+RESULTS.md quotes them (with each experiment's time). Tables and runs CSV
+hold every experiment: a run of some experiments replaces only their section
+and lines (`tff_fedwin.reporting.results_files`).
 """
 
-import csv
 import json
 import os
 from typing import Optional
@@ -41,13 +42,14 @@ from tff_fedwin import experiments
 from tff_fedwin import training
 from tff_fedwin.experiments import papers
 from tff_fedwin.reporting import plots
+from tff_fedwin.reporting import results_files
 from tff_fedwin.reporting import rounds_to_target
 from tff_fedwin.reporting import window_sweep
 
 _EXPERIMENTS = flags.DEFINE_list(
     'experiments',
-    ['mnist_wima', 'mnist_window_sweep', 'ima', 'wsm', 'shakespeare'],
-    'Which experiments to run.',
+    list(papers.paper_experiments()),
+    'Which experiments to run (default: all).',
 )
 _SEEDS = flags.DEFINE_list('seeds', ['0', '1', '2'], 'Seeds.')
 _ROUNDS = flags.DEFINE_integer(
@@ -58,13 +60,17 @@ _ROUNDS = flags.DEFINE_integer(
 )
 _ROOT = flags.DEFINE_string('root_output_dir', 'runs/reproduce', 'Output root.')
 _OUTPUT = flags.DEFINE_string(
-    'output', 'results/tables.md', 'Write the tables here too (empty: do not).'
+    'output',
+    'results/tables.md',
+    "Put the experiments' tables in this file, replacing their sections and "
+    'keeping the others (empty: do not).',
 )
 _RUNS_CSV = flags.DEFINE_string(
     'runs_csv',
     'results/runs.csv',
-    'Write one line per run (experiment, row, '
-    'seed, rounds, times, accuracies) here (empty: do not).',
+    'Put one line per run (experiment, row, seed, rounds, times, accuracies) '
+    "in this CSV, replacing the experiments' lines and keeping the others "
+    '(empty: do not).',
 )
 _PLOT_DIR = flags.DEFINE_string(
     'plot_dir',
@@ -310,7 +316,9 @@ def main(argv):
     )
   lines = []
   records = []
+  sections = {}
   for name in _EXPERIMENTS.value:
+    first_line = len(lines)
     lines += [
         f'### {name}',
         '',
@@ -358,20 +366,14 @@ def main(argv):
       lines += _tuning_report(run_dirs)
     if _PLOT_DIR.value and not sweeps and name != 'tuning':
       _plot(name, table[name], run_dirs, _PLOT_DIR.value)
-  text = '\n'.join(lines)
-  print(text)
+    sections[name] = '\n'.join(lines[first_line:])
+  print('\n'.join(lines))
   if _OUTPUT.value:
-    os.makedirs(os.path.dirname(os.path.abspath(_OUTPUT.value)), exist_ok=True)
-    with open(_OUTPUT.value, 'w') as f:
-      f.write(text + '\n')
+    results_files.merge_sections(_OUTPUT.value, sections, order=list(table))
   if _RUNS_CSV.value:
-    os.makedirs(
-        os.path.dirname(os.path.abspath(_RUNS_CSV.value)), exist_ok=True
+    results_files.merge_run_records(
+        _RUNS_CSV.value, records, _EXPERIMENTS.value, _RUN_FIELDS
     )
-    with open(_RUNS_CSV.value, 'w', newline='') as f:
-      writer = csv.DictWriter(f, fieldnames=_RUN_FIELDS)
-      writer.writeheader()
-      writer.writerows(records)
 
 
 if __name__ == '__main__':

@@ -129,7 +129,13 @@ def test_reproduce_papers_reports_finished_runs(tmp_path):
         'round_num,window/accuracy,global/accuracy\n'
         '1,,\n2,0.5,0.25\n3,,\n4,0.75,0.5\n'
     )
+  # Earlier results: another experiment's (kept) and a stale shakespeare
+  # section and line (replaced).
   output = tmp_path / 'tables.md'
+  output.write_text('### shakespeare\n\nstale\n\n### ima\n\nkept\n')
+  (tmp_path / 'runs.csv').write_text(
+      'experiment,row,seed\nshakespeare,stale,5\nima,kept,0\n'
+  )
   result = _reproduce(
       '--experiments=shakespeare',
       '--seeds=0,1',
@@ -152,11 +158,15 @@ def test_reproduce_papers_reports_finished_runs(tmp_path):
       '0.2500 +- 0.1250 | 0.1250 +- 0.0000 | 0.0938 +- 0.0312 | '
       '0.3750 +- 0.1250 | 3.0 |'
   ]
+  text = output.read_text()
+  assert 'kept' in text and 'stale' not in text
+  assert text.index('### ima') < text.index('### shakespeare')  # Table order.
   png = tmp_path / 'plots' / 'shakespeare.png'
   assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
   with open(tmp_path / 'runs.csv', newline='') as f:
     runs = [
         (
+            r['row'],
             r['seed'],
             r['round_and_eval_seconds'],
             r['window_accuracy'],
@@ -165,8 +175,9 @@ def test_reproduce_papers_reports_finished_runs(tmp_path):
         for r in csv.DictReader(f)
     ]
   assert runs == [
-      ('0', '60.0', '0.5', '0.375'),
-      ('1', '120.0', '0.25', '0.125'),
+      ('kept', '0', '', '', ''),
+      ('fedavg shakespeare W=10', '0', '60.0', '0.5', '0.375'),
+      ('fedavg shakespeare W=10', '1', '120.0', '0.25', '0.125'),
   ]
 
 

@@ -22,7 +22,7 @@ from tff_fedwin.experiments import config as config_lib
 CLIENT_LR_GRID = (0.02, 0.05, 0.1, 0.2, 0.5)
 SERVER_LR_GRID = (0.1, 1.0)
 # The values `tuning` picked (best validation accuracy of the global model,
-# mean of the last evals, seed 0), per group; results/tuning.md, RESULTS.md
+# mean of the last evals, seed 0), per group; results/tables.md, RESULTS.md
 # sec. 3 (picked 2026-11-25).
 TUNED = {
     'fedavg alpha=0.1 ce': 0.2,
