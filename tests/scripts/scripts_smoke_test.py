@@ -97,6 +97,20 @@ def _reproduce(*args):
   )
 
 
+def _write_summary(
+    run_dir, *, window, global_, window_std=0.0, global_std=0.0, seconds=60.0
+):
+  """A finished run's summary.json (what run_experiment writes) in run_dir."""
+  summary = {
+      'window': {'accuracy': {'mean': window, 'std': window_std}},
+      'global': {'accuracy': {'mean': global_, 'std': global_std}},
+      'total_round_and_eval_time_seconds': seconds,
+      'wall_time_seconds': seconds + 10.0,
+      'resumed_from_round': None,
+  }
+  (run_dir / 'summary.json').write_text(json.dumps(summary))
+
+
 def test_reproduce_papers_rejects_unknown_experiment_naming_the_flag():
   result = _reproduce('--experiments=cifar100')
   assert result.returncode != 0
@@ -113,18 +127,14 @@ def test_reproduce_papers_reports_finished_runs(tmp_path):
   for seed in (0, 1):
     run_dir = root / 'shakespeare' / f'fedavg_shakespeare_W=10_seed{seed}'
     run_dir.mkdir(parents=True)
-    summary = {
-        'window': {
-            'accuracy': {'mean': window_means[seed], 'std': window_stds[seed]}
-        },
-        'global': {
-            'accuracy': {'mean': global_means[seed], 'std': global_stds[seed]}
-        },
-        'total_round_and_eval_time_seconds': 60.0 * (seed + 1),
-        'wall_time_seconds': 70.0 * (seed + 1),
-        'resumed_from_round': None,
-    }
-    (run_dir / 'summary.json').write_text(json.dumps(summary))
+    _write_summary(
+        run_dir,
+        window=window_means[seed],
+        global_=global_means[seed],
+        window_std=window_stds[seed],
+        global_std=global_stds[seed],
+        seconds=60.0 * (seed + 1),
+    )
     (run_dir / 'metrics.csv').write_text(
         'round_num,window/accuracy,global/accuracy\n'
         '1,,\n2,0.5,0.25\n3,,\n4,0.75,0.5\n'
@@ -202,14 +212,7 @@ def test_reproduce_papers_reports_a_window_sweep_run(tmp_path):
   for alpha, seed in itertools.product(_HORIZON_ALPHAS, (0, 1)):
     run_dir = root / f'fedavg_alpha={alpha}_W=5,10,50,100,200_seed{seed}'
     run_dir.mkdir(parents=True)
-    summary = {
-        'window': {'accuracy': {'mean': 0.8, 'std': 0.0}},
-        'global': {'accuracy': {'mean': accuracies['global'][seed], 'std': 0}},
-        'total_round_and_eval_time_seconds': 60.0,
-        'wall_time_seconds': 60.0,
-        'resumed_from_round': None,
-    }
-    (run_dir / 'summary.json').write_text(json.dumps(summary))
+    _write_summary(run_dir, window=0.8, global_=accuracies['global'][seed])
     header = ['round_num'] + [f'{c}/accuracy' for c in accuracies]
     rows = [
         [str(r)] + [str(v[seed]) for v in accuracies.values()]
@@ -267,16 +270,7 @@ def test_reproduce_papers_reports_rounds_to_target_for_ima(tmp_path):
   for (label, reach), seed in itertools.product(labels.items(), (0, 1)):
     run_dir = root / f'{label.replace(" ", "_")}_seed{seed}'
     run_dir.mkdir(parents=True)
-    summary = {
-        model: {'accuracy': {'mean': 0.5, 'std': 0.0}}
-        for model in ('window', 'global')
-    }
-    summary.update(
-        total_round_and_eval_time_seconds=1.0,
-        wall_time_seconds=1.0,
-        resumed_from_round=None,
-    )
-    (run_dir / 'summary.json').write_text(json.dumps(summary))
+    _write_summary(run_dir, window=0.5, global_=0.5, seconds=1.0)
     rows = ['round_num,window/accuracy,global/accuracy']
     for r in range(1, 21):
       value = f'{min(0.5, 0.5 * r / reach)}' if r % 2 == 0 else ''
@@ -323,14 +317,7 @@ def test_reproduce_papers_tuning_picks_the_best_validation_accuracy(tmp_path):
     if value == 0.5:
       (run_dir / 'diverged.txt').write_text('loss is nan at round 3\n')
       continue
-    summary = {
-        'window': {'accuracy': {'mean': accuracy, 'std': 0.0}},
-        'global': {'accuracy': {'mean': accuracy, 'std': 0.0}},
-        'total_round_and_eval_time_seconds': 60.0,
-        'wall_time_seconds': 60.0,
-        'resumed_from_round': None,
-    }
-    (run_dir / 'summary.json').write_text(json.dumps(summary))
+    _write_summary(run_dir, window=accuracy, global_=accuracy)
   output = tmp_path / 'tables.md'
   result = _reproduce(
       '--experiments=tuning',
