@@ -156,10 +156,10 @@ def _ima_experiment(base, baseline_schedule='constant'):
 
   IMA starts at t_s = 0.75 R; the summary covers only the evals after it.
   Rows per algorithm (FedAvg; FedAdam with server lr 0.01): no window
-  (client lr schedule `baseline_schedule`); IMA (P = 5 window in broadcast mode from t_s, with
-  IMA's client lr schedule); and, for FedAvg, the schedule alone (a
-  W = 1 window is the global model, so broadcasting it is a no-op), which
-  separates the window's share of the gain from the schedule's.
+  (client lr schedule `baseline_schedule`); IMA (P = 5 window in broadcast
+  mode from t_s, with IMA's client lr schedule); and, for FedAvg, the schedule
+  alone (a W = 1 window is the global model, so broadcasting it is a no-op),
+  which separates the window's share of the gain from the schedule's.
   """
   start = int(0.75 * base.total_rounds)
   base = attrs.evolve(
