@@ -12,7 +12,7 @@ plots, per experiment, the seed-mean accuracy curves. A config with several
 windows (`window_sizes`, one trajectory) also gets a table of every window at
 several horizons (rounds 120, 250, 500, ...) and a plot of each window's curve.
 
-  .venv/bin/python scripts/reproduce_papers.py   # everything (RESULTS.md)
+  .venv/bin/python scripts/reproduce_papers.py   # everything: ~6.5 h alone
   .venv/bin/python scripts/reproduce_papers.py \
       --experiments=mnist_window_horizon          # 6 runs of 500 rounds
   .venv/bin/python scripts/reproduce_papers.py --experiments=ima --seeds=0
