@@ -10,7 +10,9 @@ eval time summed over seeds. Evaluate-mode windows leave training unchanged,
 so one run gives the "with" and "without window" numbers of a row. It also
 plots, per experiment, the seed-mean accuracy curves. A config with several
 windows (`window_sizes`, one trajectory) also gets a table of every window at
-several horizons (rounds 120, 250, 500, ...) and a plot of each window's curve.
+several horizons (rounds 120, 250, 500, ...), one with each window's columns of
+a one-window run (W - global paired, smoothness) and a plot of each window's
+curve.
 
   .venv/bin/python scripts/reproduce_papers.py   # everything: ~6.5 h alone
   .venv/bin/python scripts/reproduce_papers.py \
@@ -248,6 +250,15 @@ def _sweep_report(name, label, config, run_dirs, plot_dir):
       '',
       *window_sweep.paired_difference_table(
           run_dirs, config.window_size, horizons, config.summary_last_n
+      ),
+      '',
+      f'Each window at round {config.total_rounds} with the columns of a '
+      'one-window run (per seed over the last '
+      f'{config.summary_last_n} evals; W - global paired per seed), mean '
+      '+- std over seeds:',
+      '',
+      *window_sweep.window_table(
+          run_dirs, config.window_size, config.summary_last_n
       ),
       '',
   ]

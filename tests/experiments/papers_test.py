@@ -4,6 +4,7 @@ import attrs
 import pytest
 
 from tff_fedwin import experiments
+from tff_fedwin.experiments import config as config_lib
 from tff_fedwin.experiments import papers
 
 TABLE = papers.paper_experiments()
@@ -120,3 +121,21 @@ def test_ima_local_setup_is_the_papers_local_setup():
         config.client_momentum,
         config.total_rounds,
     ) == (50, 5, 0.01, 0.9, 300)
+
+
+@pytest.mark.parametrize(
+    'experiment, sizes',
+    [
+        ('mnist_window_sweep', {5, 10, 50, 100}),
+        ('mnist_window_horizon', {5, 10, 50, 100, 200}),
+    ],
+)
+def test_a_window_sweep_is_one_evaluate_mode_run_per_trajectory(
+    experiment, sizes
+):
+  # The W values of the WiMA paper's Table 4 ride on one trajectory per row:
+  # every row carries all of them (training does not depend on W).
+  for config in TABLE[experiment].values():
+    carried = {config.window_size, *config_lib.parse_window_sizes(config)}
+    assert carried == sizes
+    assert config.window_mode == 'evaluate'

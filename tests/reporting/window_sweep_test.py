@@ -89,3 +89,24 @@ def test_paired_difference_table_by_hand(runs):
       '| 5 | -0.1500 +- 0.0500 | +0.0000 +- 0.0000 |',
       '| 10 | +0.0000 +- 0.0000 | -0.3000 +- 0.2000 |',
   ]
+
+
+def test_window_table_by_hand(runs):
+  lines = window_sweep.window_table(runs, window_size=10, last_n=2)
+  # Last 2 evals: rounds 6, 8. Per run mean (std over the two evals):
+  #   a: global .35 (.05), W=5 .7 (.1), W=10 .6 (0)
+  #   b: global .2 (0),    W=5 .9 (0),  W=10 .4 (0)
+  # W - global per run: W=5 .35, .7 -> .525 +- .175; W=10 .25, .2 -> .225
+  # +- .025. Smoothness: global (.05, 0) -> .025 +- .025; W=5 .05 +- .05.
+  assert lines == [
+      '| W | acc (last 2) | W - global (paired) | smoothness |',
+      '|---|---:|---:|---:|',
+      '| none (global) | 0.2750 +- 0.0750 |  | 0.0250 +- 0.0250 |',
+      '| 5 | 0.8000 +- 0.1000 | 0.5250 +- 0.1750 | 0.0500 +- 0.0500 |',
+      '| 10 | 0.5000 +- 0.1000 | 0.2250 +- 0.0250 | 0.0000 +- 0.0000 |',
+  ]
+
+
+def test_window_table_needs_last_n_evals(runs):
+  with pytest.raises(ValueError, match='only 4 eval rounds; the summary'):
+    window_sweep.window_table(runs, window_size=10, last_n=5)

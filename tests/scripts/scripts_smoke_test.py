@@ -249,6 +249,10 @@ def test_reproduce_papers_reports_a_window_sweep_run(tmp_path):
         '| 200 | 0.1500 +- 0.0500 |',
         '| best W per seed | 50, 5 |',
     ]
+  # The one-window columns per W; W = 5 minus global per seed: 0.6 - 0.5,
+  # 0.9 - 0.7 -> 0.15 +- 0.05; constant curves have smoothness 0.
+  five = '| 5 | 0.7500 +- 0.1500 | 0.1500 +- 0.0500 | 0.0000 +- 0.0000 |'
+  assert lines.count(five) == len(_HORIZON_ALPHAS)
   for alpha in _HORIZON_ALPHAS:  # One figure per row.
     png = tmp_path / 'plots' / f'mnist_window_horizon_fedavg_alpha={alpha}.png'
     assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'

@@ -165,3 +165,58 @@ def paired_difference_table(
       cells.append(f'{np.mean(difference):+.4f} +- {np.std(difference):.4f}')
     lines.append(f'| {_label(w)} | ' + ' | '.join(cells) + ' |')
   return lines
+
+
+def _last_n(curve: plots.Curve, last_n: int, run: str) -> np.ndarray:
+  """The last `last_n` eval values of `curve` (the run's summary span)."""
+  values = curve[1][-last_n:]
+  if len(values) < last_n:
+    raise ValueError(
+        f'{run} has only {len(values)} eval rounds; the summary needs '
+        f'{last_n}.'
+    )
+  return values
+
+
+def window_table(
+    run_dirs: Sequence[str], window_size: int, last_n: int
+) -> list[str]:
+  """Markdown: per W the summary columns of a one-window run, at the end.
+
+  Per run, over its last `last_n` evals: the window's mean accuracy, that
+  minus the global model's (paired: the same trajectory) and the window's
+  std (smoothness); then mean +- std (population) over runs. These are the
+  columns a run with only that window would report (evaluate mode: training
+  does not depend on W), so one run per seed replaces one run per W.
+
+  Args:
+    run_dirs: One run per seed, all with the same windows and eval rounds.
+    window_size: The runs' `--window_size`.
+    last_n: Eval rounds per summary.
+  """
+  if not run_dirs:
+    raise ValueError('`run_dirs` must name at least one run.')
+  per_run = [window_accuracies(d, window_size) for d in run_dirs]
+  sizes = list(per_run[0])
+  spans = np.array(
+      [
+          [_last_n(run[w], last_n, os.fspath(d)) for w in sizes]
+          for d, run in zip(run_dirs, per_run)
+      ]
+  )  # [runs, sizes, last_n]
+  means, stds = spans.mean(axis=2), spans.std(axis=2)
+  gains = means - means[:, [sizes.index(GLOBAL_ROW)]]
+
+  def fmt(values):
+    return f'{np.mean(values):.4f} +- {np.std(values):.4f}'
+
+  lines = [
+      f'| W | acc (last {last_n}) | W - global (paired) | smoothness |',
+      '|---|---:|---:|---:|',
+  ]
+  for i, w in enumerate(sizes):
+    gain = '' if w == GLOBAL_ROW else fmt(gains[:, i])
+    lines.append(
+        f'| {_label(w)} | {fmt(means[:, i])} | {gain} | {fmt(stds[:, i])} |'
+    )
+  return lines
