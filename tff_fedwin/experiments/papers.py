@@ -172,8 +172,8 @@ def _ima_experiment(
   """{row label: config} of an IMA experiment on `base`'s rounds R.
 
   IMA starts at t_s = `start_fraction` R (the paper's Table 7: 0.75; its
-  Table 2, the speed-up: 150 of 400); the summary covers the evals of the
-  last quarter of the run, after t_s = 0.75 R, so a row's final accuracy
+  Table 2, the speed-up: 150 of 400); the summary covers the evals after
+  round 0.75 R (the last quarter of the run), so a row's final accuracy
   does not depend on t_s. Rows per algorithm (FedAvg; FedAdam with server
   lr 0.01): no window (client lr schedule `baseline_schedule`); IMA (P = 5
   window in broadcast mode from t_s, with IMA's client lr schedule); and,
