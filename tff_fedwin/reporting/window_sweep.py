@@ -12,6 +12,7 @@ per seed the mean over the last N evals up to the horizon round, then mean
 from collections.abc import Sequence
 import csv
 import os
+from typing import Optional
 
 import numpy as np
 
@@ -56,22 +57,38 @@ def window_accuracies(
   return dict(sorted(by_size.items()))
 
 
+def _last_evals(
+    curve: plots.Curve,
+    last_n: int,
+    run: str,
+    horizon: Optional[int] = None,
+) -> np.ndarray:
+  """The last `last_n` eval values at rounds <= `horizon` (None: all)."""
+  rounds, values = curve
+  if horizon is not None:
+    values = values[rounds <= horizon]
+  kept = values[-last_n:]
+  if len(kept) < last_n:
+    up_to, hint = '', '.'
+    if horizon is not None:
+      up_to = f' up to round {horizon}'
+      hint = f' (a horizon past its first {last_n} evals).'
+    raise ValueError(
+        f'{run} has only {len(kept)} eval rounds{up_to}; the summary needs '
+        f'{last_n}{hint}'
+    )
+  return kept
+
+
 def mean_up_to(
     curve: plots.Curve, horizon: int, last_n: int, run: str = 'the run'
 ) -> float:
   """The mean of the last `last_n` eval values at rounds <= `horizon`."""
-  rounds, values = curve
-  kept = values[rounds <= horizon][-last_n:]
-  if len(kept) < last_n:
-    raise ValueError(
-        f'{run} has only {len(kept)} eval rounds up to round {horizon}; the '
-        f'summary needs {last_n} (a horizon past its first {last_n} evals).'
-    )
-  return float(np.mean(kept))
+  return float(np.mean(_last_evals(curve, last_n, run, horizon)))
 
 
-def _summaries(run_dirs, window_size, horizons, last_n):
-  """(sizes, means [runs, sizes, horizons]) of the runs' windows."""
+def _windows_of_runs(run_dirs, window_size):
+  """(sizes, [{W: curve}] per run); every run must have the same windows."""
   if not run_dirs:
     raise ValueError('`run_dirs` must name at least one run.')
   per_run = [window_accuracies(d, window_size) for d in run_dirs]
@@ -79,6 +96,12 @@ def _summaries(run_dirs, window_size, horizons, last_n):
   for d, run in zip(run_dirs, per_run):
     if list(run) != sizes:
       raise ValueError(f'{os.fspath(d)} has windows {list(run)}, not {sizes}.')
+  return sizes, per_run
+
+
+def _summaries(run_dirs, window_size, horizons, last_n):
+  """(sizes, means [runs, sizes, horizons]) of the runs' windows."""
+  sizes, per_run = _windows_of_runs(run_dirs, window_size)
   return sizes, np.array(
       [
           [
@@ -88,6 +111,11 @@ def _summaries(run_dirs, window_size, horizons, last_n):
           for d, run in zip(run_dirs, per_run)
       ]
   )
+
+
+def _mean_std(values) -> str:
+  """'mean +- std' (population) of `values`, 4 decimals."""
+  return f'{np.mean(values):.4f} +- {np.std(values):.4f}'
 
 
 def _label(size: int) -> str:
@@ -119,10 +147,7 @@ def horizon_table(
       '|---|' + '---:|' * len(horizons),
   ]
   for i, w in enumerate(sizes):
-    cells = [
-        f'{np.mean(means[:, i, j]):.4f} +- {np.std(means[:, i, j]):.4f}'
-        for j in range(len(horizons))
-    ]
+    cells = [_mean_std(means[:, i, j]) for j in range(len(horizons))]
     lines.append(f'| {_label(w)} | ' + ' | '.join(cells) + ' |')
   best = [
       ', '.join(
@@ -167,17 +192,6 @@ def paired_difference_table(
   return lines
 
 
-def _last_n(curve: plots.Curve, last_n: int, run: str) -> np.ndarray:
-  """The last `last_n` eval values of `curve` (the run's summary span)."""
-  values = curve[1][-last_n:]
-  if len(values) < last_n:
-    raise ValueError(
-        f'{run} has only {len(values)} eval rounds; the summary needs '
-        f'{last_n}.'
-    )
-  return values
-
-
 def window_table(
     run_dirs: Sequence[str], window_size: int, last_n: int
 ) -> list[str]:
@@ -194,29 +208,23 @@ def window_table(
     window_size: The runs' `--window_size`.
     last_n: Eval rounds per summary.
   """
-  if not run_dirs:
-    raise ValueError('`run_dirs` must name at least one run.')
-  per_run = [window_accuracies(d, window_size) for d in run_dirs]
-  sizes = list(per_run[0])
+  sizes, per_run = _windows_of_runs(run_dirs, window_size)
   spans = np.array(
       [
-          [_last_n(run[w], last_n, os.fspath(d)) for w in sizes]
+          [_last_evals(run[w], last_n, os.fspath(d)) for w in sizes]
           for d, run in zip(run_dirs, per_run)
       ]
   )  # [runs, sizes, last_n]
   means, stds = spans.mean(axis=2), spans.std(axis=2)
   gains = means - means[:, [sizes.index(GLOBAL_ROW)]]
-
-  def fmt(values):
-    return f'{np.mean(values):.4f} +- {np.std(values):.4f}'
-
   lines = [
       f'| W | acc (last {last_n}) | W - global (paired) | smoothness |',
       '|---|---:|---:|---:|',
   ]
   for i, w in enumerate(sizes):
-    gain = '' if w == GLOBAL_ROW else fmt(gains[:, i])
+    gain = '' if w == GLOBAL_ROW else _mean_std(gains[:, i])
     lines.append(
-        f'| {_label(w)} | {fmt(means[:, i])} | {gain} | {fmt(stds[:, i])} |'
+        f'| {_label(w)} | {_mean_std(means[:, i])} | {gain} | '
+        f'{_mean_std(stds[:, i])} |'
     )
   return lines
