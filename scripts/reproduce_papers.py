@@ -6,7 +6,10 @@ output exists, skipping it if its summary.json exists), and the table reports,
 per config, the mean +- std over seeds of the last-N-eval-round mean accuracy of
 the window model and of the global model, of their per-seed difference, of
 the smoothness (std of the accuracy over those eval rounds), and the round +
-eval time summed over seeds. Evaluate-mode windows leave training unchanged,
+eval time summed over seeds. A row with the same config as a row of an
+earlier experiment (`papers.shared_runs`: `ima_early_start`'s baselines are
+`ima_local_setup`'s) reads and, if needed, trains that row's runs, in that
+experiment's directory. Evaluate-mode windows leave training unchanged,
 so one run gives the "with" and "without window" numbers of a row. It also
 plots, per experiment, the seed-mean accuracy curves. A config with several
 windows (`window_sizes`, one trajectory) also gets a table of every window at
@@ -171,6 +174,24 @@ def _tuning_report(run_dirs):
   return lines + ['']
 
 
+def _shared_note(name, configs, shared):
+  """Lines naming the rows whose runs are another experiment's (or none)."""
+  owned = [
+      f"{label!r} = {owner[0]}'s {owner[1]!r}"
+      for label in configs
+      for owner in [shared.get((name, label))]
+      if owner
+  ]
+  if not owned:
+    return []
+  return [
+      'Same config, same runs (trained once, counted in both tables): '
+      + '; '.join(owned)
+      + '.',
+      '',
+  ]
+
+
 def _row(name, config, summaries, diverged=()):
   if diverged:
     return (
@@ -327,6 +348,7 @@ def main(argv):
         f'--experiments: unknown {sorted(unknown)}; allowed '
         f'{sorted(table)}.'
     )
+  shared = papers.shared_runs(table)
   lines = []
   records = []
   sections = {}
@@ -345,9 +367,11 @@ def main(argv):
       summaries = []
       diverged = []
       run_dirs[label] = []
+      # A row with the config of an earlier experiment's row uses its runs.
+      owner_name, owner_label = shared.get((name, label), (name, label))
       for seed in papers.EXPERIMENT_SEEDS.get(name, _SEEDS.value):
-        run_name = f'{label.replace(" ", "_")}_seed{seed}'
-        root = os.path.join(_ROOT.value, name)
+        run_name = f'{owner_label.replace(" ", "_")}_seed{seed}'
+        root = os.path.join(_ROOT.value, owner_name)
         run = attrs.evolve(
             config,
             seed=int(seed),
@@ -364,6 +388,7 @@ def main(argv):
       lines.append(_row(label, config, summaries, diverged))
       print(lines[-1], flush=True)
     lines.append('')
+    lines += _shared_note(name, table[name], shared)
     sweeps = {l: c for l, c in table[name].items() if c.window_sizes}
     for label, config in sweeps.items():
       # One figure per sweep row: <experiment>_<row without its W list>.png.

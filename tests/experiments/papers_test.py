@@ -119,11 +119,26 @@ def test_ima_row_differs_from_the_baseline_in_window_and_schedule_only(
   assert ima.summary_last_n == ima.total_rounds // 4 // ima.rounds_per_eval
 
 
-def test_ima_early_start_shares_its_baseline_with_ima_local_setup():
-  # Same config, so the same run: the speed-up compares IMA from 0.375 R
-  # against the baseline of sec. 2b.
-  label = 'fedavg alpha=0.1 no window'
-  assert TABLE['ima_early_start'][label] == TABLE['ima_local_setup'][label]
+def test_ima_early_start_shares_its_baselines_with_ima_local_setup():
+  # Same configs, so the same runs (trained once): the speed-up compares IMA
+  # from 0.375 R against the baselines of sec. 2b. No other rows share.
+  shared = {
+      ('ima_early_start', label): ('ima_local_setup', label)
+      for label in ('fedavg alpha=0.1 no window', 'fedadam alpha=0.1 no window')
+  }
+  assert papers.shared_runs(TABLE) == shared
+  for (_, label), (owner, owner_label) in shared.items():
+    assert TABLE['ima_early_start'][label] == TABLE[owner][owner_label]
+
+
+def test_shared_runs_names_the_first_row_with_the_config():
+  a, b = papers.BASE, attrs.evolve(papers.BASE, seed=1)
+  table = {'x': {'a': a, 'b': b}, 'y': {'b2': b, 'c': a}, 'z': {'a3': a}}
+  assert papers.shared_runs(table) == {
+      ('y', 'b2'): ('x', 'b'),
+      ('y', 'c'): ('x', 'a'),
+      ('z', 'a3'): ('x', 'a'),
+  }
 
 
 def test_ima_local_setup_is_the_papers_local_setup():

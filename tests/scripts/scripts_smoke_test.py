@@ -11,6 +11,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tff_fedwin.experiments import papers
 
 _ROOT = os.path.dirname(
@@ -258,21 +260,43 @@ def test_reproduce_papers_reports_a_window_sweep_run(tmp_path):
     assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
 
 
-def test_reproduce_papers_reports_rounds_to_target_for_ima(tmp_path):
-  # Finished runs of the ima experiment, --total_rounds=20 (evals every 2
+# The IMA experiments' rows: {label: (round the test curve reaches 0.5,
+# which experiment's directory holds the run)}. ima_early_start's no-window
+# rows are ima_local_setup's runs (same config: papers.shared_runs).
+_IMA_ROWS = {
+    'ima': {
+        'fedavg alpha=0.1 no window': (20, 'ima'),
+        'fedavg alpha=0.1 IMA': (10, 'ima'),
+        'fedavg alpha=0.1 IMA schedule only W=1': (20, 'ima'),
+        'fedadam alpha=0.1 no window': (20, 'ima'),
+        'fedadam alpha=0.1 IMA': (10, 'ima'),
+    },
+    'ima_early_start': {
+        'fedavg alpha=0.1 no window': (20, 'ima_local_setup'),
+        'fedavg alpha=0.1 IMA': (10, 'ima_early_start'),
+        'fedadam alpha=0.1 no window': (20, 'ima_local_setup'),
+        'fedadam alpha=0.1 IMA': (10, 'ima_early_start'),
+    },
+}
+
+
+@pytest.mark.parametrize('experiment', sorted(_IMA_ROWS))
+def test_reproduce_papers_reports_rounds_to_target_for_ima(
+    tmp_path, experiment
+):
+  # Finished runs of the experiment, --total_rounds=20 (evals every 2
   # rounds). Every run ends at 0.5 (its summary mean); the no-window and
   # schedule-only runs climb as 0.5 r / 20 and first reach 0.5 at round 20,
   # the IMA runs as min(0.5, 0.5 r / 10): round 10, a speed-up of 20 / 10.
-  root = tmp_path / 'runs' / 'ima'
-  labels = {
-      'fedavg alpha=0.1 no window': 20,
-      'fedavg alpha=0.1 IMA': 10,
-      'fedavg alpha=0.1 IMA schedule only W=1': 20,
-      'fedadam alpha=0.1 no window': 20,
-      'fedadam alpha=0.1 IMA': 10,
-  }
-  for (label, reach), seed in itertools.product(labels.items(), (0, 1)):
-    run_dir = root / f'{label.replace(" ", "_")}_seed{seed}'
+  # The script must find every run (it trains none: a training run would
+  # take minutes and change the numbers).
+  labels = _IMA_ROWS[experiment]
+  for (label, (reach, owner)), seed in itertools.product(
+      labels.items(), (0, 1)
+  ):
+    run_dir = (
+        tmp_path / 'runs' / owner / f'{label.replace(" ", "_")}_seed{seed}'
+    )
     run_dir.mkdir(parents=True)
     _write_summary(run_dir, window=0.5, global_=0.5, seconds=1.0)
     rows = ['round_num,window/accuracy,global/accuracy']
@@ -282,7 +306,7 @@ def test_reproduce_papers_reports_rounds_to_target_for_ima(tmp_path):
     (run_dir / 'metrics.csv').write_text('\n'.join(rows) + '\n')
   output = tmp_path / 'tables.md'
   result = _reproduce(
-      '--experiments=ima',
+      f'--experiments={experiment}',
       '--seeds=0,1',
       '--total_rounds=20',
       f'--root_output_dir={tmp_path / "runs"}',
@@ -293,14 +317,13 @@ def test_reproduce_papers_reports_rounds_to_target_for_ima(tmp_path):
   assert result.returncode == 0, result.stderr[-3000:]
   lines = output.read_text().splitlines()
   table = [l for l in lines if l.startswith('| ') and 'speed' not in l]
-  assert table[-5:] == [
-      '| fedavg alpha=0.1 no window | 20, 20 | 20.0 +- 0.0 | 1.00 +- 0.00 |',
-      '| fedavg alpha=0.1 IMA | 10, 10 | 10.0 +- 0.0 | 2.00 +- 0.00 |',
-      '| fedavg alpha=0.1 IMA schedule only W=1 | 20, 20 | 20.0 +- 0.0 | '
-      '1.00 +- 0.00 |',
-      '| fedadam alpha=0.1 no window | 20, 20 | 20.0 +- 0.0 | 1.00 +- 0.00 |',
-      '| fedadam alpha=0.1 IMA | 10, 10 | 10.0 +- 0.0 | 2.00 +- 0.00 |',
+  assert table[-len(labels) :] == [
+      f'| {label} | {reach}, {reach} | {reach}.0 +- 0.0 | '
+      f'{20 / reach:.2f} +- 0.00 |'
+      for label, (reach, _) in labels.items()
   ]
+  shared = [l for l in lines if l.startswith('Same config, same runs')]
+  assert len(shared) == (experiment == 'ima_early_start')
 
 
 def test_reproduce_papers_tuning_picks_the_best_validation_accuracy(tmp_path):

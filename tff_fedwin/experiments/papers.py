@@ -123,13 +123,12 @@ def paper_experiments(
       ima_local, baseline_schedule='decay'
   )
   # The speed-up claim (IMA paper, Table 2: t_s = 150 of 400 rounds) with
-  # the same local setup: FedAvg, IMA from t_s = 0.375 R. Its baseline row is
-  # ima_local_setup's (the same config).
+  # the same local setup: FedAvg and FedAdam, IMA from t_s = 0.375 R. Its
+  # no-window rows are ima_local_setup's (the same configs).
   table['ima_early_start'] = _ima_experiment(
       ima_local,
       baseline_schedule='decay',
       start_fraction=0.375,
-      algorithms=('fedavg',),
       schedule_only=False,
   )
   table['wsm'] = {
@@ -160,6 +159,27 @@ def paper_experiments(
       ),
   }
   return table
+
+
+def shared_runs(
+    table: dict[str, dict[str, config_lib.ExperimentConfig]],
+) -> dict[tuple[str, str], tuple[str, str]]:
+  """Rows that reuse another experiment's runs: {(experiment, row): owner}.
+
+  A row whose config equals the config of a row earlier in `table`'s order
+  (e.g. `ima_early_start`'s no-window rows, which are `ima_local_setup`'s)
+  trains nothing of its own: its runs are the owner's (experiment, row),
+  the first row with that config. Rows with a config of their own are not
+  in the dict.
+  """
+  owners = {}
+  shared = {}
+  for name, rows in table.items():
+    for label, config in rows.items():
+      owner = owners.setdefault(config, (name, label))
+      if owner != (name, label):
+        shared[(name, label)] = owner
+  return shared
 
 
 def _ima_experiment(
