@@ -122,8 +122,13 @@ def _rows() -> list[bench.Row]:
           num_workers=0,
       ),
       bench.Row(
-          'SCAFFOLD',
+          'SCAFFOLD, client states as TFF values',
           bench.scaffold_row(model_fn, _LR),
+          own_bound=_SCAFFOLD_BOUND,
+      ),
+      bench.Row(
+          'SCAFFOLD, client states as files (default with local workers)',
+          bench.scaffold_row(model_fn, _LR, client_state_transfer='files'),
           own_bound=_SCAFFOLD_BOUND,
       ),
       bench.Row(

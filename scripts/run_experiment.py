@@ -201,6 +201,15 @@ flags.DEFINE_string(
     'Directory of the disk client states (default: '
     'checkpoints/client_states of the run).',
 )
+flags.DEFINE_enum(
+    'client_state_transfer',
+    _DEFAULTS.client_state_transfer,
+    list(experiments.CLIENT_STATE_TRANSFERS),
+    "How SCAFFOLD's sampled client states reach the workers: files (in "
+    'the run directory, which the workers must see; several times faster), '
+    'values (TFF values), or auto (files with the workers this run starts, '
+    'values with --workers=host:port,...).',
+)
 flags.DEFINE_string(
     'root_output_dir', _DEFAULTS.root_output_dir, 'Root of all outputs.'
 )

@@ -172,6 +172,67 @@ class TestScaffoldRunner:
       runners.ScaffoldRunner(processes[kind], initial_state)
 
 
+class TestScaffoldRunnerStateFiles:
+  """client_state_transfer='files': the runner writes and reads the files."""
+
+  @pytest.mark.parametrize(
+      'kwargs',
+      [
+          {},
+          # SCAFFOLD + WSM + IMA: everything that touches a client state.
+          dict(
+              client_loss='wsm',
+              num_classes=task.NUM_CLASSES,
+              window_size=2,
+              window_mode='broadcast',
+          ),
+      ],
+      ids=['scaffold', 'scaffold_wsm_ima'],
+  )
+  def test_rounds_give_the_bits_of_the_values_transfer(self, tmp_path, kwargs):
+    build = lambda transfer: scaffold.build_scaffold(
+        task.model_fn,
+        client_learning_rate=0.2,
+        total_clients=task.NUM_CLIENTS,
+        client_state_transfer=transfer,
+        **kwargs,
+    )
+    values = runners.ScaffoldRunner(build('values'), _template())
+    files = runners.ScaffoldRunner(
+        build('files'), _template(), state_files_dir=str(tmp_path / 'round')
+    )
+    runs = []
+    for runner in (values, files):
+      state, client_states = runner.initialize(), [_template(), _template()]
+      for ids in (_IDS, _IDS[::-1], _IDS):  # Each client's c_i evolves.
+        state, client_states, metrics = runner.run_round(
+            state, task.datasets(ids), client_states[::-1]
+        )
+      runs.append((state, client_states, metrics))
+    for actual, expected in zip(*runs):
+      _assert_equal_leaves(actual, expected)
+    assert all(np.any(leaf != 0) for leaf in _leaves(runs[1][1]))
+    assert (tmp_path / 'round').stat().st_mode & 0o777 == 0o700
+
+  @pytest.mark.parametrize(
+      'kind, directory',
+      [('files', None), ('values', 'round')],
+  )
+  def test_state_files_dir_exactly_with_files(self, tmp_path, kind, directory):
+    process = scaffold.build_scaffold(
+        task.model_fn,
+        client_learning_rate=0.2,
+        total_clients=task.NUM_CLIENTS,
+        client_state_transfer=kind,
+    )
+    with pytest.raises(ValueError, match='`state_files_dir`'):
+      runners.ScaffoldRunner(
+          process,
+          _template(),
+          state_files_dir=directory and str(tmp_path / directory),
+      )
+
+
 def _runner(processes, kind, **kwargs):
   if kind.startswith('scaffold'):
     return runners.ScaffoldRunner(processes[kind], _template(), **kwargs)

@@ -38,6 +38,17 @@ BAD_CONFIGS = [
         client_states_dir='/tmp/states',
     ),
     _fails(
+        'unknown_client_state_transfer',
+        ['--client_state_transfer', 'auto', 'values', 'files'],
+        algorithm='scaffold',
+        client_state_transfer='disk',
+    ),
+    _fails(
+        'client_state_transfer_without_scaffold',
+        ['--client_state_transfer', '--algorithm=fedavg'],
+        client_state_transfer='files',
+    ),
+    _fails(
         'unknown_window_mode',
         ['--window_mode'],
         window_size=2,

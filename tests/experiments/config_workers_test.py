@@ -1,8 +1,10 @@
-"""Tests for tff_fedwin.experiments.config.parse_workers (the `--workers` flag)."""
+"""Tests for tff_fedwin.experiments.config.parse_workers (the `--workers`
+flag) and the `--client_state_transfer` it decides by default."""
 
 import pytest
 
 from tff_fedwin import experiments
+from tff_fedwin.experiments import config as config_lib
 
 
 @pytest.mark.parametrize(
@@ -51,3 +53,24 @@ def test_parse_workers(workers, expected):
 def test_parse_workers_rejects(workers):
   with pytest.raises(ValueError, match='--workers'):
     experiments.parse_workers(workers)
+
+
+@pytest.mark.parametrize(
+    'workers, transfer, expected',
+    [
+        # auto: files with the workers this run starts (same machine) ...
+        ('', 'auto', 'files'),
+        ('2', 'auto', 'files'),
+        # ... values with running ones, which may be on other machines.
+        ('localhost:8000', 'auto', 'values'),
+        ('localhost:8000', 'files', 'files'),  # The user says they share.
+        ('', 'values', 'values'),
+    ],
+)
+def test_client_state_transfer_resolves_auto_by_the_workers(
+    workers, transfer, expected
+):
+  config = experiments.ExperimentConfig(
+      algorithm='scaffold', workers=workers, client_state_transfer=transfer
+  )
+  assert config_lib.client_state_transfer(config) == expected

@@ -265,6 +265,20 @@ def test_run_checkpoints_the_last_round(smoke_run):
   assert present == expected
 
 
+def test_scaffold_client_states_go_through_files_by_default(smoke_run):
+  # Local workers: --client_state_transfer=auto is 'files', in the run dir
+  # (one c_i file per client and weight tensor, in and out; the smoke run
+  # has no wider rounds than its clients per round).
+  config, _, directory = smoke_run
+  files_dir = os.path.join(directory, 'client_state_files')
+  if config.algorithm != 'scaffold':
+    assert not os.path.exists(files_dir)
+    return
+  names = os.listdir(files_dir)
+  assert any('.in.' in n for n in names) and any('.out.' in n for n in names)
+  assert os.stat(files_dir).st_mode & 0o777 == 0o700
+
+
 @pytest.mark.parametrize(
     'algorithm, client_loss',
     [

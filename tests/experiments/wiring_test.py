@@ -250,6 +250,16 @@ CASES = [
         id='scaffold_disk_client_states',
     ),
     pytest.param(
+        # The default with local workers is 'files' (the rows above).
+        dict(
+            algorithm='scaffold',
+            server_learning_rate=0.9,
+            client_state_transfer='values',
+        ),
+        _scaffold(0.9),
+        id='scaffold_client_states_as_values',
+    ),
+    pytest.param(
         dict(
             algorithm='fedavg',
             client_lr_schedule='ima',

@@ -75,7 +75,8 @@ def test_benchmark_report_covers_every_section(tmp_path):
       'same client training, plain TensorFlow, `for batch in '
       'dataset` (not a bound)',
       'build_fed_win WiMA W=100 E=10, 10 rounds per call',
-      'SCAFFOLD',
+      'SCAFFOLD, client states as TFF values',
+      'SCAFFOLD, client states as files (default with local workers)',
       'bound: same SCAFFOLD arithmetic, one tf.function',
       'WSM clients via build_fed_win',
       'bound: same WSM-client arithmetic, one tf.function',

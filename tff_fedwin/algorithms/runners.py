@@ -8,6 +8,7 @@
 
 import collections
 from collections.abc import Sequence
+import os
 from typing import Any, Optional
 
 import tensorflow as tf
@@ -16,6 +17,7 @@ import tensorflow_federated as tff
 from tff_fedwin.aggregators import window_readout
 from tff_fedwin.algorithms import extra_windows
 from tff_fedwin.algorithms import scaffold as scaffold_lib
+from tff_fedwin.algorithms.scaffold import state_files
 
 ModelWeights = tff.learning.models.ModelWeights
 
@@ -127,6 +129,7 @@ class ScaffoldRunner:
       initial_client_state: Any,
       *,
       extra_window_sizes: Sequence[int] = (),
+      state_files_dir: Optional[str] = None,
   ):
     """Initializes the runner.
 
@@ -136,9 +139,15 @@ class ScaffoldRunner:
         `tff_fedwin.algorithms.initial_client_state(model_fn)`.
       extra_window_sizes: As for `LearningProcessRunner` (SCAFFOLD's window
         keeps every model: any W' < W).
+      state_files_dir: For a process built with
+        `client_state_transfer='files'` (and only then): the directory for
+        the round's client state files, which the workers must see (created
+        private to this user). It holds 2 x (clients per round) x (state
+        size) once a round has run; the files are overwritten every round.
 
     Raises:
-      ValueError: If an argument has the wrong type.
+      ValueError: If an argument has the wrong type, or `state_files_dir` is
+        missing for a `'files'` process or given for a `'values'` one.
     """
     if not isinstance(process, tff.templates.IterativeProcess) or isinstance(
         process, tff.learning.templates.LearningProcess
@@ -158,6 +167,7 @@ class ScaffoldRunner:
     self._process = process
     self._initial_client_state = initial_client_state
     self._extra = extra_windows.StateExtraWindows(extra_window_sizes)
+    self._state_files_dir = _state_files_dir(process, state_files_dir)
 
   @property
   def process(self) -> tff.templates.IterativeProcess:
@@ -190,9 +200,20 @@ class ScaffoldRunner:
       datasets: The sampled clients' datasets.
       client_states: Their `ScaffoldClientState`s, in the order of `datasets`.
     """
-    state, new_client_states, metrics = self._process.next(
-        state, list(datasets), list(client_states)
-    )
+    if self._state_files_dir is None:
+      state, new_client_states, metrics = self._process.next(
+          state, list(datasets), list(client_states)
+      )
+    else:
+      prefixes = [
+          os.path.join(self._state_files_dir, f'client{k}')
+          for k in range(len(client_states))
+      ]
+      state_files.write_inputs(prefixes, client_states)
+      state, metrics = self._process.next(state, list(datasets), prefixes)
+      new_client_states = state_files.read_outputs(
+          prefixes, self._initial_client_state
+      )
     metrics = extra_windows.with_measurements(
         metrics, self._extra.measurements(state)
     )
@@ -217,3 +238,17 @@ class ScaffoldRunner:
   ) -> scaffold_lib.ScaffoldServerState:
     """`state` with the global model x replaced by `weights` (numpy)."""
     return state._replace(global_model_weights=weights)
+
+
+def _state_files_dir(process, state_files_dir):
+  """The private directory of a `'files'` process's client state files."""
+  transfer = getattr(process, 'client_state_transfer', 'values')
+  if (transfer == 'files') != (state_files_dir is not None):
+    raise ValueError(
+        '`state_files_dir` must be given exactly when the process was built '
+        "with client_state_transfer='files'; the process's is "
+        f'{transfer!r}, `state_files_dir` is {state_files_dir!r}.'
+    )
+  if state_files_dir is not None:
+    os.makedirs(state_files_dir, mode=0o700, exist_ok=True)
+  return state_files_dir

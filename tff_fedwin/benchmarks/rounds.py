@@ -9,6 +9,7 @@ scripts/benchmark.py and scripts/benchmark_window.py.
 
 import collections
 import resource
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Optional
@@ -105,22 +106,38 @@ def multi_round_row(build: Callable[[], Any], rounds_per_call: int) -> RowFn:
   return run
 
 
-def scaffold_row(model_fn, client_learning_rate: float) -> RowFn:
-  """Times SCAFFOLD rounds; state MB includes the sampled clients' states."""
+def scaffold_row(
+    model_fn, client_learning_rate: float, client_state_transfer='values'
+) -> RowFn:
+  """Times SCAFFOLD rounds; state MB includes the sampled clients' states.
+
+  The rounds go through `algorithms.ScaffoldRunner`, so with
+  `client_state_transfer='files'` the driver's writing and reading of the
+  state files (in a temporary directory) is timed too.
+  """
 
   def run(data, rounds):
     process = scaffold.build_scaffold(
         model_fn,
         client_learning_rate=client_learning_rate,
         total_clients=len(data),
+        client_state_transfer=client_state_transfer,
     )
-    client_states = [scaffold.initial_client_state(model_fn)] * len(data)
-    state = process.initialize()
-    state, client_states, _ = process.next(state, data, client_states)
-    start = time.perf_counter()
-    for _ in range(rounds):
-      state, client_states, _ = process.next(state, data, client_states)
-    elapsed = (time.perf_counter() - start) / rounds
+    with tempfile.TemporaryDirectory(prefix='scaffold_row_') as directory:
+      runner = algorithms.ScaffoldRunner(
+          process,
+          scaffold.initial_client_state(model_fn),
+          state_files_dir=(
+              directory if client_state_transfer == 'files' else None
+          ),
+      )
+      client_states = [runner.initial_client_state()] * len(data)
+      state = runner.initialize()
+      state, client_states, _ = runner.run_round(state, data, client_states)
+      start = time.perf_counter()
+      for _ in range(rounds):
+        state, client_states, _ = runner.run_round(state, data, client_states)
+      elapsed = (time.perf_counter() - start) / rounds
     return elapsed, state_mb(state) + state_mb(client_states)
 
   return run

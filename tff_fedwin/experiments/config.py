@@ -42,6 +42,11 @@ WINDOW_LOCATIONS = ('auto', 'state', 'program')
 LR_SCHEDULES = ('constant', 'decay', 'ima')
 WORKER_BINDS = ('loopback', 'all')
 CLIENT_STATES = client_state_stores.KINDS
+# How SCAFFOLD's sampled client states reach the workers: 'values' (TFF
+# values), 'files' (files the driver and the workers share,
+# tff_fedwin.algorithms.scaffold.state_files), 'auto' (files with the local
+# workers this run starts, values with --workers listing running ones).
+CLIENT_STATE_TRANSFERS = ('auto', 'values', 'files')
 
 
 class InputDataError(ValueError):
@@ -100,6 +105,7 @@ class ExperimentConfig:
   summary_last_n: int = 5
   client_states: str = 'auto'
   client_states_dir: str = ''
+  client_state_transfer: str = 'auto'
   root_output_dir: str = '/tmp/tff_fedwin'
   experiment_name: str = 'experiment'
   workers: str = ''
@@ -155,6 +161,7 @@ def _check_values(config: ExperimentConfig) -> None:
       ('client_lr_schedule', LR_SCHEDULES),
       ('worker_bind', WORKER_BINDS),
       ('client_states', CLIENT_STATES),
+      ('client_state_transfer', CLIENT_STATE_TRANSFERS),
       ('eval_split', EVAL_SPLITS),
   ):
     checks.check_choice(f'--{flag}', getattr(config, flag), allowed)
@@ -216,6 +223,19 @@ def _check_data(config: ExperimentConfig) -> None:
         f'--clients_per_round ({config.clients_per_round}) must be <= '
         f'--num_clients ({config.num_clients}).'
     )
+
+
+def client_state_transfer(config: ExperimentConfig) -> str:
+  """`'values'` or `'files'`: `--client_state_transfer`, `auto` resolved.
+
+  `auto` is `'files'` when this run starts its workers (they share its file
+  system) and `'values'` when `--workers` lists running ones, which may be on
+  other machines.
+  """
+  if config.client_state_transfer != 'auto':
+    return config.client_state_transfer
+  _, addresses = parse_workers(config.workers)
+  return 'values' if addresses else 'files'
 
 
 def parse_window_sizes(config: ExperimentConfig) -> tuple[int, ...]:
@@ -358,11 +378,13 @@ def _check_algorithm(config: ExperimentConfig) -> None:
         f'fedadam, fedyogi or fedprox; got {config.algorithm!r}.'
     )
   if config.algorithm != 'scaffold' and (
-      config.client_states != 'auto' or config.client_states_dir
+      config.client_states != 'auto'
+      or config.client_states_dir
+      or config.client_state_transfer != 'auto'
   ):
     raise ValueError(
-        '--client_states and --client_states_dir are for the per-client '
-        'states of --algorithm=scaffold; '
+        '--client_states, --client_states_dir and --client_state_transfer '
+        'are for the per-client states of --algorithm=scaffold; '
         f'--algorithm={config.algorithm} keeps none.'
     )
   if (

@@ -6,6 +6,7 @@ training clients and returns a `tff_fedwin.training.RoundRunner`.
 
 from collections.abc import Callable, Mapping
 import math
+import os
 import types
 from typing import Any, Optional
 
@@ -26,6 +27,9 @@ SERVER_MOMENTUM = 0.9  # FedAvgM (Hsu et al. 2019).
 # 'auto' keeps a window above this many bytes of slots in the program: e.g.
 # 7 models of the 1.2M-parameter EMNIST CNN (4.8 MB each).
 AUTO_PROGRAM_WINDOW_BYTES = 32 * 2**20
+# SCAFFOLD's round client state files (client_state_transfer 'files'), in
+# the run's directory.
+STATE_FILES_DIR = 'client_state_files'
 
 RunnerBuilder = Callable[
     [config_lib.ExperimentConfig, tasks_registry.Task, int],
@@ -130,7 +134,12 @@ def _scaffold_runner(
     task: tasks_registry.Task,
     num_train_clients: int,
 ) -> runners.ScaffoldRunner:
-  """`build_scaffold` with its window; the clients start from c_i = 0."""
+  """`build_scaffold` with its window; the clients start from c_i = 0.
+
+  With `client_state_transfer` 'files' the round's client states go through
+  `<run dir>/STATE_FILES_DIR` (rewritten every round; not a checkpoint).
+  """
+  transfer = config_lib.client_state_transfer(config)
   process = scaffold.build_scaffold(
       task.model_fn,
       client_learning_rate=config.client_learning_rate,
@@ -141,11 +150,21 @@ def _scaffold_runner(
       window_size=config.window_size or None,
       window_mode=config.window_mode,
       window_start_round=config.window_start_round,
+      client_state_transfer=transfer,
   )
   return runners.ScaffoldRunner(
       process,
       scaffold.initial_client_state(task.model_fn),
       extra_window_sizes=config_lib.parse_window_sizes(config),
+      state_files_dir=(
+          os.path.join(
+              config.root_output_dir,
+              config.experiment_name,
+              STATE_FILES_DIR,
+          )
+          if transfer == 'files'
+          else None
+      ),
   )
 
 

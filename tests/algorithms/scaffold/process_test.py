@@ -11,6 +11,7 @@ import tensorflow_federated as tff
 
 from tests import scaffold_reference as sref
 from tff_fedwin import training
+from tff_fedwin.algorithms import runners
 from tff_fedwin.algorithms import scaffold
 
 
@@ -67,6 +68,22 @@ class TestBuildScaffoldComputation:
         ),
     )
 
+  def test_files_next_takes_file_prefixes_and_returns_no_client_states(
+      self, build_process
+  ):
+    values = build_process().next.type_signature
+    files = build_process(client_state_transfer='files').next.type_signature
+    # Same state and data in, a string (the client's file prefix) instead of
+    # its state; the same state and metrics out, no client states.
+    tff.test.assert_types_identical(files.parameter[0], values.parameter[0])
+    tff.test.assert_types_identical(files.parameter[1], values.parameter[1])
+    tff.test.assert_types_identical(
+        files.parameter[2], tff.FederatedType(np.str_, tff.CLIENTS)
+    )
+    assert len(files.result) == 2
+    tff.test.assert_types_identical(files.result[0], values.result[0])
+    tff.test.assert_types_identical(files.result[1], values.result[2])
+
   @pytest.mark.parametrize('window_size', [None, 2])
   def test_get_model_weights_maps_server_state_to_model_weights(
       self, build_process, window_size
@@ -116,19 +133,32 @@ class TestBuildScaffoldExecution:
     assert state.round_num == 0
 
   @pytest.mark.parametrize(
-      'server_learning_rate,loop',
+      'server_learning_rate,loop,transfer',
       [
-          (1.0, tff.learning.LoopImplementation.DATASET_ITERATOR),
-          (0.5, tff.learning.LoopImplementation.DATASET_ITERATOR),
-          (1.0, tff.learning.LoopImplementation.DATASET_REDUCE),
+          (1.0, tff.learning.LoopImplementation.DATASET_ITERATOR, 'values'),
+          (0.5, tff.learning.LoopImplementation.DATASET_ITERATOR, 'values'),
+          (1.0, tff.learning.LoopImplementation.DATASET_REDUCE, 'values'),
+          (0.5, tff.learning.LoopImplementation.DATASET_ITERATOR, 'files'),
       ],
   )
   def test_rounds_match_numpy_scaffold(
-      self, build_process, server_learning_rate, loop
+      self, build_process, server_learning_rate, loop, transfer, tmp_path
   ):
-    process = build_process(server_learning_rate, loop_implementation=loop)
+    process = build_process(
+        server_learning_rate,
+        loop_implementation=loop,
+        client_state_transfer=transfer,
+    )
+    assert process.client_state_transfer == transfer
     store = training.ClientStateStore(
         scaffold.initial_client_state(sref.model_fn)
+    )
+    # The runner writes and reads the client state files of a 'files'
+    # process (the driver's side); with 'values' it is process.next.
+    runner = runners.ScaffoldRunner(
+        process,
+        scaffold.initial_client_state(sref.model_fn),
+        state_files_dir=str(tmp_path) if transfer == 'files' else None,
     )
     state = process.initialize()
     np_params = sref.np_initial_params()
@@ -139,7 +169,7 @@ class TestBuildScaffoldExecution:
       sampled_ids = [sref.CLIENT_IDS[i] for i in sampled]
       unsampled = [i for i in range(sref.TOTAL_CLIENTS) if i not in sampled]
       before = {i: store.get([sref.CLIENT_IDS[i]])[0] for i in unsampled}
-      state, new_client_states, metrics = process.next(
+      state, new_client_states, metrics = runner.run_round(
           state,
           [sref.make_dataset(sref.CLIENT_DATA[i]) for i in sampled],
           store.get(sampled_ids),
@@ -356,6 +386,7 @@ class TestBuildScaffoldArguments:
           (dict(total_clients=0), 'total_clients'),
           (dict(total_clients=2.5), 'total_clients'),
           (dict(loop_implementation='iterator'), 'loop_implementation'),
+          (dict(client_state_transfer='disk'), 'client_state_transfer'),
       ],
   )
   def test_build_rejects_bad_arguments(self, kwargs, argument):

@@ -2,6 +2,7 @@
 
 from collections.abc import Callable
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
@@ -12,6 +13,7 @@ from tff_fedwin.algorithms import client_training
 from tff_fedwin.algorithms.scaffold import checks
 from tff_fedwin.algorithms.scaffold import client
 from tff_fedwin.algorithms.scaffold import server
+from tff_fedwin.algorithms.scaffold import state_files
 from tff_fedwin.algorithms.scaffold import types
 
 ModelFn = Callable[[], tff.learning.models.VariableModel]
@@ -23,7 +25,10 @@ class ScaffoldProcess(tff.templates.IterativeProcess):
   TFF's `LearningProcess` cannot return CLIENTS-placed values (the updated
   client states), so SCAFFOLD is an `IterativeProcess` whose `next` is
   multi-argument; like `LearningProcess` it carries `get_model_weights`, a
-  `tff.Computation` `(S -> ModelWeights)` on the unplaced server state.
+  `tff.Computation` `(S -> ModelWeights)` on the unplaced server state, and
+  `client_state_transfer`, how `next` takes the client states (`'values'`:
+  in and out as CLIENTS-placed values; `'files'`: file prefixes in,
+  `state_files`).
   """
 
   def __init__(
@@ -31,8 +36,12 @@ class ScaffoldProcess(tff.templates.IterativeProcess):
       initialize_fn: tff.Computation,
       next_fn: tff.Computation,
       get_model_weights_fn: tff.Computation,
+      client_state_transfer: str = 'values',
   ):
     super().__init__(initialize_fn, next_fn, next_is_multi_arg=True)
+    self._client_state_transfer = state_files.check_transfer(
+        client_state_transfer
+    )
     state_type = initialize_fn.type_signature.result.member
     parameter = get_model_weights_fn.type_signature.parameter
     if parameter is None or not parameter.is_equivalent_to(state_type):
@@ -41,6 +50,11 @@ class ScaffoldProcess(tff.templates.IterativeProcess):
           f'{state_type}, got {parameter}.'
       )
     self._get_model_weights_fn = get_model_weights_fn
+
+  @property
+  def client_state_transfer(self) -> str:
+    """`'values'` or `'files'`: how `next` takes the client states."""
+    return self._client_state_transfer
 
   @property
   def get_model_weights(self) -> tff.Computation:
@@ -117,21 +131,27 @@ def _next_computation(
     num_classes,
     with_window,
     loop_implementation,
+    client_state_transfer,
 ) -> tff.Computation:
   """`next`: broadcast x and c, map the client step, sum, map the server step."""
   client_state_type = tff.types.to_type(
       types.ScaffoldClientState(server_state_type.control_variate)
   )
 
-  @tff.tensorflow.computation(
-      server_state_type.global_model_weights,
-      server_state_type.control_variate,
-      client_state_type,
-      data_type,
-  )
-  def client_update_fn(
-      initial_weights, server_control_variate, client_state, dataset
-  ):
+  def server_update(sums_type):
+    @tff.tensorflow.computation(server_state_type, sums_type)
+    def server_update_fn(state, sums):
+      return server.next_server_state(
+          state,
+          sums,
+          server_learning_rate=server_learning_rate,
+          total_clients=total_clients,
+          with_window=with_window,
+      )
+
+    return server_update_fn
+
+  def client_step(initial_weights, server_control_variate, client_state, data):
     client_update = client.build_scaffold_client_update(
         model_fn,
         client_learning_rate,
@@ -140,21 +160,28 @@ def _next_computation(
         loop_implementation=loop_implementation,
     )
     new_client_state, result = client_update(
-        initial_weights, server_control_variate, client_state, dataset
+        initial_weights, server_control_variate, client_state, data
     )
     return new_client_state, server.round_sums_summand(result)
 
-  @tff.tensorflow.computation(
-      server_state_type, client_update_fn.type_signature.result[1]
+  weights_and_c = (
+      server_state_type.global_model_weights,
+      server_state_type.control_variate,
   )
-  def server_update_fn(state, sums):
-    return server.next_server_state(
-        state,
-        sums,
-        server_learning_rate=server_learning_rate,
-        total_clients=total_clients,
-        with_window=with_window,
+  if client_state_transfer == 'files':
+    return _next_with_state_files(
+        client_step, weights_and_c, server_state_type, data_type, server_update
     )
+
+  @tff.tensorflow.computation(*weights_and_c, client_state_type, data_type)
+  def client_update_fn(
+      initial_weights, server_control_variate, client_state, dataset
+  ):
+    return client_step(
+        initial_weights, server_control_variate, client_state, dataset
+    )
+
+  server_update_fn = server_update(client_update_fn.type_signature.result[1])
 
   @tff.federated_computation(
       tff.FederatedType(server_state_type, tff.SERVER),
@@ -175,6 +202,56 @@ def _next_computation(
   return next_fn
 
 
+def _next_with_state_files(
+    client_step, weights_and_c, server_state_type, data_type, server_update
+) -> tff.Computation:
+  """`next` with each client's c_i in and c_i+ out as files (`state_files`).
+
+  `(<S@SERVER, {D*}@CLIENTS, {string}@CLIENTS> -> <S@SERVER, M@SERVER>)`:
+  the strings are the clients' file prefixes; the client computation reads
+  c_i, runs `client_step` and writes c_i+ before its sums are returned.
+  """
+  control_variate_spec = tff.types.type_to_tf_tensor_specs(
+      server_state_type.control_variate
+  )
+
+  @tff.tensorflow.computation(*weights_and_c, np.str_, data_type)
+  def client_update_fn(initial_weights, server_control_variate, prefix, data):
+    client_state = state_files.read_client_state(prefix, control_variate_spec)
+    new_client_state, sums = client_step(
+        initial_weights, server_control_variate, client_state, data
+    )
+    writes = state_files.write_client_state(prefix, new_client_state)
+    with tf.control_dependencies(writes):
+      return tf.nest.map_structure(tf.identity, sums)
+
+  server_update_fn = server_update(client_update_fn.type_signature.result)
+
+  @tff.federated_computation(
+      tff.FederatedType(server_state_type, tff.SERVER),
+      tff.FederatedType(data_type, tff.CLIENTS),
+      tff.FederatedType(np.str_, tff.CLIENTS),
+  )
+  def next_fn(state, client_data, client_state_prefixes):
+    model_weights = tff.federated_broadcast(state.global_model_weights)
+    control_variate = tff.federated_broadcast(state.control_variate)
+    sums = tff.federated_sum(
+        tff.federated_map(
+            client_update_fn,
+            (
+                model_weights,
+                control_variate,
+                client_state_prefixes,
+                client_data,
+            ),
+        )
+    )
+    new_state, metrics = tff.federated_map(server_update_fn, (state, sums))
+    return new_state, metrics
+
+  return next_fn
+
+
 def build_scaffold(
     model_fn: ModelFn,
     *,
@@ -187,6 +264,7 @@ def build_scaffold(
     window_mode: str = 'evaluate',
     window_start_round: int = 0,
     loop_implementation: tff.learning.LoopImplementation | None = None,
+    client_state_transfer: str = 'values',
 ) -> ScaffoldProcess:
   """Builds SCAFFOLD (Karimireddy et al. 2020, Alg. 1, option II) for TFF.
 
@@ -202,6 +280,11 @@ def build_scaffold(
     `num_examples` (int64), `num_clients_with_data` (int32) and, with a
     window, `window` (`window_fill`, `window_active`, `window_distance`);
   * `get_model_weights`: `(S -> ModelWeights)`, the window model (else x).
+
+  With `client_state_transfer='files'`, `next` is `(<S@SERVER,
+  {D*}@CLIENTS, {string}@CLIENTS> -> <S@SERVER, M@SERVER>)`: each client's
+  file prefix in, c_i read from and c_i+ written to files next to it in the
+  worker (`state_files`; `ScaffoldRunner` does the driver's side).
 
   With `window_size` set, w^t is pushed into `S.window` after the server step
   and in `'broadcast'` mode x becomes m^t at active rounds (docs/design.md
@@ -226,13 +309,18 @@ def build_scaffold(
       `tff.learning.LoopImplementation` (the same arithmetic either way);
       `None` (default) is `DATASET_ITERATOR` (faster here, docs/design.md
       sec. 7.6; `client_loop.client_loop`).
+    client_state_transfer: `'values'` (default: the states are TFF values)
+      or `'files'` (files the driver and the workers share: several times
+      faster and lighter in the driver, `state_files`; local workers or a
+      shared file system).
 
   Returns:
     A `ScaffoldProcess`.
 
   Raises:
     ValueError: If a rate or N is not positive, `client_loss`,
-      `window_mode` or `loop_implementation` is not allowed, `'wsm'` lacks `num_classes` or integer
+      `window_mode`, `loop_implementation` or `client_state_transfer` is
+      not allowed, `'wsm'` lacks `num_classes` or integer
       labels, `window_size < 1`, `window_start_round < 0`, or `model_fn` does
       not build a `VariableModel` with floating-point weights.
     TypeError: If `window_size` or `window_start_round` is not an int.
@@ -244,6 +332,7 @@ def build_scaffold(
   )
   client_training.check_client_loss(client_loss, num_classes)
   loop_implementation = client_loop.client_loop(loop_implementation)
+  state_files.check_transfer(client_state_transfer)
   checks.check_window_args(window_size, window_mode, window_start_round)
   checks.check_model(model_fn)
   with tf.Graph().as_default():
@@ -276,10 +365,13 @@ def build_scaffold(
       num_classes=num_classes,
       with_window=with_window,
       loop_implementation=loop_implementation,
+      client_state_transfer=client_state_transfer,
   )
 
   @tff.tensorflow.computation(server_state_type)
   def get_model_weights_fn(state):
     return server.evaluation_model_weights(state, with_window=with_window)
 
-  return ScaffoldProcess(initialize_fn, next_fn, get_model_weights_fn)
+  return ScaffoldProcess(
+      initialize_fn, next_fn, get_model_weights_fn, client_state_transfer
+  )
