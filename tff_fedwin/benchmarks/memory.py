@@ -18,6 +18,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+import attrs
 import tensorflow_federated as tff
 
 from tff_fedwin import runtime
@@ -204,6 +205,8 @@ def run_curve(
   config = build_config(
       run, total_rounds=total_rounds, sample_every=sample_every, seed=seed
   )
+  # The run's own files (SCAFFOLD's client state files) in its directory.
+  config = attrs.evolve(config, root_output_dir=output_dir)
   config_lib.validate_config(config)
   shutil.rmtree(outputs.RunPaths(output_dir, run).root, ignore_errors=True)
   task = run_lib.create_task(config)

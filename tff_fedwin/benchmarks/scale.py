@@ -29,6 +29,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
+import attrs
+
 from tff_fedwin import runtime
 from tff_fedwin.benchmarks import rounds as rounds_lib
 from tff_fedwin.benchmarks import synthetic_population
@@ -230,18 +232,24 @@ def build_task(
   )
 
 
-def build_runner(spec: RowSpec, task: tasks_registry.Task) -> Any:
-  """SCAFFOLD, or SCAFFOLD + WSM + IMA (window P=5 in broadcast mode)."""
+def build_runner(
+    spec: RowSpec, task: tasks_registry.Task, output_dir: str
+) -> Any:
+  """SCAFFOLD, or SCAFFOLD + WSM + IMA (window P=5 in broadcast mode).
+
+  The run's own files (the round's client state files) go to
+  `output_dir/spec.name`.
+  """
   config = config_lib.ExperimentConfig(
       algorithm='scaffold',
       client_learning_rate=CLIENT_LEARNING_RATE,
       total_rounds=spec.rounds,
+      root_output_dir=output_dir,
+      experiment_name=spec.name,
   )
   if spec.variant == 'scaffold_wsm_ima':
-    config = config_lib.ExperimentConfig(
-        algorithm='scaffold',
-        client_learning_rate=CLIENT_LEARNING_RATE,
-        total_rounds=spec.rounds,
+    config = attrs.evolve(
+        config,
         client_loss='wsm',
         window_size=IMA_WINDOW_SIZE,
         window_mode='broadcast',
@@ -288,7 +296,7 @@ def run_row(
   )
   _reset_peak_rss()
   with runtime.local_execution_context(), _MemorySampler() as sampler:
-    runner = build_runner(spec, task)
+    runner = build_runner(spec, task, output_dir)
     with _timed_checkpoints() as raw:
       summary = loop.run_training(
           runner,
