@@ -90,15 +90,17 @@ def _instrument(events: _Events) -> None:
 class _Runner(runners.ScaffoldRunner):
   """A ScaffoldRunner whose rounds are events."""
 
-  def __init__(self, events: _Events, window_size=2):
+  def __init__(self, events: _Events, window_size=2, state_files_dir=None):
     super().__init__(
         scaffold.build_scaffold(
             task.model_fn,
             client_learning_rate=0.2,
             total_clients=task.NUM_CLIENTS,
             window_size=window_size,
+            client_state_transfer='files' if state_files_dir else 'values',
         ),
         scaffold.initial_client_state(task.model_fn),
+        state_files_dir=state_files_dir,
     )
     self._events = events
 
@@ -107,14 +109,22 @@ class _Runner(runners.ScaffoldRunner):
     return super().run_round(state, datasets, client_states)
 
 
-def _build_runner(events: _Events, kind: str):
+def _build_runner(events: _Events, kind: str, output_dir: str):
   """Window in the state (`memory`, `disk`) or kept by the program.
+
+  `disk` also moves the round's client states as files
+  (`client_state_transfer='files'`, in `output_dir/state_files`); the
+  others as TFF values.
 
   The program's window carries an extra window (W = 1, evaluated only, sec.
   1.11 of docs/design.md): its running sum must resume exactly too, and its
   files are those of the main window (the largest, W = 2), so the kill
   points' file names hold.
   """
+  if kind == 'disk':
+    return _Runner(
+        events, state_files_dir=os.path.join(output_dir, 'state_files')
+    )
   if kind != 'program':
     return _Runner(events)
   return algorithms.ProgramWindowRunner(
@@ -183,7 +193,7 @@ def main(output_dir: str, kind: str, kill_at: int) -> None:
   with runtime.local_execution_context(
       log_dir=os.path.join(output_dir, 'workers')
   ):
-    runner = _build_runner(events, kind)
+    runner = _build_runner(events, kind, output_dir)
     _instrument(events)
     training.run_training(
         runner,
