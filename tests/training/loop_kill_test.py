@@ -2,7 +2,8 @@
 
 Each case runs tests/training/kill_driver.py (SCAFFOLD + WiMA, 5 rounds,
 checkpoints at 0, 2, 4, 5; the window in the state with either client-state
-store, or kept by the program) in a subprocess that kills itself with SIGKILL
+store (the disk store's runs move the client states as files), or kept by the
+program) in a subprocess that kills itself with SIGKILL
 just before one file step of a checkpoint or one step of a round, then runs
 it again to the end, and compares the final global and window models, every
 client's state and the metrics rows with an uninterrupted run, exactly.
