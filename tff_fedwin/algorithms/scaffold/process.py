@@ -119,59 +119,42 @@ def _initial_state_computation(
   return initial_server_state_fn
 
 
-def _next_computation(
-    model_fn,
-    *,
-    server_state_type,
-    data_type,
-    client_learning_rate,
-    server_learning_rate,
-    total_clients,
-    client_loss,
-    num_classes,
-    with_window,
-    loop_implementation,
-    client_state_transfer,
-) -> tff.Computation:
-  """`next`: broadcast x and c, map the client step, sum, map the server step."""
-  client_state_type = tff.types.to_type(
-      types.ScaffoldClientState(server_state_type.control_variate)
-  )
+def _client_step_fn(model_fn, **client_args):
+  """`(x, c, C, D) -> (C+, round sums summand)`, traced in a computation.
 
-  def server_update(sums_type):
-    @tff.tensorflow.computation(server_state_type, sums_type)
-    def server_update_fn(state, sums):
-      return server.next_server_state(
-          state,
-          sums,
-          server_learning_rate=server_learning_rate,
-          total_clients=total_clients,
-          with_window=with_window,
-      )
-
-    return server_update_fn
+  `client_args` are those of `client.build_scaffold_client_update`.
+  """
 
   def client_step(initial_weights, server_control_variate, client_state, data):
-    client_update = client.build_scaffold_client_update(
-        model_fn,
-        client_learning_rate,
-        client_loss=client_loss,
-        num_classes=num_classes,
-        loop_implementation=loop_implementation,
-    )
+    client_update = client.build_scaffold_client_update(model_fn, **client_args)
     new_client_state, result = client_update(
         initial_weights, server_control_variate, client_state, data
     )
     return new_client_state, server.round_sums_summand(result)
 
-  weights_and_c = (
-      server_state_type.global_model_weights,
-      server_state_type.control_variate,
+  return client_step
+
+
+def _server_update_builder(server_state_type, **server_args):
+  """`sums_type -> (<S, sums> -> <S, M>)`; `server_args` of the server step."""
+
+  def build(sums_type):
+    @tff.tensorflow.computation(server_state_type, sums_type)
+    def server_update_fn(state, sums):
+      return server.next_server_state(state, sums, **server_args)
+
+    return server_update_fn
+
+  return build
+
+
+def _next_with_values(
+    client_step, weights_and_c, server_state_type, data_type, server_update
+) -> tff.Computation:
+  """`next`: broadcast x and c, map the client step, sum, map the server step."""
+  client_state_type = tff.types.to_type(
+      types.ScaffoldClientState(server_state_type.control_variate)
   )
-  if client_state_transfer == 'files':
-    return _next_with_state_files(
-        client_step, weights_and_c, server_state_type, data_type, server_update
-    )
 
   @tff.tensorflow.computation(*weights_and_c, client_state_type, data_type)
   def client_update_fn(
@@ -354,18 +337,31 @@ def build_scaffold(
     return tff.federated_eval(initial_server_state_fn, tff.SERVER)
 
   server_state_type = initial_server_state_fn.type_signature.result
-  next_fn = _next_computation(
-      model_fn,
-      server_state_type=server_state_type,
-      data_type=data_type,
-      client_learning_rate=client_learning_rate,
-      server_learning_rate=server_learning_rate,
-      total_clients=total_clients,
-      client_loss=client_loss,
-      num_classes=num_classes,
-      with_window=with_window,
-      loop_implementation=loop_implementation,
-      client_state_transfer=client_state_transfer,
+  next_builder = (
+      _next_with_state_files
+      if client_state_transfer == 'files'
+      else _next_with_values
+  )
+  next_fn = next_builder(
+      _client_step_fn(
+          model_fn,
+          client_learning_rate=client_learning_rate,
+          client_loss=client_loss,
+          num_classes=num_classes,
+          loop_implementation=loop_implementation,
+      ),
+      (
+          server_state_type.global_model_weights,
+          server_state_type.control_variate,
+      ),
+      server_state_type,
+      data_type,
+      _server_update_builder(
+          server_state_type,
+          server_learning_rate=server_learning_rate,
+          total_clients=total_clients,
+          with_window=with_window,
+      ),
   )
 
   @tff.tensorflow.computation(server_state_type)
