@@ -17,7 +17,7 @@ several horizons (rounds 120, 250, 500, ...), one with each window's columns of
 a one-window run (W - global paired, smoothness) and a plot of each window's
 curve.
 
-  .venv/bin/python scripts/reproduce_papers.py   # everything: ~6.6 h alone
+  .venv/bin/python scripts/reproduce_papers.py   # everything: ~7.2 h alone
   .venv/bin/python scripts/reproduce_papers.py \
       --experiments=mnist_window_horizon          # 6 runs of 500 rounds
   .venv/bin/python scripts/reproduce_papers.py --experiments=ima --seeds=0
