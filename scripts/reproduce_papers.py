@@ -48,6 +48,7 @@ import numpy as np
 from tff_fedwin import experiments
 from tff_fedwin import training
 from tff_fedwin.experiments import papers
+from tff_fedwin.reporting import experiment_rows
 from tff_fedwin.reporting import plots
 from tff_fedwin.reporting import results_files
 from tff_fedwin.reporting import rounds_to_target
@@ -111,17 +112,13 @@ def _speedup_report(configs, run_dirs):
   return lines + ['']
 
 
-# What a diverged run leaves in its directory instead of summary.json.
-_DIVERGED = 'diverged.txt'
-
-
 def _run_or_read(run, run_dir):
   """The run's summary, training it first if needed; None if it diverged.
 
   A diverged run (`TrainingDivergedError`) leaves `diverged.txt` with the
   message, so a re-run reports it without training again.
   """
-  diverged_path = os.path.join(run_dir, _DIVERGED)
+  diverged_path = os.path.join(run_dir, experiment_rows.DIVERGED)
   summary_path = os.path.join(run_dir, 'summary.json')
   if os.path.exists(diverged_path):
     return None
@@ -148,7 +145,7 @@ def _tuning_report(run_dirs):
     group, value = papers.tuning_group(label)
     accuracies = []
     for run_dir in dirs:
-      if os.path.exists(os.path.join(run_dir, _DIVERGED)):
+      if os.path.exists(os.path.join(run_dir, experiment_rows.DIVERGED)):
         accuracies.append(float('nan'))  # Never the best.
         continue
       with open(os.path.join(run_dir, 'summary.json')) as f:
@@ -172,54 +169,6 @@ def _tuning_report(run_dirs):
     flag = '' if used == best else ' (differs: update papers.TUNED)'
     lines.append(f'| {group} | {tried} | {best:g} | {used:g}{flag} |')
   return lines + ['']
-
-
-def _shared_note(name, configs, shared):
-  """Lines naming the rows whose runs are another experiment's (or none)."""
-  owned = [
-      f"{label!r} = {owner[0]}'s {owner[1]!r}"
-      for label in configs
-      for owner in [shared.get((name, label))]
-      if owner
-  ]
-  if not owned:
-    return []
-  return [
-      'Same config, same runs (trained once, counted in both tables): '
-      + '; '.join(owned)
-      + '.',
-      '',
-  ]
-
-
-def _row(name, config, summaries, diverged=()):
-  if diverged:
-    return (
-        f'| {name} | {config.total_rounds} | {len(summaries)} | diverged '
-        f'(seeds {", ".join(diverged)}; see {_DIVERGED}) | | | | | |'
-    )
-
-  def fmt(values):
-    return f'{np.mean(values):.4f} +- {np.std(values):.4f}'
-
-  def stat(model, key):
-    return fmt([s[model]['accuracy'][key] for s in summaries])
-
-  # Per seed, window minus global on the same trajectory (paired).
-  gain = fmt(
-      [
-          s['window']['accuracy']['mean'] - s['global']['accuracy']['mean']
-          for s in summaries
-      ]
-  )
-  # Round + eval time summed over the CSV rows: counts resumed runs fully.
-  wall = sum(s['total_round_and_eval_time_seconds'] for s in summaries)
-  return (
-      f'| {name} | {config.total_rounds} | {len(summaries)} | '
-      f'{stat("window", "mean")} | {stat("global", "mean")} | {gain} | '
-      f'{stat("window", "std")} | {stat("global", "std")} | '
-      f'{wall / 60:.1f} |'
-  )
 
 
 def _plot(name, configs, run_dirs, plot_dir):
@@ -308,36 +257,6 @@ def _sweep_report(name, label, config, run_dirs, plot_dir):
   return lines
 
 
-_RUN_FIELDS = (
-    'experiment',
-    'row',
-    'seed',
-    'total_rounds',
-    'round_and_eval_seconds',
-    'last_call_wall_seconds',
-    'resumed_from_round',
-    'window_accuracy',
-    'global_accuracy',
-)
-
-
-def _run_record(name, label, seed, config, summary):
-  """One line of --runs_csv: the time and last-N accuracies of one run."""
-  return dict(
-      experiment=name,
-      row=label,
-      seed=seed,
-      total_rounds=config.total_rounds,
-      round_and_eval_seconds=round(
-          summary['total_round_and_eval_time_seconds'], 1
-      ),
-      last_call_wall_seconds=round(summary['wall_time_seconds'], 1),
-      resumed_from_round=summary['resumed_from_round'],
-      window_accuracy=round(summary['window']['accuracy']['mean'], 4),
-      global_accuracy=round(summary['global']['accuracy']['mean'], 4),
-  )
-
-
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
@@ -384,11 +303,13 @@ def main(argv):
           diverged.append(seed)
           continue
         summaries.append(summary)
-        records.append(_run_record(name, label, seed, config, summaries[-1]))
-      lines.append(_row(label, config, summaries, diverged))
+        records.append(
+            experiment_rows.run_record(name, label, seed, config, summaries[-1])
+        )
+      lines.append(experiment_rows.row(label, config, summaries, diverged))
       print(lines[-1], flush=True)
     lines.append('')
-    lines += _shared_note(name, table[name], shared)
+    lines += experiment_rows.shared_note(name, table[name], shared)
     sweeps = {l: c for l, c in table[name].items() if c.window_sizes}
     for label, config in sweeps.items():
       # One figure per sweep row: <experiment>_<row without its W list>.png.
@@ -410,7 +331,7 @@ def main(argv):
     results_files.merge_sections(_OUTPUT.value, sections, order=list(table))
   if _RUNS_CSV.value:
     results_files.merge_run_records(
-        _RUNS_CSV.value, records, _EXPERIMENTS.value, _RUN_FIELDS
+        _RUNS_CSV.value, records, _EXPERIMENTS.value, experiment_rows.RUN_FIELDS
     )
 
 

@@ -6,7 +6,6 @@ training clients and returns a `tff_fedwin.training.RoundRunner`.
 
 from collections.abc import Callable, Mapping
 import math
-import os
 import types
 from typing import Any, Optional
 
@@ -21,15 +20,13 @@ from tff_fedwin.algorithms import scaffold
 from tff_fedwin.algorithms import scheduled_client_work
 from tff_fedwin.experiments import config as config_lib
 from tff_fedwin.tasks import registry as tasks_registry
+from tff_fedwin.training import outputs
 from tff_fedwin.training import runner as runner_lib
 
 SERVER_MOMENTUM = 0.9  # FedAvgM (Hsu et al. 2019).
 # 'auto' keeps a window above this many bytes of slots in the program: e.g.
 # 7 models of the 1.2M-parameter EMNIST CNN (4.8 MB each).
 AUTO_PROGRAM_WINDOW_BYTES = 32 * 2**20
-# SCAFFOLD's round client state files (client_state_transfer 'files'), in
-# the run's directory.
-STATE_FILES_DIR = 'client_state_files'
 
 RunnerBuilder = Callable[
     [config_lib.ExperimentConfig, tasks_registry.Task, int],
@@ -137,7 +134,7 @@ def _scaffold_runner(
   """`build_scaffold` with its window; the clients start from c_i = 0.
 
   With `client_state_transfer` 'files' the round's client states go through
-  `<run dir>/STATE_FILES_DIR` (rewritten every round; not a checkpoint).
+  the run's `client_state_files/` (rewritten every round; not a checkpoint).
   """
   transfer = config_lib.client_state_transfer(config)
   process = scaffold.build_scaffold(
@@ -157,11 +154,9 @@ def _scaffold_runner(
       scaffold.initial_client_state(task.model_fn),
       extra_window_sizes=config_lib.parse_window_sizes(config),
       state_files_dir=(
-          os.path.join(
-              config.root_output_dir,
-              config.experiment_name,
-              STATE_FILES_DIR,
-          )
+          outputs.RunPaths(
+              config.root_output_dir, config.experiment_name
+          ).client_state_files
           if transfer == 'files'
           else None
       ),

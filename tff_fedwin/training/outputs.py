@@ -20,6 +20,8 @@ CHECKPOINT_DIR = 'checkpoints'
 METRICS_CSV = 'metrics.csv'
 TENSORBOARD_DIR = 'tensorboard'
 SUMMARY_JSON = 'summary.json'
+# SCAFFOLD's round client state files (client_state_transfer 'files').
+CLIENT_STATE_FILES_DIR = 'client_state_files'
 ROUND_KEY = 'round_num'
 ROUND_TIME_KEY = 'round_time_seconds'
 EVAL_TIME_KEY = 'eval_time_seconds'
@@ -51,6 +53,7 @@ class RunPaths:
     self.metrics_csv = os.path.join(self.root, METRICS_CSV)
     self.tensorboard = os.path.join(self.root, TENSORBOARD_DIR)
     self.summary_json = os.path.join(self.root, SUMMARY_JSON)
+    self.client_state_files = os.path.join(self.root, CLIENT_STATE_FILES_DIR)
 
 
 def write_json_atomically(value: Any, path: str) -> None:
