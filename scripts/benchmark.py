@@ -2,8 +2,9 @@ r"""Performance report: TFF overheads, window, SCAFFOLD, several workers, memory
 
 Writes a markdown table (ratios against TFF's `build_weighted_fed_avg`
 measured first and last in the same run, and against the bound) with:
-1. FedAvg through `tff_fedwin.algorithms.build_fed_win` (iterator loop) vs
-   TFF's builder (dataset reduce), and each with the other loop form;
+1. FedAvg through `tff_fedwin.algorithms.build_fed_win` (held batches: one
+   pass over a client's dataset, then the steps over tensors) vs TFF's
+   builder (dataset reduce), and each with TFF's other loop forms;
 2. the bound (the same FedAvg arithmetic as one in-process `tf.function` per
    round over tensors; every row's ratio to it is reported) and the same client
    training as an in-process `tf.data` loop;
@@ -70,17 +71,16 @@ def _rows() -> list[bench.Row]:
           ),
           own_bound=_BOUND,
       ),
-      bench.Row(
-          'FedAvg via build_fed_win, loop_implementation=' 'DATASET_REDUCE',
-          bench.learning_process_row(
-              lambda: algorithms.build_fed_win(
-                  model_fn,
-                  sgd(),
-                  loop_implementation=(
-                      tff.learning.LoopImplementation.DATASET_REDUCE
-                  ),
-              )
-          ),
+      *(
+          bench.Row(
+              f'FedAvg via build_fed_win, loop_implementation={loop.name}',
+              bench.learning_process_row(
+                  lambda loop=loop: algorithms.build_fed_win(
+                      model_fn, sgd(), loop_implementation=loop
+                  )
+              ),
+          )
+          for loop in tff.learning.LoopImplementation
       ),
       bench.Row(
           _BOUND,

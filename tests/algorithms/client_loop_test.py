@@ -1,11 +1,12 @@
-"""Tests for `client_loop`: which loop a client runs, and `replayable`.
+"""Tests for `client_loop`: which loop a client runs, `hold`, `replayable`.
 
 WSM reads its dataset twice (class proportions, then training). A second
 pass over a shuffled dataset reshuffled with a seed that depended on what the
 TFF worker had run before; WSM clients now replay one pass
 (`client_loop.replayable`). The execution test re-runs one round on the same
 worker, after rounds of the other loss, and requires the same numbers bit for
-bit, for both losses and both loops (without the replay, WSM fails).
+bit, for both losses and every loop form (without the replay, WSM fails in
+TFF's forms).
 """
 
 import collections
@@ -22,15 +23,16 @@ from tff_fedwin.algorithms import scaffold
 
 REDUCE = tff.learning.LoopImplementation.DATASET_REDUCE
 ITERATOR = tff.learning.LoopImplementation.DATASET_ITERATOR
+HELD = client_loop.HELD_BATCHES
 
 
 class TestClientLoopArguments:
 
-  def test_none_picks_the_iterator(self):
-    assert client_loop.client_loop(None) == ITERATOR
+  def test_none_picks_the_held_batches(self):
+    assert client_loop.client_loop(None) == HELD
 
-  @pytest.mark.parametrize('loop', [REDUCE, ITERATOR])
-  def test_an_enum_value_is_kept(self, loop):
+  @pytest.mark.parametrize('loop', [HELD, REDUCE, ITERATOR])
+  def test_a_loop_form_is_kept(self, loop):
     assert client_loop.client_loop(loop) == loop
 
   def test_refuses_a_non_enum_value(self):
@@ -61,7 +63,7 @@ def _process(client_loss, loop):
 
 class TestClientLoopExecution:
 
-  @pytest.mark.parametrize('loop', [REDUCE, ITERATOR])
+  @pytest.mark.parametrize('loop', client_loop.LOOP_FORMS)
   @pytest.mark.parametrize('client_loss', ['ce', 'wsm'])
   def test_round_does_not_depend_on_the_workers_history(
       self, client_loss, loop
@@ -110,6 +112,47 @@ def _batched(num_examples, batch_size):
   return tf.data.Dataset.from_tensor_slices(
       collections.OrderedDict(x=x, y=y)
   ).batch(batch_size)
+
+
+@tf.function
+def _hold_and_read(dataset):
+  """`hold(dataset)`: (count, its first two elements, all its labels)."""
+  held = client_loop.hold(dataset)
+  return held.num_elements, [held.element(0), held.element(1)], held.labels()
+
+
+class TestHold:
+
+  def test_elements_in_order_and_labels_of_mapping_batches(self):
+    count, elements, labels = _hold_and_read(_batched(7, 4))
+    # Expected from numpy: batches [0, 4) and [4, 7); labels i % 3.
+    x = np.arange(42, dtype=np.float32).reshape(7, 2, 3)
+    y = np.arange(7, dtype=np.int32) % 3
+    assert count.numpy() == 2
+    _assert_same_elements(
+        tf.nest.map_structure(lambda t: t.numpy(), elements),
+        [
+            collections.OrderedDict(x=x[:4], y=y[:4]),
+            collections.OrderedDict(x=x[4:], y=y[4:]),
+        ],
+    )
+    np.testing.assert_array_equal(labels.numpy(), y)
+    assert labels.dtype == tf.int32
+
+  def test_labels_of_tuple_batches_are_their_second_component(self):
+    x = np.arange(5, dtype=np.float32)
+    y = np.array([[2], [0], [1], [1], [0]], np.int64)  # Labels [b, 1].
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(3)
+    count, _, labels = _hold_and_read(dataset)
+    assert count.numpy() == 2
+    np.testing.assert_array_equal(labels.numpy(), [2, 0, 1, 1, 0])
+
+  def test_an_empty_dataset_holds_no_elements(self):
+    held = tf.function(
+        lambda d: (lambda h: (h.num_elements, h.labels()))(client_loop.hold(d))
+    )(_batched(7, 4).take(0))
+    assert held[0].numpy() == 0
+    assert held[1].shape == (0,)
 
 
 class TestReplayable:

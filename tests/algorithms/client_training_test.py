@@ -324,19 +324,18 @@ def test_batch_size_falls_back_to_the_predictions():
   assert client_training._batch_size(output).numpy() == 4
 
 
-@pytest.mark.parametrize('loop', list(tff.learning.LoopImplementation))
+@pytest.mark.parametrize('loop', client_loop.LOOP_FORMS)
 @pytest.mark.parametrize('client_loss', ['ce', 'wsm'])
-def test_loop_over_dataset_matches_numpy_sgd(loop, client_loss):
+def test_train_client_matches_numpy_sgd(loop, client_loss):
   training = _build(client_loss)
 
   @tf.function
   def run(dataset):
-    state = training.client_init(_weights(KERNEL0, BIAS0), dataset)
-    state = client_loop.run_client_loop(
-        training.client_step, state, dataset, loop
-    )
-    return training.client_final(
-        [tf.constant(KERNEL0), tf.constant(BIAS0)], state
+    return client_loop.train_client(
+        training,
+        _weights(KERNEL0, BIAS0),
+        dataset,
+        loop_implementation=loop,
     )
 
   output = run(_dataset(2))  # Batches of 2, 2, 1.

@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_fedwin.algorithms import client_loop
 from tff_fedwin.algorithms import client_work
 
 NUM_CLASSES = 3
@@ -22,7 +23,7 @@ KERNEL0 = np.array([[0.2, -0.1, 0.3], [-0.3, 0.25, 0.1]], np.float32)
 BIAS0 = np.array([0.1, -0.2, 0.05], np.float32)
 NUM_EXAMPLES = tff.learning.ClientWeighting.NUM_EXAMPLES
 UNIFORM = tff.learning.ClientWeighting.UNIFORM
-LOOPS = list(tff.learning.LoopImplementation)
+LOOPS = client_loop.LOOP_FORMS
 OPTIMIZERS = {
     'sgd': lambda: tff.learning.optimizers.build_sgdm(0.3),
     'sgdm': lambda: tff.learning.optimizers.build_sgdm(0.3, momentum=0.9),
@@ -170,8 +171,17 @@ class TestBuildClientWorkExecution:
         client_weighting=weighting,
         loop_implementation=loop,
     )
+    # TFF has no held loop: ours held against TFF's default reduce.
+    their_loop = (
+        tff.learning.LoopImplementation.DATASET_REDUCE
+        if loop == client_loop.HELD_BATCHES
+        else loop
+    )
     theirs = tff.learning.templates.build_model_delta_client_work(
-        _model_fn, OPTIMIZERS[optimizer](), weighting, loop_implementation=loop
+        _model_fn,
+        OPTIMIZERS[optimizer](),
+        weighting,
+        loop_implementation=their_loop,
     )
     _assert_outputs_close(_run(ours, datasets), _run(theirs, datasets))
 

@@ -297,6 +297,27 @@ def test_class_proportions_inside_tf_function():
   )
 
 
+@pytest.mark.parametrize('label_shape', ['batch', 'batch_by_one'])
+def test_class_proportions_from_labels_match_numpy(label_shape):
+  labels = _LABELS[:, np.newaxis] if label_shape == 'batch_by_one' else _LABELS
+  proportions = losses.class_proportions_from_labels(
+      tf.constant(labels), _NUM_CLASSES
+  )
+  assert proportions.dtype == tf.float32
+  np.testing.assert_allclose(
+      proportions.numpy(),
+      _np_class_proportions(_LABELS, _NUM_CLASSES),
+      rtol=1e-6,
+  )
+
+
+def test_class_proportions_from_no_labels_are_zeros():
+  proportions = losses.class_proportions_from_labels(
+      tf.zeros([0], tf.int32), _NUM_CLASSES
+  )
+  np.testing.assert_array_equal(proportions.numpy(), np.zeros(_NUM_CLASSES))
+
+
 # Out-of-range labels.
 
 _BAD_LABELS = [-1, 5, 7]  # With 5 classes.
@@ -337,10 +358,15 @@ def test_loss_rejects_out_of_range_labels_inside_tf_function(
     loss_fn(tf.constant([0, bad_label, 1]), tf.zeros([3, 5]))
 
 
+@pytest.mark.parametrize('source', ['dataset', 'labels'])
 @pytest.mark.parametrize('bad_label', _BAD_LABELS)
-def test_class_proportions_reject_out_of_range_labels(bad_label):
-  dataset = _labels_dataset([0, 1, bad_label, 2], 'dict', 'batch', batch_size=2)
+def test_class_proportions_reject_out_of_range_labels(bad_label, source):
+  labels = [0, 1, bad_label, 2]
   with pytest.raises(
       tf.errors.InvalidArgumentError, match=_out_of_range_pattern(5)
   ):
-    losses.class_proportions_from_dataset(dataset, 5)
+    if source == 'dataset':
+      dataset = _labels_dataset(labels, 'dict', 'batch', batch_size=2)
+      losses.class_proportions_from_dataset(dataset, 5)
+    else:
+      losses.class_proportions_from_labels(tf.constant(labels), 5)

@@ -1,87 +1,141 @@
 """The client's loop over its batches: which form, running it, reading twice.
 
-`client_loop` picks TFF's loop form (`tff.learning.LoopImplementation`);
-`run_client_loop` runs a `client_training` step over a dataset in that form;
-`replayable` turns one pass over a client dataset into a dataset that reads
-the same elements on every pass, for WSM's two passes (docs/design.md
-sec. 4.4).
+`client_loop` picks the loop form: `HELD_BATCHES` (the default; one pass over
+the client dataset into tensors, then the steps over those) or one of TFF's
+`tff.learning.LoopImplementation`s. `hold` makes that one pass,
+`run_client_loop` runs a `client_training` step over the batches in a form,
+`train_client` runs a whole client (init, loop, final), and `replayable`
+turns one pass into a dataset that reads the same elements on every pass,
+for WSM's two reads in TFF's forms (docs/design.md sec. 4.4, 7.4).
 """
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple, Union
 
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_fedwin.losses import labels as labels_lib
 
-def client_loop(loop_implementation: Any) -> tff.learning.LoopImplementation:
+# Our loop form: the client's dataset is read once, with an iterator, into
+# flat tensors (`hold`), and the steps run in a `tf.range` loop over slices
+# of those, with no `tf.data` between steps (docs/design.md sec. 7.4).
+HELD_BATCHES = 'held_batches'
+# Every loop form a client can run, ours first.
+LOOP_FORMS = (HELD_BATCHES, *tff.learning.LoopImplementation)
+
+LoopForm = Union[str, tff.learning.LoopImplementation]
+
+
+def client_loop(loop_implementation: Any) -> LoopForm:
   """The loop a client runs over its batches.
 
-  `None` picks `DATASET_ITERATOR`, faster here than TFF's default
-  `DATASET_REDUCE` (docs/design.md sec. 7.4). Both are repeatable with both
-  losses: WSM clients read a `replayable` copy of their dataset.
+  `None` picks `HELD_BATCHES`, faster here than TFF's two forms
+  (docs/design.md sec. 7.4). Every form is repeatable with both losses:
+  WSM clients count their classes on the held pass or on a `replayable`
+  copy of their dataset.
 
   Args:
-    loop_implementation: A `tff.learning.LoopImplementation`, or `None`.
+    loop_implementation: `HELD_BATCHES`, a
+      `tff.learning.LoopImplementation`, or `None`.
 
   Raises:
-    ValueError: Naming `loop_implementation`, if it is not a
-      `tff.learning.LoopImplementation` or `None`.
+    ValueError: Naming `loop_implementation`, if it is none of these.
   """
-  loops = tff.learning.LoopImplementation
   if loop_implementation is None:
-    return loops.DATASET_ITERATOR
-  if not isinstance(loop_implementation, loops):
-    allowed = ', '.join(
-        f'tff.learning.LoopImplementation.{l.name}' for l in loops
-    )
-    raise ValueError(
-        f'`loop_implementation` must be one of {allowed} or None; got '
-        f'{loop_implementation!r}.'
-    )
-  return loop_implementation
+    return HELD_BATCHES
+  if isinstance(loop_implementation, tff.learning.LoopImplementation):
+    return loop_implementation
+  if isinstance(loop_implementation, str) and (
+      loop_implementation == HELD_BATCHES
+  ):
+    return HELD_BATCHES
+  allowed = ', '.join(
+      [f"'{HELD_BATCHES}'"]
+      + [
+          f'tff.learning.LoopImplementation.{l.name}'
+          for l in tff.learning.LoopImplementation
+      ]
+  )
+  raise ValueError(
+      f'`loop_implementation` must be one of {allowed} or None; got '
+      f'{loop_implementation!r}.'
+  )
 
 
-def run_client_loop(
-    client_step: Callable[[Any, Any], Any],
-    step_state: Any,
-    dataset: tf.data.Dataset,
-    loop_implementation: tff.learning.LoopImplementation = (
-        tff.learning.LoopImplementation.DATASET_REDUCE
-    ),
-) -> Any:
-  """Runs `client_step` over the batches of `dataset`, in order.
+class HeldBatches(NamedTuple):
+  """A client's elements from one pass over its dataset, as flat tensors.
 
-  Call inside a `tf.function`. `DATASET_REDUCE` uses `dataset.reduce`,
-  `DATASET_ITERATOR` a loop over `iter(dataset)` (as TFF's loop builder).
+  Built by `hold` inside a `tf.function`. Component k of element i is
+  `values[k][starts[k][i] : starts[k][i] + sizes[k][i]]` reshaped to
+  `shapes[k][i]`.
+
+  Attributes:
+    element_spec: The dataset's `element_spec`.
+    values: Per flat component, every element's values, flattened and
+      concatenated in order.
+    shapes: Per component, int64 [n, rank]: each element's shape.
+    starts: Per component, int64 [n]: where each element starts in `values`.
+    sizes: Per component, int64 [n]: each element's number of values.
   """
-  if loop_implementation == tff.learning.LoopImplementation.DATASET_REDUCE:
-    return dataset.reduce(step_state, client_step)
-  for batch in iter(dataset):
-    step_state = client_step(step_state, batch)
-  return step_state
+
+  element_spec: Any
+  values: list[tf.Tensor]
+  shapes: list[tf.Tensor]
+  starts: list[tf.Tensor]
+  sizes: list[tf.Tensor]
+
+  @property
+  def num_elements(self) -> tf.Tensor:
+    """int64 scalar: the number of elements (batches) held."""
+    if not self.shapes:
+      return tf.constant(0, tf.int64)
+    return tf.shape(self.shapes[0], out_type=tf.int64)[0]
+
+  def element(self, index: tf.Tensor) -> Any:
+    """Element `index` with the dataset's structure, dtypes and shapes."""
+    flat = []
+    for value, shape, start, size, spec in zip(
+        self.values,
+        self.shapes,
+        self.starts,
+        self.sizes,
+        tf.nest.flatten(self.element_spec),
+    ):
+      tensor = tf.reshape(
+          value[start[index] : start[index] + size[index]], shape[index]
+      )
+      tensor.set_shape(spec.shape)
+      flat.append(tensor)
+    return tf.nest.pack_sequence_as(self.element_spec, flat)
+
+  def labels(self, label_key: str = labels_lib.DEFAULT_LABEL_KEY) -> tf.Tensor:
+    """Every element's labels (`labels.batch_labels`), in one flat tensor."""
+    flat_spec = tf.nest.flatten(self.element_spec)
+    positions = tf.nest.pack_sequence_as(
+        self.element_spec, list(range(len(flat_spec)))
+    )
+    return self.values[labels_lib.batch_labels(positions, label_key)]
+
+  def as_dataset(self) -> tf.data.Dataset:
+    """The held elements as a `tf.data.Dataset` (same spec and order)."""
+    return tf.data.Dataset.range(self.num_elements).map(self.element)
 
 
-def replayable(dataset: tf.data.Dataset) -> tf.data.Dataset:
-  """`dataset`'s elements from one pass, held in memory, as a new dataset.
+def hold(dataset: tf.data.Dataset) -> HeldBatches:
+  """Reads `dataset` once, with an iterator loop, into a `HeldBatches`.
 
-  Call inside a `tf.function`. `dataset` is iterated exactly once (an
-  iterator loop, as `DATASET_ITERATOR`); every pass over the result reads
-  the same elements in the same order, without re-running `dataset`'s
-  shuffle. WSM reads its client dataset twice (class proportions, then
-  training); a second pass over a shuffled dataset reshuffles with a seed
-  that depended on what the TFF worker had run before (docs/design.md
-  sec. 4.4), one pass does not. Holds one client's elements (all its epochs)
-  in memory while the client trains.
-
-  Each element's tensors are kept flat, with their shapes, so elements of
-  any rank and varying shapes (a short last batch) replay exactly.
+  Call inside a `tf.function`. Holds one client's elements (all its epochs)
+  in memory while it trains: for EMNIST a few hundred 28x28 float32
+  examples (3 KB each) per epoch. Each element's tensors are kept flat with
+  their shapes, so elements of any rank and varying shapes (a short last
+  batch) come back exactly.
 
   Args:
     dataset: A `tf.data.Dataset` whose elements are (nests of) dense tensors.
 
   Returns:
-    A `tf.data.Dataset` with `dataset.element_spec` and the same elements.
+    A `HeldBatches` with `dataset.element_spec`.
 
   Raises:
     TypeError: If an element holds something other than dense tensors
@@ -91,27 +145,108 @@ def replayable(dataset: tf.data.Dataset) -> tf.data.Dataset:
   for spec in specs:
     if type(spec) is not tf.TensorSpec:  # pylint: disable=unidiomatic-typecheck
       raise TypeError(
-          'WSM client datasets must hold dense tensors (tf.TensorSpec); got '
-          f'{spec!r}.'
+          'Client datasets must hold dense tensors (tf.TensorSpec) to be '
+          f'held or replayed; got {spec!r}.'
       )
   values, shapes = _one_pass(dataset, specs)
   sizes = [tf.reduce_prod(s, axis=1) for s in shapes]
-  starts = [tf.cumsum(z, exclusive=True) for z in sizes]
+  return HeldBatches(
+      element_spec=dataset.element_spec,
+      values=values,
+      shapes=shapes,
+      starts=[tf.cumsum(z, exclusive=True) for z in sizes],
+      sizes=sizes,
+  )
 
-  def element(index):
-    flat = []
-    for value, shape, start, size, spec in zip(
-        values, shapes, starts, sizes, specs
-    ):
-      tensor = tf.reshape(
-          value[start[index] : start[index] + size[index]], shape[index]
-      )
-      tensor.set_shape(spec.shape)
-      flat.append(tensor)
-    return tf.nest.pack_sequence_as(dataset.element_spec, flat)
 
-  num_elements = tf.shape(shapes[0], out_type=tf.int64)[0] if shapes else 0
-  return tf.data.Dataset.range(num_elements).map(element)
+def run_client_loop(
+    client_step: Callable[[Any, Any], Any],
+    step_state: Any,
+    batches: Union[tf.data.Dataset, HeldBatches],
+    loop_implementation: LoopForm = (
+        tff.learning.LoopImplementation.DATASET_REDUCE
+    ),
+) -> Any:
+  """Runs `client_step` over `batches`, in order.
+
+  Call inside a `tf.function`. `HELD_BATCHES` takes a `HeldBatches` and
+  steps over its elements in a `tf.range` loop; `DATASET_REDUCE` uses
+  `dataset.reduce`, `DATASET_ITERATOR` a loop over `iter(dataset)` (as
+  TFF's loop builder), both on a `tf.data.Dataset`.
+  """
+  if loop_implementation == HELD_BATCHES:
+    for index in tf.range(batches.num_elements):
+      step_state = client_step(step_state, batches.element(index))
+    return step_state
+  if loop_implementation == tff.learning.LoopImplementation.DATASET_REDUCE:
+    return batches.reduce(step_state, client_step)
+  for batch in iter(batches):
+    step_state = client_step(step_state, batch)
+  return step_state
+
+
+def train_client(
+    training: Any,
+    initial_weights: tff.learning.models.ModelWeights,
+    dataset: tf.data.Dataset,
+    step_input: Any = (),
+    optimizer_hparams: Any = None,
+    loop_implementation: LoopForm = HELD_BATCHES,
+) -> Any:
+  """One client's training: `client_init`, the loop, `client_final`.
+
+  Call inside a `tf.function`. The client reads `dataset` exactly once:
+  held (`HELD_BATCHES`), replayed when WSM counts its classes before a TFF
+  loop form (`replayable`), else directly.
+
+  Args:
+    training: A `client_training.ClientTraining`.
+    initial_weights: The received model, a `ModelWeights`.
+    dataset: The client's batches.
+    step_input: What the gradient transform reads (see `ClientStepState`).
+    optimizer_hparams: The optimizer's hyperparameters, or `None`.
+    loop_implementation: A form of `LOOP_FORMS` (see `client_loop`).
+
+  Returns:
+    The `client_training.ClientOutput`.
+  """
+  label_key = training.class_label_key  # None: no class proportions.
+  class_data = batches = dataset
+  if loop_implementation == HELD_BATCHES:
+    batches = hold(dataset)
+    if label_key is not None:
+      class_data = batches.labels(label_key)
+  elif label_key is not None:
+    class_data = batches = replayable(dataset)
+  step_state = training.client_init(
+      initial_weights, class_data, step_input, optimizer_hparams
+  )
+  step_state = run_client_loop(
+      training.client_step, step_state, batches, loop_implementation
+  )
+  return training.client_final(initial_weights.trainable, step_state)
+
+
+def replayable(dataset: tf.data.Dataset) -> tf.data.Dataset:
+  """`dataset`'s elements from one pass, held in memory, as a new dataset.
+
+  Call inside a `tf.function`. `dataset` is iterated exactly once (`hold`);
+  every pass over the result reads the same elements in the same order,
+  without re-running `dataset`'s shuffle. WSM reads its client dataset twice
+  in TFF's loop forms (class proportions, then training); a second pass over
+  a shuffled dataset reshuffles with a seed that depended on what the TFF
+  worker had run before (docs/design.md sec. 4.4), one pass does not.
+
+  Args:
+    dataset: A `tf.data.Dataset` whose elements are (nests of) dense tensors.
+
+  Returns:
+    A `tf.data.Dataset` with `dataset.element_spec` and the same elements.
+
+  Raises:
+    TypeError: If an element holds something other than dense tensors.
+  """
+  return hold(dataset).as_dataset()
 
 
 def _one_pass(dataset, specs):

@@ -84,13 +84,18 @@ class OptimizerStep(NamedTuple):
 
 
 class ClientTraining(NamedTuple):
-  """The parts returned by `build_client_training` (see there)."""
+  """The parts returned by `build_client_training` (see there).
+
+  `class_label_key` is the labels' key when `client_init` counts class
+  proportions (`'wsm'`), else `None`.
+  """
 
   model: tff.learning.models.VariableModel
   model_weights: tff.learning.models.ModelWeights
   client_init: Callable[..., ClientStepState]
   client_step: Callable[[ClientStepState, Any], ClientStepState]
   client_final: Callable[[Any, ClientStepState], ClientOutput]
+  class_label_key: Optional[str]
 
 
 def tff_optimizer_step(
@@ -222,9 +227,7 @@ def _build_client_init(
     )
     class_proportions = ()
     if num_classes is not None:
-      class_proportions = wsm.class_proportions_from_dataset(
-          dataset, num_classes, label_key
-      )
+      class_proportions = _class_proportions(dataset, num_classes, label_key)
     specs = tuple(
         tf.TensorSpec(v.shape, v.dtype)
         for v in tf.nest.flatten(model_weights.trainable)
@@ -239,6 +242,13 @@ def _build_client_init(
     )
 
   return client_init
+
+
+def _class_proportions(data, num_classes, label_key):
+  """beta over a `tf.data.Dataset`, or over a tensor of all the labels."""
+  if isinstance(data, tf.data.Dataset):
+    return wsm.class_proportions_from_dataset(data, num_classes, label_key)
+  return wsm.class_proportions_from_labels(data, num_classes)
 
 
 def _build_client_step(
@@ -325,11 +335,15 @@ def build_client_training(
 
   * `client_init(initial_weights, dataset, step_input=(),
     optimizer_hparams=None) -> ClientStepState`: assigns `initial_weights`
-    (a `ModelWeights`), counts beta over `dataset` for `'wsm'` (one pass),
-    initializes the optimizer state, zeroes the counters.
+    (a `ModelWeights`), counts beta for `'wsm'` over `dataset` (a
+    `tf.data.Dataset`: one pass; or an integer tensor holding all the
+    client's labels, e.g. `client_loop.HeldBatches.labels`), initializes
+    the optimizer state, zeroes the counters.
   * `client_step(step_state, batch) -> ClientStepState`: one step.
   * `client_final(initial_trainable, step_state) -> ClientOutput`: the
     delta `initial_trainable - w` and whether it is finite.
+
+  `client_loop.train_client` runs the three over a client's dataset.
 
   Args:
     model: A `tff.learning.models.VariableModel`; for `'wsm'` its
@@ -369,4 +383,5 @@ def build_client_training(
           gradient_transform=gradient_transform,
       ),
       client_final=_build_client_final(model_weights.trainable),
+      class_label_key=label_key if num_classes is not None else None,
   )

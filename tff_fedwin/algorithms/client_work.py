@@ -42,7 +42,7 @@ def _build_client_update(
     label_key: str,
     proximal_strength: float,
     weighting: tff.learning.ClientWeighting,
-    loop_implementation: tff.learning.LoopImplementation,
+    loop_implementation: client_loop.LoopForm,
 ) -> Callable[..., Any]:
   """The client update as a `tf.function` (builds the model; call in a graph).
 
@@ -66,15 +66,14 @@ def _build_client_update(
   @tf.function
   def client_update(initial_weights, data, optimizer_hparams):
     step_input = initial_weights.trainable if transform is not None else ()
-    if client_loss == 'wsm':  # Read twice: replay one pass.
-      data = client_loop.replayable(data)
-    step_state = training.client_init(
-        initial_weights, data, step_input, optimizer_hparams
+    output = client_loop.train_client(
+        training,
+        initial_weights,
+        data,
+        step_input,
+        optimizer_hparams,
+        loop_implementation,
     )
-    step_state = client_loop.run_client_loop(
-        training.client_step, step_state, data, loop_implementation
-    )
-    output = training.client_final(initial_weights.trainable, step_state)
     update = client_training.zero_all_if_any_non_finite(
         output.model_delta, output.all_finite
     )
@@ -148,7 +147,7 @@ def build_client_work(
     client_weighting: tff.learning.ClientWeighting = NUM_EXAMPLES,
     metrics_aggregator: Optional[Any] = None,
     label_key: str = labels_lib.DEFAULT_LABEL_KEY,
-    loop_implementation: tff.learning.LoopImplementation = DATASET_REDUCE,
+    loop_implementation: client_loop.LoopForm = DATASET_REDUCE,
 ) -> tff.learning.templates.ClientWorkProcess:
   """Builds a model-delta `ClientWorkProcess` on the client-training core.
 
@@ -194,8 +193,9 @@ def build_client_work(
     metrics_aggregator: As in `build_model_delta_client_work`; default
       `tff.learning.metrics.sum_then_finalize`.
     label_key: The labels' key in mapping batches.
-    loop_implementation: The loop over the batches, a
-      `tff.learning.LoopImplementation` (the same arithmetic either way).
+    loop_implementation: The loop over the batches, a form of
+      `client_loop.LOOP_FORMS` (the same arithmetic either way); default
+      TFF's `DATASET_REDUCE`, as `build_model_delta_client_work`.
 
   Returns:
     A `tff.learning.templates.ClientWorkProcess`.
@@ -203,10 +203,10 @@ def build_client_work(
   Raises:
     TypeError: If `client_weighting` is not a `tff.learning.ClientWeighting`,
       or (`'wsm'`) the labels are not integers or the batches hold other
-      than dense tensors (`client_loop.replayable`).
+      than dense tensors (`client_loop.hold`).
     ValueError: If `client_loss` is unknown, `num_classes` < 1 or missing for
       `'wsm'`, `proximal_strength` < 0, or `loop_implementation` is not a
-      `tff.learning.LoopImplementation`.
+      form of `client_loop.LOOP_FORMS`.
     KeyError: If (`'wsm'`) mapping batches have no `label_key`.
   """
   _check_arguments(

@@ -48,7 +48,7 @@ def build_fed_win(
         tff.aggregators.WeightedAggregationFactory
     ] = None,
     metrics_aggregator: Optional[Any] = None,
-    loop_implementation: Optional[tff.learning.LoopImplementation] = None,
+    loop_implementation: Optional[client_loop.LoopForm] = None,
 ) -> tff.learning.templates.LearningProcess:
   """Builds FedAvg (or FedAvgM, FedAdam, FedYogi) with an exact model window.
 
@@ -99,9 +99,10 @@ def build_fed_win(
     metrics_aggregator: As in `tff.learning.algorithms.build_weighted_fed_avg`.
     loop_implementation: The client's loop over its dataset, as in
       `tff.learning.algorithms.build_weighted_fed_avg` (whose default is
-      `DATASET_REDUCE`); the same arithmetic either way. `None` (default) is
-      `DATASET_ITERATOR` (faster here, docs/design.md sec. 7.4;
-      `client_loop.client_loop`).
+      `DATASET_REDUCE`), or `client_loop.HELD_BATCHES`; the same arithmetic
+      either way. `None` (default) is `HELD_BATCHES`: one pass over the
+      client's dataset into tensors, then the steps over those (faster here,
+      docs/design.md sec. 7.4; `client_loop.client_loop`).
 
   Returns:
     A `tff.learning.templates.LearningProcess`.

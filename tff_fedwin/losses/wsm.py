@@ -1,8 +1,9 @@
 """The re-weighted softmax (WSM) cross-entropy (docs/design.md sec. 2).
 
 `wsm_cross_entropy` is the per-example client training loss of Legate et al.,
-Eq. 4 (up to a per-example constant); `class_proportions_from_dataset` counts
-the client's class proportions beta it needs. Evaluation uses plain
+Eq. 4 (up to a per-example constant); `class_proportions_from_dataset` (over
+a dataset) and `class_proportions_from_labels` (over a tensor of labels)
+count the client's class proportions beta it needs. Evaluation uses plain
 cross-entropy.
 """
 
@@ -178,16 +179,51 @@ def class_proportions_from_dataset(
   labels_lib.integer_label_spec(dataset.element_spec, label_key)
 
   def add_batch(counts, element):
-    labels = tf.reshape(labels_lib.batch_labels(element, label_key), [-1])
-    labels = _check_labels_in_range(labels, num_classes)
-    return counts + tf.math.bincount(
-        tf.cast(labels, tf.int32),
-        minlength=num_classes,
-        maxlength=num_classes,
-        dtype=tf.int64,
+    return counts + _label_counts(
+        labels_lib.batch_labels(element, label_key), num_classes
     )
 
   counts = dataset.reduce(tf.zeros([num_classes], tf.int64), add_batch)
+  return _proportions(counts)
+
+
+def class_proportions_from_labels(
+    labels: tf.Tensor, num_classes: int
+) -> tf.Tensor:
+  """Class proportions `beta_c = n_c / n` (paper Eq. 4) of all `labels`.
+
+  The same numbers as `class_proportions_from_dataset` over a dataset
+  holding these labels, for a client whose labels are already in one
+  tensor (`tff_fedwin.algorithms.client_loop.HeldBatches.labels`).
+
+  Args:
+    labels: An integer tensor of any shape: every label of the client.
+    num_classes: The number of classes C (Python int).
+
+  Returns:
+    A float32 tensor of shape [num_classes] with `n_c / n`; all zeros if
+    `labels` is empty.
+
+  Raises:
+    tf.errors.InvalidArgumentError: If a label is outside `[0, num_classes)`,
+      with the same message as `wsm_cross_entropy`.
+  """
+  return _proportions(_label_counts(labels, num_classes))
+
+
+def _label_counts(labels: tf.Tensor, num_classes: int) -> tf.Tensor:
+  """int64 [num_classes]: how often each class occurs in `labels` (checked)."""
+  labels = _check_labels_in_range(tf.reshape(labels, [-1]), num_classes)
+  return tf.math.bincount(
+      tf.cast(labels, tf.int32),
+      minlength=num_classes,
+      maxlength=num_classes,
+      dtype=tf.int64,
+  )
+
+
+def _proportions(counts: tf.Tensor) -> tf.Tensor:
+  """float32 `counts / sum(counts)`, in float64 (zeros for no labels)."""
   counts = tf.cast(counts, tf.float64)
   proportions = tf.math.divide_no_nan(counts, tf.reduce_sum(counts))
   return tf.cast(proportions, tf.float32)

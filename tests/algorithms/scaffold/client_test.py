@@ -8,13 +8,11 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tests import scaffold_reference as sref
+from tff_fedwin.algorithms import client_loop
 from tff_fedwin.algorithms import scaffold
 
-LOOPS = list(tff.learning.LoopImplementation)
-# WSM refuses the iterator loop (client_loop.client_loop).
-LOSS_LOOPS = [('ce', loop) for loop in LOOPS] + [
-    ('wsm', tff.learning.LoopImplementation.DATASET_REDUCE)
-]
+LOOPS = client_loop.LOOP_FORMS
+LOSS_LOOPS = [(loss, loop) for loss in ('ce', 'wsm') for loop in LOOPS]
 
 
 class TestBuildScaffoldClientUpdateExecution:

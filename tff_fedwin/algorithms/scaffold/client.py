@@ -102,7 +102,7 @@ def build_scaffold_client_update(
     *,
     client_loss: str = 'ce',
     num_classes: int | None = None,
-    loop_implementation: tff.learning.LoopImplementation | None = None,
+    loop_implementation: client_loop.LoopForm | None = None,
 ) -> Callable[
     ..., tuple[types.ScaffoldClientState, types.ScaffoldClientResult]
 ]:
@@ -127,8 +127,8 @@ def build_scaffold_client_update(
     client_learning_rate: The client learning rate lr.
     client_loss: One of `CLIENT_LOSSES`.
     num_classes: The number of classes C; required for `'wsm'`.
-    loop_implementation: The loop over the batches, a
-      `tff.learning.LoopImplementation`, or `None`: the iterator
+    loop_implementation: The loop over the batches: a form of
+      `client_loop.LOOP_FORMS`, or `None`: `HELD_BATCHES`
       (`client_loop.client_loop`).
 
   Returns:
@@ -137,7 +137,7 @@ def build_scaffold_client_update(
   Raises:
     ValueError: If `client_loss` is not one of `CLIENT_LOSSES`, `'wsm'` is
       asked without a positive `num_classes`, or `loop_implementation` is not
-      a `tff.learning.LoopImplementation` or `None`.
+      a form of `client_loop.LOOP_FORMS` or `None`.
   """
   loop_implementation = client_loop.client_loop(loop_implementation)
   training = client_training.build_client_training(
@@ -157,13 +157,13 @@ def build_scaffold_client_update(
     correction = tf.nest.map_structure(
         tf.subtract, server_control_variate, client_control_variate
     )
-    if client_loss == 'wsm':  # Read twice: replay one pass.
-      dataset = client_loop.replayable(dataset)
-    step_state = training.client_init(initial_weights, dataset, correction)
-    step_state = client_loop.run_client_loop(
-        training.client_step, step_state, dataset, loop_implementation
+    output = client_loop.train_client(
+        training,
+        initial_weights,
+        dataset,
+        correction,
+        loop_implementation=loop_implementation,
     )
-    output = training.client_final(initial_weights.trainable, step_state)
     new_client_control_variate = option_ii_control_variate(
         client_control_variate,
         server_control_variate,

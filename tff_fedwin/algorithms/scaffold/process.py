@@ -246,7 +246,7 @@ def build_scaffold(
     window_size: int | None = None,
     window_mode: str = 'evaluate',
     window_start_round: int = 0,
-    loop_implementation: tff.learning.LoopImplementation | None = None,
+    loop_implementation: client_loop.LoopForm | None = None,
     client_state_transfer: str = 'values',
 ) -> ScaffoldProcess:
   """Builds SCAFFOLD (Karimireddy et al. 2020, Alg. 1, option II) for TFF.
@@ -288,10 +288,10 @@ def build_scaffold(
     window_mode: `'evaluate'` (WiMA) or `'broadcast'` (IMA).
     window_start_round: The window is active from round
       max(W, window_start_round) on.
-    loop_implementation: The clients' loop over their batches, a
-      `tff.learning.LoopImplementation` (the same arithmetic either way);
-      `None` (default) is `DATASET_ITERATOR` (faster here, docs/design.md
-      sec. 7.6; `client_loop.client_loop`).
+    loop_implementation: The clients' loop over their batches, a form of
+      `client_loop.LOOP_FORMS` (the same arithmetic either way); `None`
+      (default) is `client_loop.HELD_BATCHES` (faster here, docs/design.md
+      sec. 7.4; `client_loop.client_loop`).
     client_state_transfer: `'values'` (default: the states are TFF values)
       or `'files'` (files the driver and the workers share: several times
       faster and lighter in the driver, `state_files`; local workers or a
