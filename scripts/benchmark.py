@@ -15,7 +15,10 @@ measured first and last in the same run, and against the bound) with:
    mergeable-computation context);
 5. peak memory of the workers per row and of the driver.
 
-  .venv/bin/python scripts/benchmark.py --output=benchmark.md
+`--repeats=3` runs the whole list three times and reports each cell's median
+and range (the machine is shared: single runs of a row differ by ~0.1-0.2x).
+
+  .venv/bin/python scripts/benchmark.py --repeats=3 --output=benchmark.md
 """
 
 from absl import app
@@ -27,6 +30,11 @@ from tff_fedwin import tasks
 from tff_fedwin.benchmarks import rounds as bench
 
 _ROUNDS = flags.DEFINE_integer('rounds', 3, 'Timed rounds per row (>= 1).')
+_REPEATS = flags.DEFINE_integer(
+    'repeats',
+    1,
+    'Runs of the whole list of rows (>= 1); > 1 reports medians and ranges.',
+)
 _CLIENTS = flags.DEFINE_integer('clients', 10, 'Clients per round.')
 _STEPS = flags.DEFINE_integer('steps', 10, 'Local steps (batches) per client.')
 _BATCH = flags.DEFINE_integer('batch_size', 20, 'Client batch size.')
@@ -155,6 +163,8 @@ def main(argv):
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
   if _ROUNDS.value < 1:
     raise app.UsageError('--rounds must be >= 1.')
+  if _REPEATS.value < 1:
+    raise app.UsageError('--repeats must be >= 1.')
   bench.run_and_report(
       _rows(),
       baseline_name=_BASELINE,
@@ -164,6 +174,7 @@ def main(argv):
       steps=_STEPS.value,
       batch_size=_BATCH.value,
       output=_OUTPUT.value,
+      repeats=_REPEATS.value,
   )
 
 

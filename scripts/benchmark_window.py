@@ -129,8 +129,9 @@ def _rows() -> list[bench.Row]:
   if _SCAFFOLD.value:
     rows.append(
         bench.Row(
-            'SCAFFOLD (client states in and out)',
-            bench.scaffold_row(model_fn, _LR),
+            'SCAFFOLD (client states in and out as files, the default '
+            'with local workers)',
+            bench.scaffold_row(model_fn, _LR, client_state_transfer='files'),
         )
     )
   rows.append(rows[0])

@@ -29,3 +29,32 @@ def test_markdown_table_refuses_a_missing_own_bound():
   ]
   with pytest.raises(ValueError, match='scaffold bound'):
     rounds.markdown_table(results, 'tff', 'bound', 'header')
+
+
+def test_markdown_table_repeats_give_medians_and_ranges_by_hand():
+  def run(tff, bound, scaffold, own):
+    return [
+        rounds.Result('tff', tff, 4.6, 0.5),
+        rounds.Result('bound', bound, 4.6, 0.0),
+        rounds.Result('scaffold', scaffold, 9.2, 0.6, own_bound='own'),
+        rounds.Result('own', own, 4.6, 0.0),
+    ]
+
+  runs = [
+      run(2.0, 1.0, 3.0, 2.0),
+      run(4.0, 2.0, 3.0, 1.5),
+      run(3.0, 1.0, 6.0, 3.0),
+  ]
+  table = rounds.markdown_table(runs[0], 'tff', 'bound', 'h', repeats=runs[1:])
+  lines = table.splitlines()
+  # scaffold s/round 3, 3, 6: median 3.00. x TFF within each run 3/2, 3/4,
+  # 6/3 = 1.5, 0.75, 2.0; x bound 3, 1.5, 6; x own 1.5, 2.0, 2.0.
+  assert lines[6] == (
+      '| scaffold | 3.00 (3.00-6.00) | 1.50 (0.75-2.00) | 3.00 (1.50-6.00) | '
+      '2.00 (1.50-2.00) | 9.2 | 0.60 |'
+  )
+  # tff: 2, 4, 3 s; x TFF 1, 1, 1; x bound 2, 2, 3; no own bound.
+  assert lines[4] == (
+      '| tff | 3.00 (2.00-4.00) | 1.00 (1.00-1.00) | 2.00 (2.00-3.00) |  | '
+      '4.6 | 0.50 |'
+  )

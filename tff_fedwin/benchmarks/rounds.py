@@ -225,20 +225,57 @@ def run_rows(
   return results
 
 
+def _ratios(results: Sequence[Result], baseline_name: str, bound_name: str):
+  """Per result: (x TFF, x bound, x own bound or None), one run's references.
+
+  Each reference is the mean of its rows (the baseline is measured first and
+  last).
+  """
+  by_name = collections.defaultdict(list)
+  for r in results:
+    by_name[r.name].append(r.seconds_per_round)
+  missing = {r.own_bound for r in results if r.own_bound} - set(by_name)
+  if missing:
+    raise ValueError(
+        f'Own bound rows {sorted(missing)} are not in the results.'
+    )
+  mean = lambda name: float(np.mean(by_name[name]))
+  baseline, bound = mean(baseline_name), mean(bound_name)
+  return [
+      (
+          r.seconds_per_round / baseline,
+          r.seconds_per_round / bound,
+          r.seconds_per_round / mean(r.own_bound) if r.own_bound else None,
+      )
+      for r in results
+  ]
+
+
+def _median_and_range(values: Sequence[float]) -> str:
+  """`'1.27'` for one value, `'1.27 (1.18-1.30)'` (median, min-max) else."""
+  if len(values) == 1:
+    return f'{values[0]:.2f}'
+  return f'{np.median(values):.2f} ({min(values):.2f}-{max(values):.2f})'
+
+
 def markdown_table(
-    results: Sequence[Result], baseline_name: str, bound_name: str, header: str
+    results: Sequence[Result],
+    baseline_name: str,
+    bound_name: str,
+    header: str,
+    repeats: Sequence[Sequence[Result]] = (),
 ) -> str:
   """A table with each row's ratios to TFF's baseline and to the bound.
 
   Each reference is the mean of its rows (the baseline is measured first and
   last). A row with an `own_bound` also gets its ratio to that row (the same
-  algorithm's bound), blank otherwise.
+  algorithm's bound), blank otherwise. With `repeats` (further runs of the
+  same rows, in the same order), every cell is the median over the runs
+  with their range: s/round over the runs' times, each ratio over the
+  ratios computed within each run.
   """
-  by_name = collections.defaultdict(list)
-  for r in results:
-    by_name[r.name].append(r.seconds_per_round)
-  baseline = float(np.mean(by_name[baseline_name]))
-  bound = float(np.mean(by_name[bound_name]))
+  runs = [results, *repeats]
+  ratios = [_ratios(run, baseline_name, bound_name) for run in runs]
   lines = [
       header,
       '',
@@ -246,22 +283,14 @@ def markdown_table(
       'worker peak GB |',
       '|---|---:|---:|---:|---:|---:|---:|',
   ]
-  missing = {r.own_bound for r in results if r.own_bound} - set(by_name)
-  if missing:
-    raise ValueError(
-        f'Own bound rows {sorted(missing)} are not in the results.'
-    )
-  for r in results:
-    own = (
-        f'{r.seconds_per_round / float(np.mean(by_name[r.own_bound])):.2f}'
-        if r.own_bound
-        else ''
-    )
+  for i, r in enumerate(results):
+    cells = [[run[i].seconds_per_round for run in runs]]
+    cells += [[ratio[i][k] for ratio in ratios] for k in range(3)]
+    text = [_median_and_range(c) if c[0] is not None else '' for c in cells]
     lines.append(
-        f'| {r.name} | {r.seconds_per_round:.2f} | '
-        f'{r.seconds_per_round / baseline:.2f} | '
-        f'{r.seconds_per_round / bound:.2f} | {own} | {r.state_mb:.1f} | '
-        f'{r.worker_peak_gb:.2f} |'
+        f'| {r.name} | {" | ".join(text)} | '
+        f'{max(run[i].state_mb for run in runs):.1f} | '
+        f'{max(run[i].worker_peak_gb for run in runs):.2f} |'
     )
   lines.append('')
   lines.append(f'Driver (Python) peak RSS: {driver_peak_gb():.2f} GB.')
@@ -278,19 +307,33 @@ def run_and_report(
     steps: int,
     batch_size: int,
     output: Optional[str] = None,
+    repeats: int = 1,
 ) -> str:
-  """Runs `rows` on synthetic EMNIST clients; prints and returns the table."""
+  """Runs `rows` on synthetic EMNIST clients; prints and returns the table.
+
+  With `repeats` > 1 the whole list of rows runs that many times, one list
+  after the other, and the table gives medians and ranges (`markdown_table`).
+  """
   if rounds < 1:
     raise ValueError(f'`rounds` must be >= 1, got {rounds}.')
+  if repeats < 1:
+    raise ValueError(f'`repeats` must be >= 1, got {repeats}.')
   data = synthetic_emnist_data(clients, steps, batch_size)
-  results = run_rows(rows, data, rounds)
+  runs = [run_rows(rows, data, rounds) for _ in range(repeats)]
+  repeated = (
+      f' The whole list ran {repeats} times; each cell is the median over '
+      'the runs (min-max), ratios taken within each run.'
+      if repeats > 1
+      else ''
+  )
   table = markdown_table(
-      results,
+      runs[0],
       baseline_name,
       bound_name,
       f'EMNIST-62 cnn_dropout (1.2M params); {clients} clients x {steps} '
       f'steps of batch {batch_size}; {rounds} timed rounds per row after one '
-      'warm-up call; each row on fresh TFF worker(s).',
+      f'warm-up call; each row on fresh TFF worker(s).{repeated}',
+      repeats=runs[1:],
   )
   print(table, flush=True)
   if output:
