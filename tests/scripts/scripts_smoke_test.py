@@ -71,6 +71,8 @@ def test_benchmark_report_covers_every_section(tmp_path):
   assert rows[0] == rows[-1] == 'TFF build_weighted_fed_avg (baseline)'
   for expected in (
       'FedAvg via build_fed_win',
+      'FedAvg via build_fed_win, loop_implementation=DATASET_ITERATOR',
+      'FedAvg via build_fed_win, loop_implementation=DATASET_REDUCE',
       'bound: same FedAvg arithmetic, one tf.function over ' 'tensors',
       'same client training, plain TensorFlow, `for batch in '
       'dataset` (not a bound)',
