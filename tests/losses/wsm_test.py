@@ -250,11 +250,23 @@ def _np_class_proportions(labels, num_classes):
   return np.bincount(labels, minlength=num_classes) / len(labels)
 
 
+def _class_proportions(labels, source, label_shape='batch'):
+  """beta of `labels` from a dataset of `source` structure, or from labels."""
+  if source == 'labels':
+    labels = np.asarray(labels, np.int64)
+    if label_shape == 'batch_by_one':
+      labels = labels[:, np.newaxis]
+    return losses.class_proportions_from_labels(
+        tf.constant(labels), _NUM_CLASSES
+    )
+  dataset = _labels_dataset(labels, source, label_shape)
+  return losses.class_proportions_from_dataset(dataset, _NUM_CLASSES)
+
+
 @pytest.mark.parametrize('label_shape', ['batch', 'batch_by_one'])
-@pytest.mark.parametrize('structure', ['dict', 'ordered_dict', 'tuple'])
-def test_class_proportions_match_numpy(structure, label_shape):
-  dataset = _labels_dataset(_LABELS, structure, label_shape)
-  proportions = losses.class_proportions_from_dataset(dataset, _NUM_CLASSES)
+@pytest.mark.parametrize('source', ['dict', 'ordered_dict', 'tuple', 'labels'])
+def test_class_proportions_match_numpy(source, label_shape):
+  proportions = _class_proportions(_LABELS, source, label_shape)
   assert proportions.shape == (_NUM_CLASSES,)
   assert proportions.dtype == tf.float32
   np.testing.assert_allclose(
@@ -277,10 +289,9 @@ def test_class_proportions_use_label_key():
   )
 
 
-@pytest.mark.parametrize('structure', ['dict', 'tuple'])
-def test_class_proportions_of_empty_dataset_are_zeros(structure):
-  dataset = _labels_dataset(_LABELS, structure, 'batch').take(0)
-  proportions = losses.class_proportions_from_dataset(dataset, _NUM_CLASSES)
+@pytest.mark.parametrize('source', ['dict', 'tuple', 'labels'])
+def test_class_proportions_of_no_labels_are_zeros(source):
+  proportions = _class_proportions(_LABELS[:0], source)
   np.testing.assert_array_equal(proportions.numpy(), np.zeros(_NUM_CLASSES))
 
 
@@ -295,27 +306,6 @@ def test_class_proportions_inside_tf_function():
       _np_class_proportions(_LABELS, _NUM_CLASSES),
       rtol=1e-6,
   )
-
-
-@pytest.mark.parametrize('label_shape', ['batch', 'batch_by_one'])
-def test_class_proportions_from_labels_match_numpy(label_shape):
-  labels = _LABELS[:, np.newaxis] if label_shape == 'batch_by_one' else _LABELS
-  proportions = losses.class_proportions_from_labels(
-      tf.constant(labels), _NUM_CLASSES
-  )
-  assert proportions.dtype == tf.float32
-  np.testing.assert_allclose(
-      proportions.numpy(),
-      _np_class_proportions(_LABELS, _NUM_CLASSES),
-      rtol=1e-6,
-  )
-
-
-def test_class_proportions_from_no_labels_are_zeros():
-  proportions = losses.class_proportions_from_labels(
-      tf.zeros([0], tf.int32), _NUM_CLASSES
-  )
-  np.testing.assert_array_equal(proportions.numpy(), np.zeros(_NUM_CLASSES))
 
 
 # Out-of-range labels.
