@@ -47,6 +47,7 @@ import numpy as np
 
 from tff_fedwin import experiments
 from tff_fedwin import training
+from tff_fedwin.experiments import forks as experiment_forks
 from tff_fedwin.experiments import papers
 from tff_fedwin.reporting import experiment_rows
 from tff_fedwin.reporting import plots
@@ -79,6 +80,14 @@ _RUNS_CSV = flags.DEFINE_string(
     'Put one line per run (experiment, row, seed, rounds, times, accuracies) '
     "in this CSV, replacing the experiments' lines and keeping the others "
     '(empty: do not).',
+)
+_FORK = flags.DEFINE_bool(
+    'fork',
+    True,
+    'Start the rows that train like another row up to a round k (e.g. the '
+    'no-IMA and schedule-only rows like the IMA row before t_s) from that '
+    "row's checkpoint of round k (`papers.forked_runs`; exact, docs/design.md "
+    'sec. 5.6); --nofork trains every run from round 1.',
 )
 _PLOT_DIR = flags.DEFINE_string(
     'plot_dir',
@@ -122,7 +131,7 @@ def _run_or_read(run, run_dir):
   summary_path = os.path.join(run_dir, 'summary.json')
   if os.path.exists(diverged_path):
     return None
-  if not os.path.exists(summary_path):
+  if not _finished(run, summary_path):
     try:
       experiments.run_experiment(run)
     except training.TrainingDivergedError as e:
@@ -131,7 +140,70 @@ def _run_or_read(run, run_dir):
         f.write(f'{e}\n')
       return None
   with open(summary_path) as f:
-    return json.load(f)
+    summary = json.load(f)
+  summary['forked_from_round'] = training.forked_from_round(run_dir)
+  return summary
+
+
+def _finished(run, summary_path):
+  """Whether the run's summary.json is of all its rounds (not a fork's stop)."""
+  if not os.path.exists(summary_path):
+    return False
+  with open(summary_path) as f:
+    return (
+        json.load(f).get('total_rounds', run.total_rounds) == run.total_rounds
+    )
+
+
+def _run_config(table, shared, name, label, seed):
+  """The config of one run: the row's (its owner's directory), the seed."""
+  # A row with the config of an earlier experiment's row uses its runs.
+  owner_name, owner_label = shared.get((name, label), (name, label))
+  return attrs.evolve(
+      table[name][label],
+      seed=int(seed),
+      experiment_name=f'{owner_label.replace(" ", "_")}_seed{seed}',
+      root_output_dir=os.path.join(_ROOT.value, owner_name),
+  )
+
+
+def _fork_runs(table, shared, names):
+  """Forks the selected experiments' forked runs that have not started.
+
+  Per trunk in order of k: trains the trunk up to k if it has not reached k
+  (it resumes later), then forks. A trunk past k no longer keeps round k:
+  such a run trains from round 1 (said on a line).
+  """
+  plan = papers.forked_runs(table)
+  jobs = []
+  for (name, label), ((trunk_name, trunk_label), k) in plan.items():
+    if name not in names:
+      continue
+    for seed in papers.EXPERIMENT_SEEDS.get(name, _SEEDS.value):
+      target = _run_config(table, shared, name, label, seed)
+      trunk = _run_config(table, shared, trunk_name, trunk_label, seed)
+      jobs.append((k, trunk, target))
+  for k, trunk, target in sorted(jobs, key=lambda job: job[0]):
+    target_dir = experiment_forks.run_dir(target)
+    if (
+        _finished(target, os.path.join(target_dir, 'summary.json'))
+        or training.kept_rounds(target_dir)
+        or os.path.exists(os.path.join(target_dir, experiment_rows.DIVERGED))
+    ):
+      continue  # Finished, started or forked already.
+    trunk_dir = experiment_forks.run_dir(trunk)
+    kept = training.kept_rounds(trunk_dir)
+    if k not in kept and max(kept, default=0) > k:
+      print(f'{target_dir}: {trunk_dir} is past round {k}; trains from 1')
+      continue
+    if k not in kept:
+      try:
+        experiments.run_experiment(trunk, stop_after_round=k)
+      except training.TrainingDivergedError as e:
+        print(f'{trunk_dir} diverged before round {k}: {e}', flush=True)
+        continue
+    experiment_forks.fork_config_run(trunk, target, k)
+    print(f'forked {target_dir} from {trunk_dir} at round {k}', flush=True)
 
 
 def _tuning_report(run_dirs):
@@ -268,6 +340,8 @@ def main(argv):
         f'{sorted(table)}.'
     )
   shared = papers.shared_runs(table)
+  if _FORK.value:
+    _fork_runs(table, shared, _EXPERIMENTS.value)
   lines = []
   records = []
   sections = {}
@@ -286,19 +360,10 @@ def main(argv):
       summaries = []
       diverged = []
       run_dirs[label] = []
-      # A row with the config of an earlier experiment's row uses its runs.
-      owner_name, owner_label = shared.get((name, label), (name, label))
       for seed in papers.EXPERIMENT_SEEDS.get(name, _SEEDS.value):
-        run_name = f'{owner_label.replace(" ", "_")}_seed{seed}'
-        root = os.path.join(_ROOT.value, owner_name)
-        run = attrs.evolve(
-            config,
-            seed=int(seed),
-            experiment_name=run_name,
-            root_output_dir=root,
-        )
-        run_dirs[label].append(os.path.join(root, run_name))
-        summary = _run_or_read(run, os.path.join(root, run_name))
+        run = _run_config(table, shared, name, label, seed)
+        run_dirs[label].append(experiment_forks.run_dir(run))
+        summary = _run_or_read(run, run_dirs[label][-1])
         if summary is None:  # Diverged: said in the row, not averaged.
           diverged.append(seed)
           continue

@@ -141,6 +141,43 @@ def test_shared_runs_names_the_first_row_with_the_config():
   }
 
 
+def test_rows_that_train_like_an_ima_row_until_t_s_fork_from_it():
+  # The IMA rows are trunks; k = the last eval round (every 5) before t_s:
+  # ima_local_setup t_s = 0.75 * 300 = 225 -> 220; ima_early_start t_s =
+  # int(0.375 * 300) = 112 -> 110 (its IMA row trains like ima_local_setup's
+  # before 112); ima (40 rounds, eval every 2) t_s = 30 -> 28, the
+  # schedule-only row only (its no-window row has the constant lr, which
+  # parts from IMA's at round 1).
+  setup = 'ima_local_setup'
+  expected = {
+      ('ima', 'fedavg alpha=0.1 IMA schedule only W=1'): (
+          ('ima', 'fedavg alpha=0.1 IMA'),
+          28,
+      ),
+      (setup, 'fedavg alpha=0.1 no window'): (
+          (setup, 'fedavg alpha=0.1 IMA'),
+          220,
+      ),
+      (setup, 'fedavg alpha=0.1 IMA schedule only W=1'): (
+          (setup, 'fedavg alpha=0.1 IMA'),
+          220,
+      ),
+      (setup, 'fedadam alpha=0.1 no window'): (
+          (setup, 'fedadam alpha=0.1 IMA'),
+          220,
+      ),
+      ('ima_early_start', 'fedavg alpha=0.1 IMA'): (
+          (setup, 'fedavg alpha=0.1 IMA'),
+          110,
+      ),
+      ('ima_early_start', 'fedadam alpha=0.1 IMA'): (
+          (setup, 'fedadam alpha=0.1 IMA'),
+          110,
+      ),
+  }
+  assert papers.forked_runs(TABLE) == expected
+
+
 def test_ima_local_setup_is_the_papers_local_setup():
   # IMA paper, sec. 7.1.3 and Table 7 (FMNIST row): batch 50, 5 local
   # epochs, SGD lr 0.01 with momentum 0.9, R = 300, t_s = 225.

@@ -1,6 +1,6 @@
 """Tests for tff_fedwin.experiments.run_experiment: whole runs.
 
-The runs use `--task=npz` on a tiny file written here (200 train / 50 test
+The runs use `--task=npz` on `tiny_data`'s file (200 train / 50 test
 random 8x8 images, 10 classes), 6 clients, 2 per round, 3 rounds, batch 10,
 eval at rounds 2 and 3, a checkpoint every round. Expected values come from
 the files the run writes (the summary is recomputed from metrics.csv with
@@ -17,6 +17,7 @@ import json
 import os
 import socket
 
+import attrs
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -27,10 +28,9 @@ from tff_fedwin.data import sources
 from tff_fedwin.tasks import registry
 from tff_fedwin.training import divergence
 
-NUM_TRAIN = 200
-NUM_TEST = 50
-IMAGE_SHAPE = (8, 8)
-NUM_CLASSES = 10
+from tests.experiments import tiny_data
+
+NUM_TEST = tiny_data.NUM_TEST
 TOTAL_ROUNDS = 3
 ROUNDS_PER_EVAL = 2
 EVAL_ROUNDS = (2, 3)  # Multiples of ROUNDS_PER_EVAL, and the last round.
@@ -39,21 +39,7 @@ EVAL_KEYS = ('window/accuracy', 'window/loss', 'global/accuracy', 'global/loss')
 
 @pytest.fixture(scope='module')
 def data_npz(tmp_path_factory):
-  rng = np.random.default_rng(7)
-  path = str(tmp_path_factory.mktemp('data') / 'tiny.npz')
-  y_train = np.arange(NUM_TRAIN) % NUM_CLASSES  # Every class present.
-  y_test = np.arange(NUM_TEST) % NUM_CLASSES
-  # Class-dependent brightness, so the task is learnable at all.
-  x_train = rng.random((NUM_TRAIN, *IMAGE_SHAPE)) + y_train[:, None, None] / 5
-  x_test = rng.random((NUM_TEST, *IMAGE_SHAPE)) + y_test[:, None, None] / 5
-  np.savez(
-      path,
-      x_train=x_train.astype(np.float32),
-      y_train=y_train,
-      x_test=x_test.astype(np.float32),
-      y_test=y_test,
-  )
-  return path
+  return tiny_data.write_npz(str(tmp_path_factory.mktemp('data') / 'tiny.npz'))
 
 
 def _config(data_npz, output_dir, name, **overrides):
@@ -323,26 +309,45 @@ RESUME_CASES = {
 }
 
 
+@pytest.mark.parametrize('stop', ['total_rounds', 'stop_after_round'])
 @pytest.mark.parametrize('case', sorted(RESUME_CASES))
-def test_resumed_run_ends_like_uninterrupted_run(data_npz, tmp_path, case):
+def test_resumed_run_ends_like_uninterrupted_run(
+    data_npz, tmp_path, case, stop
+):
+  # Stopped after round 2 (a run of 2 rounds, or of 3 stopped at 2), resumed.
   overrides = RESUME_CASES[case]
   experiments.run_experiment(
       _config(
           data_npz, tmp_path / 'straight', case, total_rounds=3, **overrides
       )
   )
-  experiments.run_experiment(
-      _config(data_npz, tmp_path / 'resumed', case, total_rounds=2, **overrides)
+  resumed_config = _config(
+      data_npz, tmp_path / 'resumed', case, total_rounds=3, **overrides
   )
-  summary = experiments.run_experiment(
-      _config(data_npz, tmp_path / 'resumed', case, total_rounds=3, **overrides)
-  )
+  if stop == 'total_rounds':
+    first = experiments.run_experiment(
+        attrs.evolve(resumed_config, total_rounds=2)
+    )
+  else:
+    first = experiments.run_experiment(resumed_config, stop_after_round=2)
+  summary = experiments.run_experiment(resumed_config)
+  assert first['total_rounds'] == 2
   assert summary['resumed_from_round'] == 2
   straight = _read_csv(tmp_path / 'straight' / case / 'metrics.csv')
   resumed = _read_csv(tmp_path / 'resumed' / case / 'metrics.csv')
   assert [row['round_num'] for row in resumed] == ['1', '2', '3']
   for key in EVAL_KEYS:
     assert float(resumed[-1][key]) == float(straight[-1][key]), key
+
+
+@pytest.mark.parametrize('stop_after_round', [-1, 3, 4])
+def test_stop_after_round_outside_the_run_is_refused(
+    data_npz, tmp_path, stop_after_round
+):
+  with pytest.raises(ValueError, match=r'must be 0 or in \[1, 3\)'):
+    experiments.run_experiment(
+        _config(data_npz, tmp_path, 'x'), stop_after_round=stop_after_round
+    )
 
 
 def test_uint8_images_learn_after_scaling(tmp_path):

@@ -16,6 +16,7 @@ from typing import Optional
 import attrs
 
 from tff_fedwin.experiments import config as config_lib
+from tff_fedwin.experiments import forks
 
 # Grids of the `tuning` experiment: {group: (flag, values)}; a group's rows
 # differ only in that flag.
@@ -180,6 +181,45 @@ def shared_runs(
       if owner != (name, label):
         shared[(name, label)] = owner
   return shared
+
+
+def forked_runs(
+    table: dict[str, dict[str, config_lib.ExperimentConfig]],
+) -> dict[tuple[str, str], tuple[tuple[str, str], int]]:
+  """Rows that fork from another row's run: {(experiment, row): (trunk, k)}.
+
+  Trunks are the IMA rows (a window in 'broadcast' mode) that fork from no
+  earlier trunk; every other row of its own (not `shared_runs`) forks from
+  the trunk with the latest `forks.fork_round`, if any: e.g.
+  `ima_local_setup`'s no-window and schedule-only rows from its IMA row, and
+  `ima_early_start`'s IMA row from `ima_local_setup`'s (same seed). Rows
+  train rounds k + 1.. only; their numbers are those of a run from round 1.
+  """
+  shared = shared_runs(table)
+  own = [
+      (name, label, config)
+      for name, rows in table.items()
+      for label, config in rows.items()
+      if (name, label) not in shared
+  ]
+
+  def best_trunk(config, trunks):
+    found = [(forks.fork_round(t, config), key) for key, t in trunks.items()]
+    found = [(k, key) for k, key in found if k is not None]
+    return max(found, key=lambda item: item[0], default=None)
+
+  trunks = {}
+  for name, label, config in own:
+    if config.window_mode == 'broadcast' and not best_trunk(config, trunks):
+      trunks[(name, label)] = config
+  plan = {}
+  for name, label, config in own:
+    if (name, label) in trunks:
+      continue
+    best = best_trunk(config, trunks)
+    if best is not None:
+      plan[(name, label)] = (best[1], best[0])
+  return plan
 
 
 def _ima_experiment(

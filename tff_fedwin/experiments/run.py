@@ -33,14 +33,30 @@ def create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
     ) from e
 
 
-def run_experiment(config: config_lib.ExperimentConfig) -> dict[str, Any]:
+def run_experiment(
+    config: config_lib.ExperimentConfig, *, stop_after_round: int = 0
+) -> dict[str, Any]:
   """Validates `config`, builds task and process, trains; returns the summary.
 
   The summary is `tff_fedwin.training.run_training`'s. Bad flags raise
   ValueError, data that does not fit `InputDataError`, both before any worker
   starts or output is written.
+
+  Args:
+    config: The experiment.
+    stop_after_round: If not 0, train only up to this round (1 <= it <
+      `config.total_rounds`; checkpointed, the summary's `total_rounds` says
+      so), e.g. to fork another run there; the same config later resumes.
   """
   config_lib.validate_config(config)
+  total_rounds = config.total_rounds
+  if stop_after_round:
+    if not 1 <= stop_after_round < total_rounds:
+      raise ValueError(
+          f'`stop_after_round` must be 0 or in [1, {total_rounds}); got '
+          f'{stop_after_round}.'
+      )
+    total_rounds = stop_after_round
   task = create_task(config)
   num_train_clients = len(task.train_data.client_ids)
   if config.clients_per_round > num_train_clients:
@@ -56,7 +72,7 @@ def run_experiment(config: config_lib.ExperimentConfig) -> dict[str, Any]:
         train_client_data=task.train_data,
         preprocess_fn=task.preprocess_fn,
         clients_per_round=config.clients_per_round,
-        total_rounds=config.total_rounds,
+        total_rounds=total_rounds,
         seed=config.seed,
         evaluate_fn=task.build_evaluate_fn(),
         rounds_per_eval=config.rounds_per_eval,

@@ -76,6 +76,7 @@ RUN_FIELDS = (
     'round_and_eval_seconds',
     'last_call_wall_seconds',
     'resumed_from_round',
+    'forked_from_round',
     'window_accuracy',
     'global_accuracy',
 )
@@ -93,6 +94,7 @@ def run_record(name, label, seed, config, summary):
       ),
       last_call_wall_seconds=round(summary['wall_time_seconds'], 1),
       resumed_from_round=summary['resumed_from_round'],
+      forked_from_round=summary.get('forked_from_round'),
       window_accuracy=round(summary['window']['accuracy']['mean'], 4),
       global_accuracy=round(summary['global']['accuracy']['mean'], 4),
   )

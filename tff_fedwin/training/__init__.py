@@ -9,6 +9,9 @@ from tff_fedwin.training.client_state_stores import open_client_states
 from tff_fedwin.training.client_states import ClientStateStore
 from tff_fedwin.training.disk_client_states import DiskClientStateStore
 from tff_fedwin.training.divergence import TrainingDivergedError
+from tff_fedwin.training.forks import fork_run
+from tff_fedwin.training.forks import forked_from_round
+from tff_fedwin.training.forks import kept_rounds
 from tff_fedwin.training.loop import run_training
 from tff_fedwin.training.metrics import flatten_scalar_metrics
 from tff_fedwin.training.runner import RoundRunner

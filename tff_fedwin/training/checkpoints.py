@@ -155,23 +155,43 @@ class Checkpoints:
         seed, clients per round or population, or a round past
         `total_rounds`.
     """
+    loaded, version = self._load(initial_state, self._manager.load_latest)
+    if loaded is None:
+      return None
+    round_num = self._check(loaded, total_rounds=total_rounds)
+    return Restored(loaded['server_state'], round_num, version)
+
+  def load_version(self, initial_state: Any, version: int) -> Restored:
+    """The program state of round `version` (e.g. a fork's round).
+
+    Raises:
+      CheckpointMismatchError: As `load_latest` (the round must be
+        `version`).
+      tff.program.ProgramStateNotFoundError: If that version is not kept.
+    """
+
+    async def load(structure):
+      return await self._manager.load(version, structure), version
+
+    loaded, _ = self._load(initial_state, load)
+    round_num = self._check(loaded, total_rounds=version)
+    return Restored(loaded['server_state'], round_num, version)
+
+  def _load(self, initial_state: Any, load: Callable[[Any], Any]):
+    """`run(load(structure))`, a structure mismatch as a one-line error."""
     structure = _program_state(initial_state, 0, RunIdentity(0, 0, 0))
     try:
-      loaded, version = self._run(self._manager.load_latest(structure))
+      return self._run(load(structure))
     except (TypeError, ValueError) as e:
       # tf.nest's structure mismatch (its message prints both structures).
       if 'structure' not in str(e):
         raise
       raise CheckpointMismatchError(
-          f'The newest checkpoint in {self.directory} holds a server state of '
+          f'The checkpoint in {self.directory} holds a server state of '
           "another structure than this run's process (another algorithm, "
           'window, window location or model?); resume with the same '
           'arguments or use another `experiment_name`.'
       ) from None
-    if loaded is None:
-      return None
-    round_num = self._check(loaded, total_rounds=total_rounds)
-    return Restored(loaded['server_state'], round_num, version)
 
   def _check(self, loaded: Mapping[str, Any], *, total_rounds: int) -> int:
     for key, argument in (

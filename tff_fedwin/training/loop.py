@@ -36,7 +36,7 @@ class _Start(NamedTuple):
 
 
 @contextlib.contextmanager
-def _event_loop() -> Iterator[Any]:
+def event_loop() -> Iterator[Any]:
   """`run_until_complete` of a private event loop (tff.program's coroutines)."""
   loop = asyncio.new_event_loop()
   try:
@@ -318,7 +318,7 @@ def run_training(
       clients_per_round=args.clients_per_round,
       num_clients=len(train_client_data.client_ids),
   )
-  with _event_loop() as run:
+  with event_loop() as run:
     checkpoints = checkpoints_lib.Checkpoints(
         paths.checkpoints, identity=identity, run=run
     )

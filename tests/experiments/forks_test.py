@@ -1,0 +1,182 @@
+"""Tests for tff_fedwin.experiments.forks: a forked run is the run itself.
+
+Whole runs on `tiny_data` (6 clients, 2 per round, 6 rounds, an eval and a
+checkpoint every round). The trunk is an IMA row: W = 2 in 'broadcast' mode
+from round 5 with IMA's client lr schedule (0.99^t before t_s). Each target
+is trained twice, forked from the trunk at k and from round 1; every
+metrics.csv value but the times, and the final server state, must be equal
+bit for bit.
+"""
+
+import csv
+
+import attrs
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tff_fedwin import experiments
+from tff_fedwin import training
+from tff_fedwin.experiments import forks
+from tff_fedwin.training import checkpoints
+from tff_fedwin.training import loop
+
+from tests.experiments import tiny_data
+
+ROUNDS = 6
+TIME_KEYS = ('round_time_seconds', 'eval_time_seconds')
+NO_WINDOW = dict(
+    window_size=0,
+    window_mode='evaluate',
+    window_start_round=0,
+    client_lr_schedule='decay',
+)
+# {target: (overrides of the trunk, k)}. k by hand: the last eval round
+# before the first round a window acts (max(W, t_s)) or the schedules part
+# ('ima' leaves 'decay' at its t_s): no window: min(5, 5) - 1 = 4; W = 1
+# from 5: 4; W = 2 from 3: min(5, 3, 3) - 1 = 2.
+TARGETS = {
+    'no_window': (NO_WINDOW, 4),
+    'schedule_only_w1': (dict(window_size=1), 4),
+    'early_start': (dict(window_start_round=3), 2),
+}
+
+
+@pytest.fixture(scope='module')
+def data_npz(tmp_path_factory):
+  return tiny_data.write_npz(str(tmp_path_factory.mktemp('data') / 'tiny.npz'))
+
+
+def _trunk(data_npz, root, **overrides):
+  kwargs = dict(
+      task='npz',
+      data_npz=data_npz,
+      num_clients=6,
+      dirichlet_alpha=1.0,
+      clients_per_round=2,
+      total_rounds=ROUNDS,
+      client_batch_size=10,
+      client_learning_rate=0.05,
+      client_momentum=0.9,
+      rounds_per_eval=1,
+      rounds_per_checkpoint=1,
+      summary_last_n=2,
+      window_size=2,
+      window_mode='broadcast',
+      window_start_round=5,
+      client_lr_schedule='ima',
+      root_output_dir=str(root),
+      experiment_name='trunk',
+  )
+  kwargs.update(overrides)
+  return experiments.ExperimentConfig(**kwargs)
+
+
+def _rows(config):
+  with open(f'{forks.run_dir(config)}/metrics.csv', newline='') as f:
+    rows = list(csv.DictReader(f))
+  return [{k: v for k, v in row.items() if k not in TIME_KEYS} for row in rows]
+
+
+def _final_state(config):
+  """The server state of the run's last checkpoint (numpy)."""
+  task = experiments.run.create_task(config)
+  num_clients = len(task.train_data.client_ids)
+  with experiments.execution_context(config.workers, config.worker_bind):
+    initial = experiments.build_runner(config, task, num_clients).initialize()
+  identity = checkpoints.RunIdentity(
+      config.seed, config.clients_per_round, num_clients
+  )
+  with loop.event_loop() as run:
+    return (
+        checkpoints.Checkpoints(
+            f'{forks.run_dir(config)}/checkpoints', identity=identity, run=run
+        )
+        .load_version(initial, ROUNDS)
+        .server_state
+    )
+
+
+@pytest.mark.parametrize(
+    'algorithm, target',
+    [
+        ('fedavg', 'no_window'),
+        ('fedavg', 'schedule_only_w1'),
+        ('fedavg', 'early_start'),
+        ('fedadam', 'no_window'),
+    ],
+)
+def test_forked_run_ends_as_a_run_from_round_one(
+    data_npz, tmp_path, algorithm, target
+):
+  overrides, k = TARGETS[target]
+  trunk = _trunk(
+      data_npz,
+      tmp_path / 'forked',
+      algorithm=algorithm,
+      server_learning_rate=0.01 if algorithm == 'fedadam' else 1.0,
+  )
+  forked = attrs.evolve(trunk, experiment_name=target, **overrides)
+  alone = attrs.evolve(forked, root_output_dir=str(tmp_path / 'alone'))
+  assert forks.fork_round(trunk, forked) == k
+
+  experiments.run_experiment(trunk, stop_after_round=k)
+  forks.fork_config_run(trunk, forked, k)
+  assert training.forked_from_round(forks.run_dir(forked)) == k
+  summary = experiments.run_experiment(forked)
+  experiments.run_experiment(alone)
+
+  assert summary['resumed_from_round'] == k
+  assert _rows(forked) == _rows(alone)
+  assert len(_rows(forked)) == ROUNDS
+  got, want = _final_state(forked), _final_state(alone)
+  tf.nest.assert_same_structure(got, want)
+  for a, b in zip(tf.nest.flatten(got), tf.nest.flatten(want)):
+    np.testing.assert_array_equal(a, b, strict=True)
+
+
+def test_fork_into_a_started_run_is_refused(data_npz, tmp_path):
+  trunk = _trunk(data_npz, tmp_path)
+  target = attrs.evolve(trunk, experiment_name='target', **NO_WINDOW)
+  experiments.run_experiment(trunk, stop_after_round=4)
+  experiments.run_experiment(target, stop_after_round=1)
+  with pytest.raises(FileExistsError, match='has checkpoints'):
+    forks.fork_config_run(trunk, target, 4)
+
+
+def test_fork_at_another_round_is_refused(data_npz, tmp_path):
+  trunk = _trunk(data_npz, tmp_path)
+  target = attrs.evolve(trunk, experiment_name='target', **NO_WINDOW)
+  with pytest.raises(ValueError, match='cannot fork .* at round 5'):
+    forks.fork_config_run(trunk, target, 5)
+
+
+# fork_round by hand, trunk W = 2 broadcast from t_s = 5, 'ima', eval every
+# round, 6 rounds: k = the last eval round before min(max(W, t_s) of each
+# window, the round the schedules part), if 1 <= k < 6.
+@pytest.mark.parametrize(
+    'trunk_overrides, target_overrides, k',
+    [
+        (dict(), NO_WINDOW, 4),
+        # Eval every 3 rounds: the last multiple of 3 below 5.
+        (dict(rounds_per_eval=3, total_rounds=6), dict(NO_WINDOW), 3),
+        # A constant lr parts from IMA's decay at round 1.
+        (dict(), dict(NO_WINDOW, client_lr_schedule='constant'), None),
+        # Another config (lr), another window layout (W = 3), no trunk window,
+        # a program window, SCAFFOLD: no fork.
+        (dict(), dict(NO_WINDOW, client_learning_rate=0.1), None),
+        (dict(), dict(window_size=3), None),
+        (NO_WINDOW, dict(), None),
+        (dict(window_location='program'), dict(NO_WINDOW), None),
+        (dict(algorithm='scaffold'), dict(NO_WINDOW), None),
+        # Both windows act from max(2, 0) = 2 (the schedules are the same):
+        # k = 1.
+        (dict(window_start_round=0), dict(window_mode='evaluate'), 1),
+    ],
+)
+def test_fork_round_follows_hand_table(
+    tmp_path, trunk_overrides, target_overrides, k
+):
+  trunk = _trunk('data.npz', tmp_path, **trunk_overrides)
+  target = attrs.evolve(trunk, experiment_name='target', **target_overrides)
+  assert forks.fork_round(trunk, target) == k

@@ -1,0 +1,29 @@
+"""A tiny learnable image task as an `.npz` for whole-run tests (`--task=npz`).
+
+200 train / 50 test random 8x8 images, 10 classes, every class present; the
+brightness depends on the class, so the task is learnable at all.
+"""
+
+import numpy as np
+
+NUM_TRAIN = 200
+NUM_TEST = 50
+IMAGE_SHAPE = (8, 8)
+NUM_CLASSES = 10
+
+
+def write_npz(path: str) -> str:
+  """Writes the task to `path`; returns `path`."""
+  rng = np.random.default_rng(7)
+  y_train = np.arange(NUM_TRAIN) % NUM_CLASSES
+  y_test = np.arange(NUM_TEST) % NUM_CLASSES
+  x_train = rng.random((NUM_TRAIN, *IMAGE_SHAPE)) + y_train[:, None, None] / 5
+  x_test = rng.random((NUM_TEST, *IMAGE_SHAPE)) + y_test[:, None, None] / 5
+  np.savez(
+      path,
+      x_train=x_train.astype(np.float32),
+      y_train=y_train,
+      x_test=x_test.astype(np.float32),
+      y_test=y_test,
+  )
+  return path

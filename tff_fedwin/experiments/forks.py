@@ -1,0 +1,166 @@
+"""Forked experiment runs: a config trained from another config's run.
+
+Two configs that differ only by their window (none, W = 1, the same W from
+another start round) and their client learning-rate schedule train the same
+rounds until a window first acts or the schedules part (docs/design.md sec.
+5.6). `fork_round` finds the last eval round k before that; `fork_config_run`
+writes the target's run directory from the trunk's checkpoint of round k, so
+`run_experiment(target)` resumes at k + 1 and ends bit for bit as a run from
+round 1 would.
+"""
+
+import os
+from typing import Optional
+
+import attrs
+
+from tff_fedwin.algorithms import fed_win_fork
+from tff_fedwin.algorithms import runners
+from tff_fedwin.experiments import config as config_lib
+from tff_fedwin.experiments import context
+from tff_fedwin.experiments import registry
+from tff_fedwin.experiments import run as run_lib
+from tff_fedwin.training import checkpoints
+from tff_fedwin.training import forks
+
+# The fields forked configs may differ in (besides where the run is written).
+_FORK_FIELDS = (
+    'window_size',
+    'window_mode',
+    'window_start_round',
+    'client_lr_schedule',
+    'experiment_name',
+    'root_output_dir',
+)
+
+
+def run_dir(config: config_lib.ExperimentConfig) -> str:
+  """The run directory of `config`: root_output_dir/experiment_name."""
+  return os.path.join(config.root_output_dir, config.experiment_name)
+
+
+def _first_active_round(config: config_lib.ExperimentConfig) -> Optional[int]:
+  """The first round the window model is used; None without a window."""
+  if not config.window_size:
+    return None
+  return max(config.window_size, config.window_start_round)
+
+
+def _schedule_kind(config: config_lib.ExperimentConfig):
+  """(the schedule before its own turn, the round it turns or None).
+
+  'ima' with start t_s is 'decay' before t_s (`scheduled_client_work`).
+  """
+  if config.client_lr_schedule == 'ima':
+    return 'decay', config.window_start_round
+  return config.client_lr_schedule, None
+
+
+def _schedules_part(
+    a: config_lib.ExperimentConfig, b: config_lib.ExperimentConfig
+) -> Optional[int]:
+  """The first round the two client lr schedules may differ; None if never."""
+  (kind_a, turn_a), (kind_b, turn_b) = _schedule_kind(a), _schedule_kind(b)
+  if kind_a != kind_b:
+    return 1
+  if turn_a == turn_b:
+    return None
+  return min(turn for turn in (turn_a, turn_b) if turn is not None)
+
+
+def _window_rebuildable(
+    trunk: config_lib.ExperimentConfig, target: config_lib.ExperimentConfig
+) -> bool:
+  """The target's window is none, the trunk's layout, or W = E = 1."""
+  return (
+      not target.window_size
+      or target.window_size == trunk.window_size
+      or (target.window_size == 1 and target.window_read_every == 1)
+  )
+
+
+def fork_round(
+    trunk: config_lib.ExperimentConfig, target: config_lib.ExperimentConfig
+) -> Optional[int]:
+  """k: the last eval round both configs train alike, or None.
+
+  The configs must be `build_fed_win` runs equal up to `_FORK_FIELDS`, the
+  trunk with a window kept in the state and no extra window sizes, the
+  target's window rebuildable (`fed_win_fork.forked_state`). k is the last
+  multiple of `rounds_per_eval` before the first round a window acts or the
+  schedules part, and before the last round.
+  """
+  same = attrs.evolve(
+      target, **{field: getattr(trunk, field) for field in _FORK_FIELDS}
+  )
+  if (
+      same != trunk
+      # `build_fed_win` runs (the FedAvg family's runner).
+      or registry.RUNNER_BUILDERS[trunk.algorithm]
+      is not registry.RUNNER_BUILDERS['fedavg']
+      or not trunk.window_size
+      or trunk.window_location == 'program'
+      or trunk.window_sizes.strip()
+      or not _window_rebuildable(trunk, target)
+  ):
+    return None
+  bounds = [
+      _first_active_round(trunk),
+      _first_active_round(target),
+      _schedules_part(trunk, target),
+  ]
+  first_apart = min(b for b in bounds if b is not None)
+  k = (first_apart - 1) // trunk.rounds_per_eval * trunk.rounds_per_eval
+  return k if 1 <= k < trunk.total_rounds else None
+
+
+def fork_config_run(
+    trunk: config_lib.ExperimentConfig,
+    target: config_lib.ExperimentConfig,
+    round_num: int,
+) -> None:
+  """Writes `target`'s run directory from `trunk`'s checkpoint of round k.
+
+  Raises:
+    ValueError: If k is not `fork_round(trunk, target)`, or a window is kept
+      by the program (only state windows fork).
+    FileExistsError: If the target has checkpoints already.
+  """
+  if round_num != fork_round(trunk, target):
+    raise ValueError(
+        f'{target.experiment_name} cannot fork from '
+        f'{trunk.experiment_name} at round {round_num} (fork_round: '
+        f'{fork_round(trunk, target)}).'
+    )
+  config_lib.validate_config(trunk)
+  config_lib.validate_config(target)
+  task = run_lib.create_task(trunk)
+  num_clients = len(task.train_data.client_ids)
+  with context.execution_context(trunk.workers, trunk.worker_bind):
+    initial_states = []
+    for config in (trunk, target):
+      runner = registry.build_runner(config, task, num_clients)
+      if not isinstance(runner, runners.LearningProcessRunner):
+        raise ValueError(
+            f'{config.experiment_name}: only runs with the window in the '
+            'process state fork (this window is kept by the program).'
+        )
+      initial_states.append(runner.initialize())
+  trunk_initial, target_initial = initial_states
+  forks.fork_run(
+      trunk_dir=run_dir(trunk),
+      target_dir=run_dir(target),
+      round_num=round_num,
+      identity=checkpoints.RunIdentity(
+          seed=trunk.seed,
+          clients_per_round=trunk.clients_per_round,
+          num_clients=num_clients,
+      ),
+      trunk_initial_state=trunk_initial,
+      state_fn=lambda state: fed_win_fork.forked_state(
+          state, target_initial, round_num
+      ),
+      row_fn=lambda row: fed_win_fork.forked_metrics_row(
+          row, target.window_size or None
+      ),
+  )
