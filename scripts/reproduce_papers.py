@@ -131,7 +131,7 @@ def _run_or_read(run, run_dir):
   summary_path = os.path.join(run_dir, 'summary.json')
   if os.path.exists(diverged_path):
     return None
-  if not _finished(run, summary_path):
+  if not experiment_forks.finished(run):
     try:
       experiments.run_experiment(run)
     except training.TrainingDivergedError as e:
@@ -143,16 +143,6 @@ def _run_or_read(run, run_dir):
     summary = json.load(f)
   summary['forked_from_round'] = training.forked_from_round(run_dir)
   return summary
-
-
-def _finished(run, summary_path):
-  """Whether the run's summary.json is of all its rounds (not a fork's stop)."""
-  if not os.path.exists(summary_path):
-    return False
-  with open(summary_path) as f:
-    return (
-        json.load(f).get('total_rounds', run.total_rounds) == run.total_rounds
-    )
 
 
 def _run_config(table, shared, name, label, seed):
@@ -167,43 +157,20 @@ def _run_config(table, shared, name, label, seed):
   )
 
 
-def _fork_runs(table, shared, names):
-  """Forks the selected experiments' forked runs that have not started.
-
-  Per trunk in order of k: trains the trunk up to k if it has not reached k
-  (it resumes later), then forks. A trunk past k no longer keeps round k:
-  such a run trains from round 1 (said on a line).
-  """
-  plan = papers.forked_runs(table)
+def _fork_jobs(table, shared, names):
+  """(k, trunk, target) of the selected experiments' forked runs, per seed."""
   jobs = []
-  for (name, label), ((trunk_name, trunk_label), k) in plan.items():
-    if name not in names:
-      continue
-    for seed in papers.EXPERIMENT_SEEDS.get(name, _SEEDS.value):
-      target = _run_config(table, shared, name, label, seed)
-      trunk = _run_config(table, shared, trunk_name, trunk_label, seed)
-      jobs.append((k, trunk, target))
-  for k, trunk, target in sorted(jobs, key=lambda job: job[0]):
-    target_dir = experiment_forks.run_dir(target)
-    if (
-        _finished(target, os.path.join(target_dir, 'summary.json'))
-        or training.kept_rounds(target_dir)
-        or os.path.exists(os.path.join(target_dir, experiment_rows.DIVERGED))
-    ):
-      continue  # Finished, started or forked already.
-    trunk_dir = experiment_forks.run_dir(trunk)
-    kept = training.kept_rounds(trunk_dir)
-    if k not in kept and max(kept, default=0) > k:
-      print(f'{target_dir}: {trunk_dir} is past round {k}; trains from 1')
-      continue
-    if k not in kept:
-      try:
-        experiments.run_experiment(trunk, stop_after_round=k)
-      except training.TrainingDivergedError as e:
-        print(f'{trunk_dir} diverged before round {k}: {e}', flush=True)
-        continue
-    experiment_forks.fork_config_run(trunk, target, k)
-    print(f'forked {target_dir} from {trunk_dir} at round {k}', flush=True)
+  for (name, label), (trunk, k) in papers.forked_runs(table).items():
+    if name in names:
+      jobs += [
+          (
+              k,
+              _run_config(table, shared, *trunk, seed),
+              _run_config(table, shared, name, label, seed),
+          )
+          for seed in papers.EXPERIMENT_SEEDS.get(name, _SEEDS.value)
+      ]
+  return jobs
 
 
 def _tuning_report(run_dirs):
@@ -341,7 +308,7 @@ def main(argv):
     )
   shared = papers.shared_runs(table)
   if _FORK.value:
-    _fork_runs(table, shared, _EXPERIMENTS.value)
+    experiment_forks.fork_pending(_fork_jobs(table, shared, _EXPERIMENTS.value))
   lines = []
   records = []
   sections = {}

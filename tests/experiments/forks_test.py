@@ -9,6 +9,7 @@ bit for bit.
 """
 
 import csv
+import shutil
 
 import attrs
 import numpy as np
@@ -133,6 +134,35 @@ def test_forked_run_ends_as_a_run_from_round_one(
   tf.nest.assert_same_structure(got, want)
   for a, b in zip(tf.nest.flatten(got), tf.nest.flatten(want)):
     np.testing.assert_array_equal(a, b, strict=True)
+
+
+def test_pending_forks_run_in_order_of_k_and_skip_a_trunk_past_k(
+    data_npz, tmp_path, capsys
+):
+  trunk = _trunk(data_npz, tmp_path)
+  jobs = [
+      (k, trunk, attrs.evolve(trunk, experiment_name=name, **overrides))
+      for name, (overrides, k) in TARGETS.items()
+  ]
+  # k = 4 listed first: the trunk must reach round 2 (fork), then round 4.
+  forks.fork_pending(jobs)
+  for name, (_, k) in TARGETS.items():
+    assert training.forked_from_round(str(tmp_path / name)) == k
+  assert max(training.kept_rounds(forks.run_dir(trunk))) == 4
+  assert not forks.finished(trunk)  # Its summary.json is of 4 rounds.
+
+  # Round 2 no longer kept, as `CHECKPOINTS_TO_KEEP` drops it in a longer
+  # run: a new early-start target trains from round 1; started targets are
+  # left alone.
+  shutil.rmtree(f'{forks.run_dir(trunk)}/checkpoints/program_state_2')
+  late = attrs.evolve(jobs[2][2], experiment_name='late')
+  capsys.readouterr()
+  forks.fork_pending(jobs + [(2, trunk, late)])
+  assert training.kept_rounds(forks.run_dir(late)) == []
+  assert capsys.readouterr().out.splitlines() == [
+      f'{forks.run_dir(late)}: trains from round 1 ({forks.run_dir(trunk)} '
+      'is past round 2)'
+  ]
 
 
 def test_fork_into_a_started_run_is_refused(data_npz, tmp_path):

@@ -9,7 +9,9 @@ writes the target's run directory from the trunk's checkpoint of round k, so
 round 1 would.
 """
 
+import json
 import os
+from collections.abc import Sequence
 from typing import Optional
 
 import attrs
@@ -21,7 +23,10 @@ from tff_fedwin.experiments import context
 from tff_fedwin.experiments import registry
 from tff_fedwin.experiments import run as run_lib
 from tff_fedwin.training import checkpoints
+from tff_fedwin.training import divergence
 from tff_fedwin.training import forks
+from tff_fedwin.training import outputs
+from tff_fedwin.training import progress
 
 # The fields forked configs may differ in (besides where the run is written).
 _FORK_FIELDS = (
@@ -37,6 +42,20 @@ _FORK_FIELDS = (
 def run_dir(config: config_lib.ExperimentConfig) -> str:
   """The run directory of `config`: root_output_dir/experiment_name."""
   return os.path.join(config.root_output_dir, config.experiment_name)
+
+
+def finished(config: config_lib.ExperimentConfig) -> bool:
+  """Whether the run has a summary.json of all its rounds.
+
+  A run stopped for a fork (`run_experiment(stop_after_round=k)`) has one of
+  k rounds: not finished.
+  """
+  path = os.path.join(run_dir(config), outputs.SUMMARY_JSON)
+  if not os.path.exists(path):
+    return False
+  with open(path) as f:
+    rounds = json.load(f).get('total_rounds', config.total_rounds)
+  return rounds == config.total_rounds
 
 
 def _first_active_round(config: config_lib.ExperimentConfig) -> Optional[int]:
@@ -164,3 +183,36 @@ def fork_config_run(
           row, target.window_size or None
       ),
   )
+
+
+def fork_pending(
+    jobs: Sequence[
+        tuple[int, config_lib.ExperimentConfig, config_lib.ExperimentConfig]
+    ],
+) -> None:
+  """Forks each (k, trunk, target) whose target has not started, in order of k.
+
+  Trains the trunk up to k first if it has not reached k (it resumes later
+  from there). A target whose trunk is past k (round k no longer kept) or
+  diverged before k is left to train from round 1; a line says so.
+  """
+  for k, trunk, target in sorted(jobs, key=lambda job: job[0]):
+    if finished(target) or forks.kept_rounds(run_dir(target)):
+      continue  # Finished, started or forked already.
+    kept = forks.kept_rounds(run_dir(trunk))
+    if k not in kept and max(kept, default=0) > k:
+      progress.print_line(
+          f'{run_dir(target)}: trains from round 1 ({run_dir(trunk)} is '
+          f'past round {k})'
+      )
+      continue
+    if k not in kept:
+      try:
+        run_lib.run_experiment(trunk, stop_after_round=k)
+      except divergence.TrainingDivergedError as e:
+        progress.print_line(f'{run_dir(target)}: trains from round 1 ({e})')
+        continue
+    fork_config_run(trunk, target, k)
+    progress.print_line(
+        f'forked {run_dir(target)} from {run_dir(trunk)} at round {k}'
+    )
