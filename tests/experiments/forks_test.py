@@ -165,6 +165,22 @@ def test_pending_forks_run_in_order_of_k_and_skip_a_trunk_past_k(
   ]
 
 
+def test_run_from_round_one_is_no_fork(data_npz, tmp_path):
+  # A fork killed before its checkpoint left metrics.csv and the marker;
+  # --nofork then trains the target from round 1: not a forked run.
+  trunk = _trunk(data_npz, tmp_path)
+  target = attrs.evolve(trunk, experiment_name='target', **NO_WINDOW)
+  experiments.run_experiment(trunk, stop_after_round=4)
+  forks.fork_config_run(trunk, target, 4)
+  shutil.rmtree(f'{forks.run_dir(target)}/checkpoints')
+  summary = experiments.run_experiment(target)
+  assert summary['resumed_from_round'] is None
+  assert training.forked_from_round(forks.run_dir(target)) is None
+  assert [row['round_num'] for row in _rows(target)] == [
+      str(t) for t in range(1, ROUNDS + 1)
+  ]
+
+
 def test_fork_into_a_started_run_is_refused(data_npz, tmp_path):
   trunk = _trunk(data_npz, tmp_path)
   target = attrs.evolve(trunk, experiment_name='target', **NO_WINDOW)

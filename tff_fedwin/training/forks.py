@@ -20,15 +20,13 @@ from tff_fedwin.training import checkpoints as checkpoints_lib
 from tff_fedwin.training import loop
 from tff_fedwin.training import outputs
 
-FORK_JSON = 'forked_from.json'
-
 StateFn = Callable[[Any], Any]
 RowFn = Callable[[Mapping[str, str]], Mapping[str, str]]
 
 
 def forked_from_round(run_dir: str) -> Optional[int]:
   """k if the run in `run_dir` was forked at round k, else None."""
-  path = os.path.join(run_dir, FORK_JSON)
+  path = _paths(run_dir).fork_json
   if not os.path.exists(path):
     return None
   with open(path) as f:
@@ -116,7 +114,7 @@ def fork_run(
     _copy_rows(trunk.metrics_csv, target.metrics_csv, round_num, row_fn)
     outputs.write_json_atomically(
         dict(trunk_dir=os.path.abspath(trunk_dir), round_num=round_num),
-        os.path.join(target.root, FORK_JSON),
+        target.fork_json,
     )
     checkpoints_lib.Checkpoints(
         target.checkpoints, identity=identity, run=run

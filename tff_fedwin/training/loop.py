@@ -79,6 +79,12 @@ def _start(
       raise
   steps = checkpoints_lib.combine_steps(store, files)
   if restored is None:
+    # A run from round 1 is no fork, whatever a fork killed midway left.
+    fork_json = outputs.RunPaths(
+        args.output_dir, args.experiment_name
+    ).fork_json
+    if os.path.exists(fork_json):
+      os.remove(fork_json)
     checkpoints.save(initial_state, 0, steps)
     return _Start(initial_state, store, steps, None)
   message = (

@@ -20,6 +20,8 @@ CHECKPOINT_DIR = 'checkpoints'
 METRICS_CSV = 'metrics.csv'
 TENSORBOARD_DIR = 'tensorboard'
 SUMMARY_JSON = 'summary.json'
+# A forked run's trunk and fork round (`tff_fedwin.training.forks`).
+FORK_JSON = 'forked_from.json'
 # SCAFFOLD's round client state files (client_state_transfer 'files').
 CLIENT_STATE_FILES_DIR = 'client_state_files'
 ROUND_KEY = 'round_num'
@@ -53,6 +55,7 @@ class RunPaths:
     self.metrics_csv = os.path.join(self.root, METRICS_CSV)
     self.tensorboard = os.path.join(self.root, TENSORBOARD_DIR)
     self.summary_json = os.path.join(self.root, SUMMARY_JSON)
+    self.fork_json = os.path.join(self.root, FORK_JSON)
     self.client_state_files = os.path.join(self.root, CLIENT_STATE_FILES_DIR)
 
 
