@@ -10,14 +10,18 @@ eval time summed over seeds. A row with the same config as a row of an
 earlier experiment (`papers.shared_runs`: `ima_early_start`'s baselines are
 `ima_local_setup`'s) reads and, if needed, trains that row's runs, in that
 experiment's directory. Evaluate-mode windows leave training unchanged,
-so one run gives the "with" and "without window" numbers of a row. It also
+so one run gives the "with" and "without window" numbers of a row. Rows that
+train like another row up to a round k (`papers.forked_runs`: the no-IMA and
+schedule-only rows like the IMA row before t_s) start from that row's
+checkpoint of round k (`experiments.forks`, docs/design.md sec. 5.6), with
+the numbers of a run from round 1; `--nofork` trains them from round 1. It also
 plots, per experiment, the seed-mean accuracy curves. A config with several
 windows (`window_sizes`, one trajectory) also gets a table of every window at
 several horizons (rounds 120, 250, 500, ...), one with each window's columns of
 a one-window run (W - global paired, smoothness) and a plot of each window's
 curve.
 
-  .venv/bin/python scripts/reproduce_papers.py   # everything: ~7.2 h alone
+  .venv/bin/python scripts/reproduce_papers.py   # everything: ~5 h (estimate)
   .venv/bin/python scripts/reproduce_papers.py \
       --experiments=mnist_window_horizon          # 6 runs of 500 rounds
   .venv/bin/python scripts/reproduce_papers.py --experiments=ima --seeds=0
