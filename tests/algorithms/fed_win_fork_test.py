@@ -27,29 +27,22 @@ MODELS = [
 OPTIMIZER_STATE = {'step': np.int64(K), 'm': np.array([0.1, 0.2], np.float32)}
 
 
-def _window(window_size, start_round, *, mode='broadcast'):
-  """A `WindowBuffer` after pushing MODELS[:num] with window_push (TF)."""
+def _window(window_size, start_round, models=MODELS):
+  """A 'broadcast' `WindowBuffer` after `window_push` of `models` (numpy)."""
   window = window_math.initial_window(
       [tf.zeros([2])],
       window_size=window_size,
-      mode=mode,
+      mode='broadcast',
       start_round=start_round,
       read_every=1,
   )
-  for model in MODELS:
+  for model in models:
     window = window_math.window_push(window, [tf.constant(model)])
   return tf.nest.map_structure(lambda t: t.numpy(), window)
 
 
-def _empty_window(window_size, start_round, *, mode='broadcast'):
-  window = window_math.initial_window(
-      [tf.zeros([2])],
-      window_size=window_size,
-      mode=mode,
-      start_round=start_round,
-      read_every=1,
-  )
-  return tf.nest.map_structure(lambda t: t.numpy(), window)
+def _empty_window(window_size, start_round):
+  return _window(window_size, start_round, models=())
 
 
 def _state(finalizer):

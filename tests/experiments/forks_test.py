@@ -43,34 +43,23 @@ TARGETS = {
 }
 
 
-@pytest.fixture(scope='module')
-def data_npz(tmp_path_factory):
-  return tiny_data.write_npz(str(tmp_path_factory.mktemp('data') / 'tiny.npz'))
-
-
 def _trunk(data_npz, root, **overrides):
-  kwargs = dict(
-      task='npz',
-      data_npz=data_npz,
-      num_clients=6,
-      dirichlet_alpha=1.0,
-      clients_per_round=2,
-      total_rounds=ROUNDS,
-      client_batch_size=10,
-      client_learning_rate=0.05,
-      client_momentum=0.9,
-      rounds_per_eval=1,
-      rounds_per_checkpoint=1,
-      summary_last_n=2,
-      window_size=2,
-      window_mode='broadcast',
-      window_start_round=5,
-      client_lr_schedule='ima',
-      root_output_dir=str(root),
-      experiment_name='trunk',
+  return tiny_data.config(
+      data_npz,
+      root,
+      'trunk',
+      **{
+          'total_rounds': ROUNDS,
+          'client_momentum': 0.9,
+          'rounds_per_eval': 1,
+          'summary_last_n': 2,
+          'window_size': 2,
+          'window_mode': 'broadcast',
+          'window_start_round': 5,
+          'client_lr_schedule': 'ima',
+          **overrides,
+      },
   )
-  kwargs.update(overrides)
-  return experiments.ExperimentConfig(**kwargs)
 
 
 def _rows(config):

@@ -37,29 +37,18 @@ EVAL_ROUNDS = (2, 3)  # Multiples of ROUNDS_PER_EVAL, and the last round.
 EVAL_KEYS = ('window/accuracy', 'window/loss', 'global/accuracy', 'global/loss')
 
 
-@pytest.fixture(scope='module')
-def data_npz(tmp_path_factory):
-  return tiny_data.write_npz(str(tmp_path_factory.mktemp('data') / 'tiny.npz'))
-
-
 def _config(data_npz, output_dir, name, **overrides):
-  kwargs = dict(
-      task='npz',
-      data_npz=data_npz,
-      num_clients=6,
-      dirichlet_alpha=1.0,
-      clients_per_round=2,
-      total_rounds=TOTAL_ROUNDS,
-      client_batch_size=10,
-      client_learning_rate=0.05,
-      rounds_per_eval=ROUNDS_PER_EVAL,
-      rounds_per_checkpoint=1,
-      summary_last_n=5,
-      root_output_dir=str(output_dir),
-      experiment_name=name,
+  return tiny_data.config(
+      data_npz,
+      output_dir,
+      name,
+      **{
+          'total_rounds': TOTAL_ROUNDS,
+          'rounds_per_eval': ROUNDS_PER_EVAL,
+          'summary_last_n': 5,
+          **overrides,
+      },
   )
-  kwargs.update(overrides)
-  return experiments.ExperimentConfig(**kwargs)
 
 
 def _read_csv(path):

@@ -6,6 +6,8 @@ brightness depends on the class, so the task is learnable at all.
 
 import numpy as np
 
+from tff_fedwin import experiments
+
 NUM_TRAIN = 200
 NUM_TEST = 50
 IMAGE_SHAPE = (8, 8)
@@ -27,3 +29,24 @@ def write_npz(path: str) -> str:
       y_test=y_test,
   )
   return path
+
+
+def config(data_npz: str, output_dir, name: str, **overrides):
+  """An `ExperimentConfig` on the task: 6 clients, 2 per round, batch 10.
+
+  Client lr 0.05, a checkpoint every round; `overrides` change any field.
+  """
+  kwargs = dict(
+      task='npz',
+      data_npz=data_npz,
+      num_clients=6,
+      dirichlet_alpha=1.0,
+      clients_per_round=2,
+      client_batch_size=10,
+      client_learning_rate=0.05,
+      rounds_per_checkpoint=1,
+      root_output_dir=str(output_dir),
+      experiment_name=name,
+  )
+  kwargs.update(overrides)
+  return experiments.ExperimentConfig(**kwargs)
