@@ -13,16 +13,24 @@ to 1.2M-parameter float32 states, 6 calls, median, beside one training run):
 10 clients 0.52-0.61 s a call as values against 0.14-0.16 s as files; 50
 clients 5.5-5.7 s against 0.5-1.0 s, driver peak 2.2 against 1.1 GB.
 
-The files are one per client and weight tensor, `<prefix>.in.<i>` (c_i) and
-`<prefix>.out.<i>` (c_i+), each a serialized `TensorProto`
-(`tf.io.serialize_tensor`), written and read with TensorFlow ops on both
-sides, so the bits are those of the value path. The driver and every worker
-must see the same directory: local workers (one machine) or a shared file
-system.
+The files are one per client and weight tensor. `<prefix>.in.<i>` (c_i)
+holds the tensor's raw little-endian bytes, written by the driver straight
+from numpy (one copy) and read in the worker with `tf.io.decode_raw` (which
+reads every floating dtype; `build_scaffold` requires floating-point
+weights). `<prefix>.out.<i>` (c_i+) is a serialized `TensorProto`, written
+in the worker with `tf.io.serialize_tensor` (TensorFlow has no op that
+writes a tensor's raw bytes) and parsed by the driver. Both keep the bits
+of the value path. Measured 2026-11-26 (10 clients of the 1.2M-parameter
+EMNIST CNN, 46 MB a round, 9 repetitions, medians): the driver writes the
+inputs in 76 ms as raw bytes against 108 ms as `TensorProto`s through
+TensorFlow ops, and a graph reads them in 34 ms against 42 ms with
+`tf.io.parse_tensor`. The driver and every worker must see the same
+directory: local workers (one machine) or a shared file system.
 """
 
 from collections.abc import Sequence
 import os
+import sys
 from typing import Any
 
 import numpy as np
@@ -52,7 +60,7 @@ def _leaf_paths(prefix: str, direction: str, count: int) -> list[str]:
 def read_client_state(
     prefix: tf.Tensor, control_variate_spec: Any
 ) -> types.ScaffoldClientState:
-  """In the worker: c_i from `<prefix>.in.<i>` (TF ops; inside a graph).
+  """In the worker: c_i from the raw bytes in `<prefix>.in.<i>` (TF ops).
 
   Args:
     prefix: A string scalar tensor, the client's file prefix.
@@ -61,19 +69,25 @@ def read_client_state(
   Returns:
     A `ScaffoldClientState` of tensors with the specs' dtypes and shapes.
   """
-  specs = tf.nest.flatten(control_variate_spec)
   leaves = [
-      tf.ensure_shape(
-          tf.io.parse_tensor(
-              tf.io.read_file(prefix + f'.{_IN}.{i}'), out_type=spec.dtype
-          ),
-          spec.shape,
-      )
-      for i, spec in enumerate(specs)
+      _read_raw(prefix + f'.{_IN}.{i}', spec)
+      for i, spec in enumerate(tf.nest.flatten(control_variate_spec))
   ]
   return types.ScaffoldClientState(
       tf.nest.pack_sequence_as(control_variate_spec, leaves)
   )
+
+
+def _read_raw(path: tf.Tensor, spec: tf.TensorSpec) -> tf.Tensor:
+  """The tensor of `spec` whose raw little-endian bytes are in `path`.
+
+  The size is checked with `tf.ensure_shape`, which Grappler keeps: it drops
+  a `tf.reshape` of a 1-D tensor as redundant (and an assertion depending on
+  it), so a 1-D tensor of the wrong size would pass unchecked.
+  """
+  flat = tf.io.decode_raw(tf.io.read_file(path), spec.dtype, little_endian=True)
+  flat = tf.ensure_shape(flat, [spec.shape.num_elements()])
+  return tf.reshape(flat, spec.shape)
 
 
 def write_client_state(
@@ -89,8 +103,9 @@ def write_client_state(
 def write_inputs(prefixes: Sequence[str], states: Sequence[Any]) -> None:
   """In the driver: each client's c_i to `<prefix>.in.<i>`, and no c_i+.
 
-  Removes the clients' `<prefix>.out.<i>` files first, so a round's outputs
-  can only be that round's.
+  Writes each leaf's raw little-endian bytes (`read_client_state` reads
+  them). Removes the clients' `<prefix>.out.<i>` files first, so a round's
+  outputs can only be that round's.
   """
   for prefix, state in zip(prefixes, states, strict=True):
     leaves = tf.nest.flatten(state)
@@ -98,7 +113,16 @@ def write_inputs(prefixes: Sequence[str], states: Sequence[Any]) -> None:
       if os.path.exists(path):
         os.remove(path)
     for path, leaf in zip(_leaf_paths(prefix, _IN, len(leaves)), leaves):
-      tf.io.write_file(path, tf.io.serialize_tensor(leaf))
+      with open(path, 'wb') as f:
+        _little_endian(np.asarray(leaf)).tofile(f)
+
+
+def _little_endian(array: np.ndarray) -> np.ndarray:
+  """`array`, byte-swapped to little-endian if it is stored big-endian."""
+  order = array.dtype.byteorder
+  if order == '>' or (order == '=' and sys.byteorder == 'big'):
+    return array.astype(array.dtype.newbyteorder('<'))
+  return array
 
 
 def read_outputs(

@@ -1,0 +1,95 @@
+"""The client state files' format: the driver's raw inputs, read in a graph."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tff_fedwin.algorithms.scaffold import state_files
+from tff_fedwin.algorithms.scaffold import types
+
+# Unsigned integers of each width, to compare floats bit for bit.
+_BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _special_values(dtype, shape, seed):
+  """Random values of `shape`, with -0.0, +-inf and NaN where there is room."""
+  values = np.asarray(np.random.default_rng(seed).normal(size=shape))
+  values = values.astype(dtype)
+  flat = values.reshape(-1)
+  specials = np.array([-0.0, np.inf, -np.inf, np.nan], dtype)
+  flat[: min(flat.size, specials.size)] = specials[: flat.size]
+  return values
+
+
+def _read_in_graph(prefix, like):
+  """The worker's c_i (`read_client_state` in a graph) for leaves `like`."""
+  spec = [tf.TensorSpec(x.shape, tf.as_dtype(x.dtype)) for x in like]
+  read = tf.function(lambda p: state_files.read_client_state(p, spec))
+  return [t.numpy() for t in read(tf.constant(prefix)).control_variate]
+
+
+@pytest.mark.parametrize('dtype', [np.float16, np.float32, np.float64])
+def test_worker_reads_the_bits_the_driver_wrote(tmp_path, dtype):
+  leaves = [
+      _special_values(dtype, shape, seed)
+      for seed, shape in enumerate([(), (0,), (7,), (3, 4), (2, 3, 5)])
+  ]
+  prefix = str(tmp_path / 'client0')
+
+  state_files.write_inputs([prefix], [types.ScaffoldClientState(leaves)])
+  read = _read_in_graph(prefix, leaves)
+
+  bits = _BITS[np.dtype(dtype).itemsize]
+  for got, expected in zip(read, leaves, strict=True):
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    np.testing.assert_array_equal(got.view(bits), expected.view(bits))
+
+
+def test_big_endian_input_reads_as_its_values(tmp_path):
+  # 1.5 is 0x3FC00000 as float32: stored big-endian its bytes are reversed,
+  # so reading them unswapped would give another number.
+  big = np.array([1.5, -2.25, 3.0], dtype='>f4')
+  prefix = str(tmp_path / 'client0')
+
+  state_files.write_inputs([prefix], [types.ScaffoldClientState([big])])
+  (read,) = _read_in_graph(prefix, [big.astype(np.float32)])
+
+  np.testing.assert_array_equal(read, [1.5, -2.25, 3.0])
+
+
+def test_inputs_file_holds_only_the_raw_little_endian_bytes(tmp_path):
+  leaf = np.arange(6, dtype=np.float32).reshape(2, 3)
+  prefix = str(tmp_path / 'client0')
+
+  state_files.write_inputs([prefix], [types.ScaffoldClientState([leaf])])
+
+  with open(f'{prefix}.in.0', 'rb') as f:
+    assert f.read() == leaf.astype('<f4').tobytes()
+
+
+def test_write_inputs_removes_last_rounds_outputs(tmp_path):
+  prefix = str(tmp_path / 'client0')
+  with open(f'{prefix}.out.0', 'wb') as f:
+    f.write(b'last round')
+
+  state_files.write_inputs(
+      [prefix], [types.ScaffoldClientState([np.zeros(2, np.float32)])]
+  )
+
+  assert not os.path.exists(f'{prefix}.out.0')
+  assert os.path.exists(f'{prefix}.in.0')
+
+
+@pytest.mark.parametrize(
+    'written,expected', [((5,), (6,)), ((11,), (3, 4)), ((2,), ())]
+)
+def test_wrong_size_input_fails_in_the_worker(tmp_path, written, expected):
+  prefix = str(tmp_path / 'client0')
+  state_files.write_inputs(
+      [prefix], [types.ScaffoldClientState([np.zeros(written, np.float32)])]
+  )
+
+  with pytest.raises(tf.errors.InvalidArgumentError, match='not compatible'):
+    _read_in_graph(prefix, [np.zeros(expected, np.float32)])
