@@ -15,11 +15,17 @@ measured first and last in the same run, and against the bound) with:
    mergeable-computation context);
 5. peak memory of the workers per row and of the driver.
 
-`--repeats=3` runs the whole list three times and reports each cell's median
-and range (the machine is shared: single runs of a row differ by ~0.1-0.2x).
+`--repeats=3` runs the whole list three times, the second backward, and
+reports each cell's median and range (the machine is shared: single runs of a
+row differ by ~0.1-0.2x). `--rows` runs a part of the list (a regular
+expression on the row names; the references come along).
 
   .venv/bin/python scripts/benchmark.py --repeats=3 --output=benchmark.md
+  .venv/bin/python scripts/benchmark.py --repeats=6 \
+      --rows='^FedAvg via build_fed_win$|^WSM|files'
 """
+
+import sys
 
 from absl import app
 from absl import flags
@@ -28,6 +34,7 @@ import tensorflow_federated as tff
 from tff_fedwin import algorithms
 from tff_fedwin import tasks
 from tff_fedwin.benchmarks import rounds as bench
+from tff_fedwin.benchmarks import row_order
 
 _ROUNDS = flags.DEFINE_integer('rounds', 3, 'Timed rounds per row (>= 1).')
 _REPEATS = flags.DEFINE_integer(
@@ -42,6 +49,12 @@ _WORKERS = flags.DEFINE_list(
     'workers', ['1', '2', '4'], 'Local worker counts for the FedAvg rows.'
 )
 _OUTPUT = flags.DEFINE_string('output', None, 'Also write the table here.')
+_ROWS = flags.DEFINE_string(
+    'rows',
+    None,
+    'Python regular expression: run only the rows whose name it matches, '
+    "with TFF's baseline, the bound and their own bounds (default: all).",
+)
 
 _LR = 0.05
 _BASELINE = 'TFF build_weighted_fed_avg (baseline)'
@@ -159,14 +172,21 @@ def _rows() -> list[bench.Row]:
 
 
 def main(argv):
+  """Runs the rows; a bad flag exits with one line naming it."""
   if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+    sys.exit(f'benchmark.py: unexpected arguments {argv[1:]}.')
   if _ROUNDS.value < 1:
-    raise app.UsageError('--rounds must be >= 1.')
+    sys.exit('benchmark.py: --rounds must be >= 1.')
   if _REPEATS.value < 1:
-    raise app.UsageError('--repeats must be >= 1.')
+    sys.exit('benchmark.py: --repeats must be >= 1.')
+  rows = _rows()
+  if _ROWS.value is not None:
+    try:
+      rows = row_order.select(rows, _ROWS.value, (_BASELINE, _BOUND))
+    except ValueError as e:
+      sys.exit(f'benchmark.py: {e}')
   bench.run_and_report(
-      _rows(),
+      rows,
       baseline_name=_BASELINE,
       bound_name=_BOUND,
       rounds=_ROUNDS.value,

@@ -58,3 +58,34 @@ def test_markdown_table_repeats_give_medians_and_ranges_by_hand():
       '| tff | 3.00 (2.00-4.00) | 1.00 (1.00-1.00) | 2.00 (2.00-3.00) |  | '
       '4.6 | 0.50 |'
   )
+
+
+def test_run_and_report_runs_every_other_repeat_backward(tmp_path):
+  # Each row's time is its position in the order the rows were run (1, 2,
+  # 3), so the table shows which order each repeat used.
+  calls = []
+
+  def row(name):
+    def run(data, num_rounds):
+      del data, num_rounds
+      calls.append(name)
+      return float(len(calls) - 3 * (len(calls) > 3)), 1.0
+
+    return rounds.Row(name, run, num_workers=0)
+
+  table = rounds.run_and_report(
+      [row('tff'), row('bound'), row('last')],
+      baseline_name='tff',
+      bound_name='bound',
+      rounds=1,
+      clients=1,
+      steps=1,
+      batch_size=1,
+      repeats=2,
+  )
+  assert calls == ['tff', 'bound', 'last', 'last', 'bound', 'tff']
+  lines = table.splitlines()
+  # Forward: tff 1, bound 2, last 3 s; backward: last 1, bound 2, tff 3 s.
+  # Rows stay in their order; s/round median of (1, 3) is 2.00 for both.
+  assert lines[4].startswith('| tff | 2.00 (1.00-3.00) |')
+  assert lines[6].startswith('| last | 2.00 (1.00-3.00) |')

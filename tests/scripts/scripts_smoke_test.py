@@ -87,6 +87,30 @@ def test_benchmark_report_covers_every_section(tmp_path):
     assert expected in rows, rows
 
 
+@pytest.mark.parametrize(
+    'rows, message', [('fedprox', 'matches no row'), ('(', 'regular')]
+)
+def test_benchmark_refuses_bad_rows_in_one_line(rows, message):
+  result = subprocess.run(
+      [
+          sys.executable,
+          os.path.join(_ROOT, 'scripts', 'benchmark.py'),
+          f'--rows={rows}',
+      ],
+      capture_output=True,
+      text=True,
+      timeout=300,
+      check=False,
+  )
+  assert result.returncode == 1
+  last = result.stderr.strip().splitlines()[-1]
+  assert last.startswith('benchmark.py: --rows=') or last.startswith(
+      'benchmark.py: --rows must'
+  ), result.stderr[-2000:]
+  assert message in last
+  assert 'Traceback' not in result.stderr
+
+
 def _reproduce(*args):
   """Runs scripts/reproduce_papers.py with `args`; the CompletedProcess."""
   return subprocess.run(

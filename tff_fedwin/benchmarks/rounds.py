@@ -22,6 +22,7 @@ from tff_fedwin import algorithms
 from tff_fedwin import runtime
 from tff_fedwin import tasks
 from tff_fedwin.algorithms import scaffold
+from tff_fedwin.benchmarks import row_order
 from tff_fedwin.benchmarks import tensor_rounds
 
 BOUND_NAME = 'bound: same FedAvg arithmetic, one tf.function over tensors'
@@ -312,17 +313,19 @@ def run_and_report(
   """Runs `rows` on synthetic EMNIST clients; prints and returns the table.
 
   With `repeats` > 1 the whole list of rows runs that many times, one list
-  after the other, and the table gives medians and ranges (`markdown_table`).
+  after the other, every other list backward (`row_order.run_order`), and
+  the table gives medians and ranges (`markdown_table`).
   """
   if rounds < 1:
     raise ValueError(f'`rounds` must be >= 1, got {rounds}.')
   if repeats < 1:
     raise ValueError(f'`repeats` must be >= 1, got {repeats}.')
   data = synthetic_emnist_data(clients, steps, batch_size)
-  runs = [run_rows(rows, data, rounds) for _ in range(repeats)]
+  runs = [_run_in_order(rows, data, rounds, i) for i in range(repeats)]
   repeated = (
-      f' The whole list ran {repeats} times; each cell is the median over '
-      'the runs (min-max), ratios taken within each run.'
+      f' The whole list ran {repeats} times, every other time in reverse '
+      'order; each cell is the median over the runs (min-max), ratios taken '
+      'within each run.'
       if repeats > 1
       else ''
   )
@@ -340,6 +343,16 @@ def run_and_report(
     with open(output, 'w') as f:
       f.write(table + '\n')
   return table
+
+
+def _run_in_order(rows, data, rounds, repeat):
+  """`run_rows` in `row_order.run_order`; the results in `rows`' order."""
+  order = row_order.run_order(len(rows), repeat)
+  measured = run_rows([rows[i] for i in order], data, rounds)
+  results = [None] * len(rows)
+  for position, index in enumerate(order):
+    results[index] = measured[position]
+  return results
 
 
 def fed_avg_baseline(
