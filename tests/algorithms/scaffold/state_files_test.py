@@ -93,3 +93,53 @@ def test_wrong_size_input_fails_in_the_worker(tmp_path, written, expected):
 
   with pytest.raises(tf.errors.InvalidArgumentError, match='not compatible'):
     _read_in_graph(prefix, [np.zeros(expected, np.float32)])
+
+
+def _write_outputs_in_graph(prefix, leaves):
+  """The worker's c_i+ files (`write_client_state` in a graph)."""
+
+  @tf.function
+  def write(p, *tensors):
+    state_files.write_client_state(p, types.ScaffoldClientState(list(tensors)))
+
+  write(tf.constant(prefix), *[tf.constant(x) for x in leaves])
+
+
+@pytest.mark.parametrize('dtype', [np.float16, np.float32, np.float64])
+def test_driver_reads_the_bits_the_worker_wrote(tmp_path, dtype):
+  leaves = [
+      _special_values(dtype, shape, seed)
+      for seed, shape in enumerate([(), (0,), (7,), (3, 4), (2, 3, 5)])
+  ]
+  prefix = str(tmp_path / 'client0')
+  _write_outputs_in_graph(prefix, leaves)
+
+  (state,) = state_files.read_outputs(
+      [prefix], types.ScaffoldClientState([np.zeros_like(x) for x in leaves])
+  )
+
+  bits = _BITS[np.dtype(dtype).itemsize]
+  for got, expected in zip(state.control_variate, leaves, strict=True):
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    np.testing.assert_array_equal(got.view(bits), expected.view(bits))
+
+
+@pytest.mark.parametrize(
+    'written', [np.zeros((2, 3), np.float64), np.zeros((3, 2), np.float32)]
+)
+def test_output_of_another_dtype_or_shape_names_the_file(tmp_path, written):
+  prefix = str(tmp_path / 'client0')
+  _write_outputs_in_graph(prefix, [written])
+
+  with pytest.raises(ValueError, match='client0.out.0 holds'):
+    state_files.read_outputs(
+        [prefix], types.ScaffoldClientState([np.zeros((2, 3), np.float32)])
+    )
+
+
+def test_missing_output_raises_file_not_found(tmp_path):
+  with pytest.raises(FileNotFoundError):
+    state_files.read_outputs(
+        [str(tmp_path / 'client0')],
+        types.ScaffoldClientState([np.zeros(2, np.float32)]),
+    )
