@@ -18,11 +18,15 @@ measured first and last in the same run, and against the bound) with:
 `--repeats=3` runs the whole list three times, the second backward, and
 reports each cell's median and range (the machine is shared: single runs of a
 row differ by ~0.1-0.2x). `--rows` runs a part of the list (a regular
-expression on the row names; the references come along).
+expression on the row names; the references come along). `--paired=N`
+measures each row that has an own bound against it instead, their rounds
+alternated N times, so both sides of a ratio see the same minutes
+(`benchmarks.paired`).
 
   .venv/bin/python scripts/benchmark.py --repeats=3 --output=benchmark.md
   .venv/bin/python scripts/benchmark.py --repeats=6 \
       --rows='^FedAvg via build_fed_win$|^WSM|files'
+  .venv/bin/python scripts/benchmark.py --paired=10 --workers=1
 """
 
 import sys
@@ -33,6 +37,7 @@ import tensorflow_federated as tff
 
 from tff_fedwin import algorithms
 from tff_fedwin import tasks
+from tff_fedwin.benchmarks import paired
 from tff_fedwin.benchmarks import rounds as bench
 from tff_fedwin.benchmarks import row_order
 
@@ -49,6 +54,12 @@ _WORKERS = flags.DEFINE_list(
     'workers', ['1', '2', '4'], 'Local worker counts for the FedAvg rows.'
 )
 _OUTPUT = flags.DEFINE_string('output', None, 'Also write the table here.')
+_PAIRED = flags.DEFINE_integer(
+    'paired',
+    0,
+    'If > 0: instead of the table, each row with an own bound against that '
+    'bound, their rounds alternated, this many pairs (--rounds unused).',
+)
 _ROWS = flags.DEFINE_string(
     'rows',
     None,
@@ -179,12 +190,24 @@ def main(argv):
     sys.exit('benchmark.py: --rounds must be >= 1.')
   if _REPEATS.value < 1:
     sys.exit('benchmark.py: --repeats must be >= 1.')
+  if _PAIRED.value < 0:
+    sys.exit('benchmark.py: --paired must be >= 0.')
   rows = _rows()
   if _ROWS.value is not None:
     try:
       rows = row_order.select(rows, _ROWS.value, (_BASELINE, _BOUND))
     except ValueError as e:
       sys.exit(f'benchmark.py: {e}')
+  if _PAIRED.value > 0:
+    paired.run_and_report(
+        rows,
+        num_pairs=_PAIRED.value,
+        clients=_CLIENTS.value,
+        steps=_STEPS.value,
+        batch_size=_BATCH.value,
+        output=_OUTPUT.value,
+    )
+    return
   bench.run_and_report(
       rows,
       baseline_name=_BASELINE,

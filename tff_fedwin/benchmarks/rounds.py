@@ -9,6 +9,7 @@ scripts/benchmark.py and scripts/benchmark_window.py.
 
 import collections
 import resource
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -23,6 +24,7 @@ from tff_fedwin import runtime
 from tff_fedwin import tasks
 from tff_fedwin.algorithms import scaffold
 from tff_fedwin.benchmarks import row_order
+from tff_fedwin.benchmarks import stepped
 from tff_fedwin.benchmarks import tensor_rounds
 
 BOUND_NAME = 'bound: same FedAvg arithmetic, one tf.function over tensors'
@@ -76,19 +78,20 @@ def driver_peak_gb() -> float:
   return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
-def learning_process_row(build: Callable[[], Any]) -> RowFn:
+def learning_process_row(build: Callable[[], Any]) -> stepped.SteppedRow:
   """Times `next` of the LearningProcess `build()`, one round per call."""
 
-  def run(data, rounds):
+  def rounds(data):
     process = build()
-    state = process.initialize()
-    state = process.next(state, data).state  # Warm-up (tracing).
-    start = time.perf_counter()
-    for _ in range(rounds):
-      state = process.next(state, data).state
-    return (time.perf_counter() - start) / rounds, state_mb(state)
+    state = [process.initialize()]
 
-  return run
+    def next_round():
+      state[0] = process.next(state[0], data).state
+
+    next_round()  # Warm-up (tracing).
+    return stepped.Rounds(next_round, lambda: state_mb(state[0]))
+
+  return stepped.SteppedRow(rounds)
 
 
 def multi_round_row(build: Callable[[], Any], rounds_per_call: int) -> RowFn:
@@ -109,7 +112,7 @@ def multi_round_row(build: Callable[[], Any], rounds_per_call: int) -> RowFn:
 
 def scaffold_row(
     model_fn, client_learning_rate: float, client_state_transfer='values'
-) -> RowFn:
+) -> stepped.SteppedRow:
   """Times SCAFFOLD rounds; state MB includes the sampled clients' states.
 
   The rounds go through `algorithms.ScaffoldRunner`, so with
@@ -117,31 +120,34 @@ def scaffold_row(
   state files (in a temporary directory) is timed too.
   """
 
-  def run(data, rounds):
+  def rounds(data):
     process = scaffold.build_scaffold(
         model_fn,
         client_learning_rate=client_learning_rate,
         total_clients=len(data),
         client_state_transfer=client_state_transfer,
     )
-    with tempfile.TemporaryDirectory(prefix='scaffold_row_') as directory:
-      runner = algorithms.ScaffoldRunner(
-          process,
-          scaffold.initial_client_state(model_fn),
-          state_files_dir=(
-              directory if client_state_transfer == 'files' else None
-          ),
-      )
-      client_states = [runner.initial_client_state()] * len(data)
-      state = runner.initialize()
-      state, client_states, _ = runner.run_round(state, data, client_states)
-      start = time.perf_counter()
-      for _ in range(rounds):
-        state, client_states, _ = runner.run_round(state, data, client_states)
-      elapsed = (time.perf_counter() - start) / rounds
-    return elapsed, state_mb(state) + state_mb(client_states)
+    directory = tempfile.mkdtemp(prefix='scaffold_row_')
+    runner = algorithms.ScaffoldRunner(
+        process,
+        scaffold.initial_client_state(model_fn),
+        state_files_dir=(
+            directory if client_state_transfer == 'files' else None
+        ),
+    )
+    held = [runner.initialize(), [runner.initial_client_state()] * len(data)]
 
-  return run
+    def next_round():
+      held[0], held[1], _ = runner.run_round(held[0], data, held[1])
+
+    next_round()  # Warm-up (tracing).
+    return stepped.Rounds(
+        next_round,
+        lambda: state_mb(held[0]) + state_mb(held[1]),
+        close=lambda: shutil.rmtree(directory, ignore_errors=True),
+    )
+
+  return stepped.SteppedRow(rounds)
 
 
 def plain_tensorflow_row(keras_model_fn, client_learning_rate: float) -> RowFn:
@@ -252,7 +258,7 @@ def _ratios(results: Sequence[Result], baseline_name: str, bound_name: str):
   ]
 
 
-def _median_and_range(values: Sequence[float]) -> str:
+def median_and_range(values: Sequence[float]) -> str:
   """`'1.27'` for one value, `'1.27 (1.18-1.30)'` (median, min-max) else."""
   if len(values) == 1:
     return f'{values[0]:.2f}'
@@ -287,7 +293,7 @@ def markdown_table(
   for i, r in enumerate(results):
     cells = [[run[i].seconds_per_round for run in runs]]
     cells += [[ratio[i][k] for ratio in ratios] for k in range(3)]
-    text = [_median_and_range(c) if c[0] is not None else '' for c in cells]
+    text = [median_and_range(c) if c[0] is not None else '' for c in cells]
     lines.append(
         f'| {r.name} | {" | ".join(text)} | '
         f'{max(run[i].state_mb for run in runs):.1f} | '

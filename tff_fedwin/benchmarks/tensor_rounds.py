@@ -18,11 +18,12 @@ bound, the same arithmetic as its TFF process (docs/design.md sec. 7.4):
 """
 
 from collections.abc import Sequence
-import time
 from typing import Optional
 
 import numpy as np
 import tensorflow as tf
+
+from tff_fedwin.benchmarks import stepped
 
 # log(beta_c) of a class a client does not hold (losses.wsm's value; the
 # import graph keeps benchmarks from importing losses).
@@ -210,14 +211,14 @@ def bound_row(
     client_loss: str = 'ce',
     num_classes: Optional[int] = None,
     scaffold: bool = False,
-):
+) -> stepped.SteppedRow:
   """A benchmark row timing `build_tensor_round` (the bound), one call/round.
 
   With `scaffold`, the population is the row's clients (as `scaffold_row`).
-  Returns a `rounds.RowFn`.
+  Returns a `rounds.RowFn` whose `rounds` steps it (`stepped.SteppedRow`).
   """
 
-  def run(data, rounds):
+  def rounds(data):
     x, y = stack_client_data(data)
     round_fn, global_weights = build_tensor_round(
         keras_model_fn(),
@@ -227,10 +228,9 @@ def bound_row(
         scaffold_clients=len(data) if scaffold else None,
     )
     round_fn(x, y)  # Warm-up (tracing).
-    start = time.perf_counter()
-    for _ in range(rounds):
-      round_fn(x, y)
-    elapsed = (time.perf_counter() - start) / rounds
-    return elapsed, sum(w.numpy().nbytes for w in global_weights) / 2**20
+    return stepped.Rounds(
+        lambda: round_fn(x, y),
+        lambda: sum(w.numpy().nbytes for w in global_weights) / 2**20,
+    )
 
-  return run
+  return stepped.SteppedRow(rounds)
