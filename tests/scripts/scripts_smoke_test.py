@@ -87,6 +87,16 @@ def test_benchmark_report_covers_every_section(tmp_path):
     assert expected in rows, rows
 
 
+def test_benchmark_paired_measures_the_selected_row_against_its_bound(
+    tmp_path,
+):
+  rows = _run(
+      'benchmark.py', ['--paired=2', '--rows=^WSM'], str(tmp_path / 'p.md')
+  )
+  # Only rows with an own bound are paired; the references are not.
+  assert rows == ['WSM clients via build_fed_win']
+
+
 @pytest.mark.parametrize(
     'rows, message', [('fedprox', 'matches no row'), ('(', 'regular')]
 )
