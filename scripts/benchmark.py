@@ -26,7 +26,7 @@ alternated N times, so both sides of a ratio see the same minutes
   .venv/bin/python scripts/benchmark.py --repeats=3 --output=benchmark.md
   .venv/bin/python scripts/benchmark.py --repeats=6 \
       --rows='^FedAvg via build_fed_win$|^WSM|files'
-  .venv/bin/python scripts/benchmark.py --paired=10 --workers=1
+  .venv/bin/python scripts/benchmark.py --paired=10
 """
 
 import sys

@@ -65,12 +65,33 @@ def test_run_pairs_measures_rows_with_own_bounds_and_closes_both():
 
   assert result.name == 'row'
   assert len(result.row_seconds) == len(result.bound_seconds) == 2
+  # The bound, prepared second, is closed first.
   assert log[:6] == [
       'row',
       'bound',
       'bound',
       'row',
-      'row closed',
       'bound closed',
+      'row closed',
   ]
   assert 'tff' not in log
+
+
+def test_run_pairs_closes_the_row_when_its_bound_fails_to_prepare():
+  log = []
+
+  def failing(data):
+    raise RuntimeError('bound failed')
+
+  rows = [
+      rounds.Row(
+          'row',
+          stepped.SteppedRow(lambda data: _logged('row', log)),
+          own_bound='bound',
+      ),
+      rounds.Row('bound', stepped.SteppedRow(failing), num_workers=0),
+  ]
+
+  with pytest.raises(RuntimeError, match='bound failed'):
+    paired.run_pairs(rows, data=None, num_pairs=1)
+  assert log == ['row closed']

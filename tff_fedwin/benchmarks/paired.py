@@ -79,12 +79,14 @@ def run_pairs(
         raise ValueError(f'Row {r.name!r} cannot be stepped round by round.')
     with runtime.local_execution_context():
       row_rounds = row.run.rounds(data)
-      bound_rounds = bound.run.rounds(data)
       try:
-        seconds = measure_pair(row_rounds, bound_rounds, num_pairs)
+        bound_rounds = bound.run.rounds(data)
+        try:
+          seconds = measure_pair(row_rounds, bound_rounds, num_pairs)
+        finally:
+          bound_rounds.close()
       finally:
         row_rounds.close()
-        bound_rounds.close()
     results.append(PairResult(row.name, *seconds))
     log(
         f'{row.name}: x own bound {rounds.median_and_range(results[-1].ratios)}'

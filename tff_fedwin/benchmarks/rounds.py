@@ -140,11 +140,14 @@ def scaffold_row(
     def next_round():
       held[0], held[1], _ = runner.run_round(held[0], data, held[1])
 
-    next_round()  # Warm-up (tracing).
+    close = lambda: shutil.rmtree(directory, ignore_errors=True)
+    try:
+      next_round()  # Warm-up (tracing).
+    except BaseException:
+      close()
+      raise
     return stepped.Rounds(
-        next_round,
-        lambda: state_mb(held[0]) + state_mb(held[1]),
-        close=lambda: shutil.rmtree(directory, ignore_errors=True),
+        next_round, lambda: state_mb(held[0]) + state_mb(held[1]), close
     )
 
   return stepped.SteppedRow(rounds)
