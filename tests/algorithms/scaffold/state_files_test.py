@@ -69,7 +69,7 @@ def test_inputs_file_holds_only_the_raw_little_endian_bytes(tmp_path):
     assert f.read() == leaf.astype('<f4').tobytes()
 
 
-def test_write_inputs_removes_last_rounds_outputs(tmp_path):
+def test_write_inputs_empties_last_rounds_outputs(tmp_path):
   prefix = str(tmp_path / 'client0')
   with open(f'{prefix}.out.0', 'wb') as f:
     f.write(b'last round')
@@ -78,8 +78,20 @@ def test_write_inputs_removes_last_rounds_outputs(tmp_path):
       [prefix], [types.ScaffoldClientState([np.zeros(2, np.float32)])]
   )
 
-  assert not os.path.exists(f'{prefix}.out.0')
-  assert os.path.exists(f'{prefix}.in.0')
+  assert os.path.getsize(f'{prefix}.out.0') == 0
+  assert os.path.getsize(f'{prefix}.in.0') == 8  # 2 float32 values
+
+
+def test_inputs_written_over_a_longer_file_hold_only_the_new_bytes(tmp_path):
+  prefix = str(tmp_path / 'client0')
+  with open(f'{prefix}.in.0', 'wb') as f:
+    f.write(b'x' * 100)
+  leaf = np.array([1.0, -2.0], np.float32)
+
+  state_files.write_inputs([prefix], [types.ScaffoldClientState([leaf])])
+
+  with open(f'{prefix}.in.0', 'rb') as f:
+    assert f.read() == leaf.astype('<f4').tobytes()
 
 
 @pytest.mark.parametrize(
@@ -143,3 +155,15 @@ def test_missing_output_raises_file_not_found(tmp_path):
         [str(tmp_path / 'client0')],
         types.ScaffoldClientState([np.zeros(2, np.float32)]),
     )
+
+
+def test_output_emptied_by_write_inputs_is_refused(tmp_path):
+  # A client computation that ran last round but not since: its c_i+ file
+  # is still there, emptied by this round's write_inputs.
+  prefix = str(tmp_path / 'client0')
+  like = types.ScaffoldClientState([np.zeros(2, np.float32)])
+  _write_outputs_in_graph(prefix, [np.ones(2, np.float32)])
+  state_files.write_inputs([prefix], [like])
+
+  with pytest.raises(ValueError, match='client0.out.0 is empty'):
+    state_files.read_outputs([prefix], like)

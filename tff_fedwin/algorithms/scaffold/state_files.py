@@ -105,17 +105,35 @@ def write_inputs(prefixes: Sequence[str], states: Sequence[Any]) -> None:
   """In the driver: each client's c_i to `<prefix>.in.<i>`, and no c_i+.
 
   Writes each leaf's raw little-endian bytes (`read_client_state` reads
-  them). Removes the clients' `<prefix>.out.<i>` files first, so a round's
-  outputs can only be that round's.
+  them) over the file's old bytes in place, and empties (truncates to 0
+  bytes) the clients' `<prefix>.out.<i>` files, so a round's outputs can only
+  be that round's: `read_outputs` refuses an empty one. Neither file is
+  removed or recreated. Measured 2026-11-27 on ext4 (10 clients, 46 MB, 1
+  step each, 14 alternating rounds, medians): removing the outputs and
+  rewriting the inputs through `open(..., 'wb')` took 131 ms and made a
+  round 0.88 s; this takes 29 ms and makes it 0.76 s (docs/design.md
+  sec. 7.6).
   """
   for prefix, state in zip(prefixes, states, strict=True):
     leaves = tf.nest.flatten(state)
     for path in _leaf_paths(prefix, _OUT, len(leaves)):
       if os.path.exists(path):
-        os.remove(path)
+        os.truncate(path, 0)
     for path, leaf in zip(_leaf_paths(prefix, _IN, len(leaves)), leaves):
-      with open(path, 'wb') as f:
-        _little_endian(np.asarray(leaf)).tofile(f)
+      _overwrite(path, _little_endian(np.asarray(leaf)))
+
+
+def _overwrite(path: str, array: np.ndarray) -> None:
+  """`path` holding exactly `array`'s bytes, written over the old ones."""
+  fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+  try:
+    data = memoryview(np.ascontiguousarray(array)).cast('B')
+    written = 0
+    while written < len(data):
+      written += os.pwrite(fd, data[written:], written)
+    os.ftruncate(fd, len(data))
+  finally:
+    os.close(fd)
 
 
 def _little_endian(array: np.ndarray) -> np.ndarray:
@@ -142,8 +160,8 @@ def read_outputs(
   Raises:
     FileNotFoundError: If a client's output is missing (its computation did
       not write it).
-    ValueError: Naming the file, if it holds another dtype or shape than
-      `like`'s leaf.
+    ValueError: Naming the file, if it is empty (not written since
+      `write_inputs`) or holds another dtype or shape than `like`'s leaf.
   """
   leaves = [np.asarray(leaf) for leaf in tf.nest.flatten(like)]
   states = []
@@ -159,7 +177,13 @@ def read_outputs(
 def _read_tensor_proto(path: str, like: np.ndarray) -> np.ndarray:
   """The array in the serialized `TensorProto` at `path`, checked vs `like`."""
   with open(path, 'rb') as f:
-    proto = tensor_pb2.TensorProto.FromString(f.read())
+    serialized = f.read()
+  if not serialized:
+    raise ValueError(
+        f'{path} is empty: the client computation did not write its c_i+ '
+        'this round.'
+    )
+  proto = tensor_pb2.TensorProto.FromString(serialized)
   array = tf.make_ndarray(proto)
   if array.dtype != like.dtype or array.shape != like.shape:
     raise ValueError(
