@@ -10,10 +10,11 @@ the program (`ProgramWindowRunner`, its models in files).
 
 It runs (or resumes) `run_training` for `TOTAL_ROUNDS` rounds. Every durable
 file step (`os.fsync`, `os.rename`, `os.replace`, `os.pwrite`, `os.remove`,
-`shutil.rmtree`, `tf.io.gfile.rename`) and the start of every round is an
-event; with KILL_AT = i >= 0 the process sends itself SIGKILL just before
-event i, with KILL_AT = -1 it runs to the end, writes the events to
-`events.json` and the final model and every client's state to `final.npz`.
+`os.truncate`, `shutil.rmtree`, `tf.io.gfile.rename`) and the start of every
+round is an event; with KILL_AT = i >= 0 the process sends itself SIGKILL
+just before event i, with KILL_AT = -1 it runs to the end, writes the events
+to `events.json` and the final model and every client's state to
+`final.npz`.
 """
 
 import asyncio
@@ -83,6 +84,7 @@ def _instrument(events: _Events) -> None:
   wrap(os, 'rename', base)
   wrap(os, 'replace', base)
   wrap(os, 'remove', base)
+  wrap(os, 'truncate', base)
   wrap(shutil, 'rmtree', base)
   wrap(tf.io.gfile, 'rename', base)
 
