@@ -126,14 +126,9 @@ def write_inputs(prefixes: Sequence[str], states: Sequence[Any]) -> None:
 def _overwrite(path: str, array: np.ndarray) -> None:
   """`path` holding exactly `array`'s bytes, written over the old ones."""
   fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-  try:
-    data = memoryview(np.ascontiguousarray(array)).cast('B')
-    written = 0
-    while written < len(data):
-      written += os.pwrite(fd, data[written:], written)
-    os.ftruncate(fd, len(data))
-  finally:
-    os.close(fd)
+  with os.fdopen(fd, 'wb') as f:  # The open fd: no O_TRUNC.
+    array.tofile(f)
+    f.truncate()
 
 
 def _little_endian(array: np.ndarray) -> np.ndarray:
