@@ -167,3 +167,43 @@ def test_output_emptied_by_write_inputs_is_refused(tmp_path):
 
   with pytest.raises(ValueError, match='client0.out.0 is empty'):
     state_files.read_outputs([prefix], like)
+
+
+def _serialized(array):
+  return tf.io.serialize_tensor(tf.constant(array)).numpy()
+
+
+@pytest.mark.parametrize(
+    'change', [lambda s: s[:-1], lambda s: s + b'\0'], ids=['short', 'longer']
+)
+def test_output_with_other_than_its_announced_size_is_refused(tmp_path, change):
+  # The header (dtype, shape, content length 24) is intact; the content is
+  # one byte short of, or followed by one byte beyond, those 24 bytes.
+  prefix = str(tmp_path / 'client0')
+  with open(prefix + '.out.0', 'wb') as f:
+    f.write(change(_serialized(np.ones((2, 3), np.float32))))
+
+  with pytest.raises(ValueError, match='client0.out.0 does not hold the 24'):
+    state_files.read_outputs(
+        [prefix], types.ScaffoldClientState([np.zeros((2, 3), np.float32)])
+    )
+
+
+def test_output_in_another_tensor_proto_encoding_reads_its_values(tmp_path):
+  # The same dtype and shape, the values in `float_val` instead of
+  # `tensor_content`: not the header serialize_tensor writes, so it is parsed.
+  proto = tf.make_tensor_proto(np.zeros((2, 3), np.float32))
+  proto.ClearField('tensor_content')
+  proto.float_val.extend([1.5, -2.0, 0.25, 3.0, -0.5, 8.0])
+  prefix = str(tmp_path / 'client0')
+  with open(prefix + '.out.0', 'wb') as f:
+    f.write(proto.SerializeToString())
+
+  (state,) = state_files.read_outputs(
+      [prefix], types.ScaffoldClientState([np.zeros((2, 3), np.float32)])
+  )
+
+  np.testing.assert_array_equal(
+      state.control_variate[0],
+      np.array([[1.5, -2.0, 0.25], [3.0, -0.5, 8.0]], np.float32),
+  )
