@@ -196,7 +196,7 @@ def _read_tensor_proto(path: str, like: np.ndarray) -> np.ndarray:
     start = f.read(len(header))
     if start == header:
       array = np.empty(like.shape, like.dtype)
-      size = f.readinto(memoryview(array).cast('B')) if array.nbytes else 0
+      size = f.readinto(memoryview(array).cast('B'))
       if size != array.nbytes or f.read(1):
         raise ValueError(
             f'{path} does not hold the {array.nbytes} bytes of content its '
