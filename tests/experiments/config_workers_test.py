@@ -1,58 +1,10 @@
-"""Tests for tff_fedwin.experiments.config.parse_workers (the `--workers`
-flag) and the `--client_state_transfer` it decides by default."""
+"""Tests for tff_fedwin.experiments.config.client_state_transfer: what
+`--client_state_transfer=auto` becomes for each kind of `--workers`."""
 
 import pytest
 
 from tff_fedwin import experiments
 from tff_fedwin.experiments import config as config_lib
-
-
-@pytest.mark.parametrize(
-    'workers, expected',
-    [
-        ('', (None, ())),
-        ('   ', (None, ())),
-        ('3', (3, ())),
-        (' 12 ', (12, ())),
-        ('a:1,b:2', (None, ('a:1', 'b:2'))),
-        ('a:1 , b:2', (None, ('a:1', 'b:2'))),
-        ('[::1]:8000', (None, ('[::1]:8000',))),
-        (
-            '10.0.0.2:1,host-b.example:65535',
-            (None, ('10.0.0.2:1', 'host-b.example:65535')),
-        ),
-    ],
-)
-def test_parse_workers(workers, expected):
-  assert experiments.parse_workers(workers) == expected
-
-
-@pytest.mark.parametrize(
-    'workers',
-    [
-        '0',
-        '00',
-        '-1',
-        '1.5',
-        'a',
-        'a:',
-        ':1',
-        'a:1,',
-        'a:1,b',
-        'a:x',
-        'a:1:',
-        'a:0',
-        'a:65536',
-        'a:99999',
-        'a b:1',
-        'a/b:1',
-        '[::1:8000',
-        'a:-1',
-    ],
-)
-def test_parse_workers_rejects(workers):
-  with pytest.raises(ValueError, match='--workers'):
-    experiments.parse_workers(workers)
 
 
 @pytest.mark.parametrize(

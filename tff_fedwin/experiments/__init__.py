@@ -9,7 +9,6 @@ from tff_fedwin.experiments.config import ExperimentConfig
 from tff_fedwin.experiments.config import InputDataError
 from tff_fedwin.experiments.config import LR_SCHEDULES
 from tff_fedwin.experiments.config import parse_window_sizes
-from tff_fedwin.experiments.config import parse_workers
 from tff_fedwin.experiments.config import TASKS
 from tff_fedwin.experiments.config import USER_ERRORS
 from tff_fedwin.experiments.config import validate_config
@@ -17,6 +16,7 @@ from tff_fedwin.experiments.config import WINDOW_LOCATIONS
 from tff_fedwin.experiments.config import WINDOW_MODES
 from tff_fedwin.experiments.config import WORKER_BINDS
 from tff_fedwin.experiments.context import execution_context
+from tff_fedwin.experiments.context import parse_workers
 from tff_fedwin.experiments.registry import build_runner
 from tff_fedwin.experiments.registry import RUNNER_BUILDERS
 from tff_fedwin.experiments.run import run_experiment

@@ -5,7 +5,6 @@ code never reads FLAGS); `validate_config` checks everything that can be
 checked before any TFF work and names the flag in every message.
 """
 
-import re
 from typing import Optional
 
 import attrs
@@ -15,6 +14,7 @@ from tff_fedwin import runtime
 from tff_fedwin.algorithms import client_training
 from tff_fedwin.algorithms import fed_win
 from tff_fedwin.algorithms import program_window_runner
+from tff_fedwin.experiments import context
 from tff_fedwin.tasks import registry
 from tff_fedwin.training import checkpoints
 from tff_fedwin.training import client_state_spec
@@ -112,44 +112,6 @@ class ExperimentConfig:
   worker_bind: str = 'loopback'
 
 
-_HOST = re.compile(r'^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)$')
-_MAX_PORT = 65535
-
-
-def parse_workers(workers: str) -> tuple[Optional[int], tuple[str, ...]]:
-  """'' -> (None, ()); 'N' -> (N, ()); 'h:p,h:p' -> (None, addresses).
-
-  A host is a name, an IPv4 address or a bracketed IPv6 address (`[::1]`); a
-  port is 1..65535.
-
-  Raises:
-    ValueError: naming `--workers`, for anything else.
-  """
-  workers = workers.strip()
-  if not workers:
-    return None, ()
-  allowed = (
-      'empty, an integer >= 1 or a comma list of host:port with '
-      f'ports 1-{_MAX_PORT}'
-  )
-  if workers.isdigit():
-    if int(workers) < 1:
-      raise ValueError(f'--workers must be {allowed}; got {workers!r}.')
-    return int(workers), ()
-  addresses = tuple(a.strip() for a in workers.split(','))
-  for address in addresses:
-    host, _, port = address.rpartition(':')
-    if (
-        not _HOST.match(host)
-        or not port.isdigit()
-        or not 1 <= int(port) <= _MAX_PORT
-    ):
-      raise ValueError(
-          f'--workers must be {allowed}; got {address!r} in ' f'{workers!r}.'
-      )
-  return None, addresses
-
-
 def _check_values(config: ExperimentConfig) -> None:
   """Each flag on its own: choices, integer and number ranges, names."""
   for flag, allowed in (
@@ -234,7 +196,7 @@ def client_state_transfer(config: ExperimentConfig) -> str:
   """
   if config.client_state_transfer != 'auto':
     return config.client_state_transfer
-  _, addresses = parse_workers(config.workers)
+  _, addresses = context.parse_workers(config.workers)
   return 'values' if addresses else 'files'
 
 
@@ -406,7 +368,7 @@ def validate_config(config: ExperimentConfig) -> None:
   _check_data(config)
   _check_window(config)
   _check_algorithm(config)
-  _, addresses = parse_workers(config.workers)
+  _, addresses = context.parse_workers(config.workers)
   if addresses and config.worker_bind != 'loopback':
     raise ValueError(
         '--worker_bind applies to the workers this run starts; '

@@ -1,9 +1,46 @@
 """The TFF execution context of an experiment, from `--workers`."""
 
-from typing import ContextManager
+import re
+from typing import ContextManager, Optional
 
 from tff_fedwin import runtime
-from tff_fedwin.experiments import config as config_lib
+
+_HOST = re.compile(r'^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)$')
+_MAX_PORT = 65535
+
+
+def parse_workers(workers: str) -> tuple[Optional[int], tuple[str, ...]]:
+  """'' -> (None, ()); 'N' -> (N, ()); 'h:p,h:p' -> (None, addresses).
+
+  A host is a name, an IPv4 address or a bracketed IPv6 address (`[::1]`); a
+  port is 1..65535.
+
+  Raises:
+    ValueError: naming `--workers`, for anything else.
+  """
+  workers = workers.strip()
+  if not workers:
+    return None, ()
+  allowed = (
+      'empty, an integer >= 1 or a comma list of host:port with '
+      f'ports 1-{_MAX_PORT}'
+  )
+  if workers.isdigit():
+    if int(workers) < 1:
+      raise ValueError(f'--workers must be {allowed}; got {workers!r}.')
+    return int(workers), ()
+  addresses = tuple(a.strip() for a in workers.split(','))
+  for address in addresses:
+    host, _, port = address.rpartition(':')
+    if (
+        not _HOST.match(host)
+        or not port.isdigit()
+        or not 1 <= int(port) <= _MAX_PORT
+    ):
+      raise ValueError(
+          f'--workers must be {allowed}; got {address!r} in ' f'{workers!r}.'
+      )
+  return None, addresses
 
 
 def execution_context(
@@ -16,7 +53,7 @@ def execution_context(
   unless `worker_bind` is `'all'` (then a warning says they serve every
   interface unauthenticated; docs/design.md sec. 6).
   """
-  num_workers, addresses = config_lib.parse_workers(workers)
+  num_workers, addresses = parse_workers(workers)
   loopback_only = worker_bind == 'loopback'
   if num_workers is None and not addresses:
     return runtime.local_execution_context(loopback_only=loopback_only)
