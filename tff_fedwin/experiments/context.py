@@ -38,7 +38,7 @@ def parse_workers(workers: str) -> tuple[Optional[int], tuple[str, ...]]:
         or not 1 <= int(port) <= _MAX_PORT
     ):
       raise ValueError(
-          f'--workers must be {allowed}; got {address!r} in ' f'{workers!r}.'
+          f'--workers must be {allowed}; got {address!r} in {workers!r}.'
       )
   return None, addresses
 
