@@ -207,16 +207,3 @@ def test_output_in_another_tensor_proto_encoding_reads_its_values(tmp_path):
       state.control_variate[0],
       np.array([[1.5, -2.0, 0.25], [3.0, -0.5, 8.0]], np.float32),
   )
-
-
-@pytest.mark.parametrize('dtype', [np.float16, np.float32, np.float64])
-@pytest.mark.parametrize('shape', [(), (0,), (7,), (9216, 128), (3, 3, 1, 32)])
-def test_expected_header_is_what_the_worker_writes(dtype, shape):
-  # The driver's one-copy read applies only when a file starts with this
-  # header; otherwise every file would take the slower protobuf parse.
-  array = np.ones(shape, dtype)
-  serialized = _serialized(array)
-
-  header = state_files._content_header(np.dtype(dtype), shape)
-
-  assert serialized == header + array.tobytes()
