@@ -17,7 +17,9 @@ from tests import linear_task as task
 from tff_fedwin import runtime
 from tff_fedwin.algorithms import build_fed_win
 from tff_fedwin.algorithms import build_multi_round_process
+from tff_fedwin.algorithms import LearningProcessRunner
 from tff_fedwin.algorithms import scaffold
+from tff_fedwin.algorithms import ScaffoldRunner
 from tff_fedwin.runtime import multi_worker
 
 _ROUNDS = 3
@@ -139,6 +141,54 @@ class TestOverTwoWorkers:
         == 3
     )
     _assert_trees_equal(metrics, expected[2])
+
+  @pytest.mark.parametrize('kind', ['fed_win_window', 'scaffold_files'])
+  def test_server_state_in_files_equals_single_worker(
+      self, addresses, tmp_path, kind
+  ):
+    # The state's read and write run where TFF places the SERVER's work; the
+    # files must be the ones the next round reads on any worker.
+    def run(server_state_dir):
+      if kind == 'fed_win_window':
+        runner = LearningProcessRunner(
+            build_fed_win(task.model_fn, _sgd(), window_size=2),
+            server_state_dir=server_state_dir,
+        )
+      else:
+        runner = ScaffoldRunner(
+            scaffold.build_scaffold(
+                task.model_fn,
+                client_learning_rate=task.CLIENT_LR,
+                total_clients=3,
+                client_state_transfer='files',
+            ),
+            scaffold.initial_client_state(task.model_fn),
+            state_files_dir=str(
+                tmp_path / ('values' if server_state_dir is None else 'files')
+            ),
+            server_state_dir=server_state_dir,
+        )
+      state, template = runner.initialize(), runner.initial_client_state()
+      initial_kernel = task.kernel(state.global_model_weights)
+      client_states = None if template is None else [template] * 3
+      for _ in range(_ROUNDS):
+        state, client_states, metrics = runner.run_round(
+            state, task.client_datasets(), client_states
+        )
+      return initial_kernel, (state, client_states, metrics)
+
+    _, expected = run(None)
+    with multi_worker.multi_worker_execution_context(addresses=addresses):
+      initial_kernel, actual = run(str(tmp_path / 'server'))
+
+    for a, e in zip(actual, expected):
+      if e is None:  # A LearningProcess's client states.
+        assert a is None
+      else:
+        _assert_trees_equal(a, e)
+    assert not np.allclose(
+        task.kernel(actual[0].global_model_weights), initial_kernel
+    )
 
   def test_workers_run_on_their_own_threads_concurrently(self, addresses):
     process = tff.learning.algorithms.build_weighted_fed_avg(

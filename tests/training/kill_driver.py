@@ -92,7 +92,13 @@ def _instrument(events: _Events) -> None:
 class _Runner(runners.ScaffoldRunner):
   """A ScaffoldRunner whose rounds are events."""
 
-  def __init__(self, events: _Events, window_size=2, state_files_dir=None):
+  def __init__(
+      self,
+      events: _Events,
+      window_size=2,
+      state_files_dir=None,
+      server_state_dir=None,
+  ):
     super().__init__(
         scaffold.build_scaffold(
             task.model_fn,
@@ -103,6 +109,7 @@ class _Runner(runners.ScaffoldRunner):
         ),
         scaffold.initial_client_state(task.model_fn),
         state_files_dir=state_files_dir,
+        server_state_dir=server_state_dir,
     )
     self._events = events
 
@@ -116,7 +123,8 @@ def _build_runner(events: _Events, kind: str, output_dir: str):
 
   `disk` also moves the round's client states as files
   (`client_state_transfer='files'`, in `output_dir/state_files`); the
-  others as TFF values.
+  others as TFF values. `disk` and `program` keep the server state in files
+  between rounds (`output_dir/server_state`), `memory` sends it as values.
 
   The program's window carries an extra window (W = 1, evaluated only, sec.
   1.11 of docs/design.md): its running sum must resume exactly too, and its
@@ -125,12 +133,18 @@ def _build_runner(events: _Events, kind: str, output_dir: str):
   """
   if kind == 'disk':
     return _Runner(
-        events, state_files_dir=os.path.join(output_dir, 'state_files')
+        events,
+        state_files_dir=os.path.join(output_dir, 'state_files'),
+        server_state_dir=os.path.join(output_dir, 'server_state'),
     )
   if kind != 'program':
     return _Runner(events)
   return algorithms.ProgramWindowRunner(
-      _Runner(events, window_size=None),
+      _Runner(
+          events,
+          window_size=None,
+          server_state_dir=os.path.join(output_dir, 'server_state'),
+      ),
       aggregators.ProgramWindow(window_size=2, extra_window_sizes=(1,)),
   )
 

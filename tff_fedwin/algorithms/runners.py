@@ -16,6 +16,7 @@ import tensorflow_federated as tff
 
 from tff_fedwin.aggregators import window_readout
 from tff_fedwin.algorithms import extra_windows
+from tff_fedwin.algorithms import resident_state
 from tff_fedwin.algorithms import scaffold as scaffold_lib
 from tff_fedwin.algorithms.scaffold import state_files
 
@@ -35,6 +36,7 @@ class LearningProcessRunner:
       process: tff.learning.templates.LearningProcess,
       *,
       extra_window_sizes: Sequence[int] = (),
+      server_state_dir: Optional[str] = None,
   ):
     """Initializes the runner.
 
@@ -43,6 +45,9 @@ class LearningProcessRunner:
       extra_window_sizes: More window sizes W' to evaluate on the same
         trajectory, read from the window in the state (`extra_windows`;
         each W' <= W with W - W' a multiple of E, checked by `initialize`).
+      server_state_dir: If set, the server state stays in files there
+        between rounds (`resident_state`; the workers must see the
+        directory); `None` sends it as TFF values. The same results.
 
     Raises:
       ValueError: If `process` is not a `LearningProcess` or
@@ -55,6 +60,7 @@ class LearningProcessRunner:
       )
     self._process = process
     self._extra = extra_windows.StateExtraWindows(extra_window_sizes)
+    self._next = _next_fn(process, server_state_dir)
 
   @property
   def process(self) -> tff.learning.templates.LearningProcess:
@@ -90,11 +96,11 @@ class LearningProcessRunner:
           '`client_states` must be None: a LearningProcess keeps '
           'no client states.'
       )
-    output = self._process.next(state, list(datasets))
+    state, metrics = self._next(state, list(datasets))
     metrics = extra_windows.with_measurements(
-        output.metrics, self._extra.measurements(output.state)
+        metrics, self._extra.measurements(state)
     )
-    return output.state, None, metrics
+    return state, None, metrics
 
   def global_model_weights(self, state: Any) -> ModelWeights:
     """The plain global model w^t, `state.global_model_weights`."""
@@ -130,6 +136,7 @@ class ScaffoldRunner:
       *,
       extra_window_sizes: Sequence[int] = (),
       state_files_dir: Optional[str] = None,
+      server_state_dir: Optional[str] = None,
   ):
     """Initializes the runner.
 
@@ -144,6 +151,7 @@ class ScaffoldRunner:
         the round's client state files, which the workers must see (created
         private to this user). It holds 2 x (clients per round) x (state
         size) once a round has run; the files are overwritten every round.
+      server_state_dir: As for `LearningProcessRunner`.
 
     Raises:
       ValueError: If an argument has the wrong type, or `state_files_dir` is
@@ -168,6 +176,7 @@ class ScaffoldRunner:
     self._initial_client_state = initial_client_state
     self._extra = extra_windows.StateExtraWindows(extra_window_sizes)
     self._state_files_dir = _state_files_dir(process, state_files_dir)
+    self._next = _next_fn(process, server_state_dir)
 
   @property
   def process(self) -> tff.templates.IterativeProcess:
@@ -201,7 +210,7 @@ class ScaffoldRunner:
       client_states: Their `ScaffoldClientState`s, in the order of `datasets`.
     """
     if self._state_files_dir is None:
-      state, new_client_states, metrics = self._process.next(
+      state, new_client_states, metrics = self._next(
           state, list(datasets), list(client_states)
       )
     else:
@@ -210,7 +219,7 @@ class ScaffoldRunner:
           for k in range(len(client_states))
       ]
       state_files.write_inputs(prefixes, client_states)
-      state, metrics = self._process.next(state, list(datasets), prefixes)
+      state, metrics = self._next(state, list(datasets), prefixes)
       new_client_states = state_files.read_outputs(
           prefixes, self._initial_client_state
       )
@@ -252,3 +261,13 @@ def _state_files_dir(process, state_files_dir):
   if state_files_dir is not None:
     os.makedirs(state_files_dir, mode=0o700, exist_ok=True)
   return state_files_dir
+
+
+def _next_fn(process, server_state_dir):
+  """`(state, *args) -> (state, *results)`: `process.next`, or with
+  `server_state_dir` its `resident_state` form (the state kept in files)."""
+  if server_state_dir is not None:
+    return resident_state.ResidentServerState(
+        process.next, server_state_dir
+    ).next
+  return lambda state, *args: tuple(process.next(state, *args))
