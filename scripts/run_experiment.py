@@ -210,6 +210,15 @@ flags.DEFINE_enum(
     'values (TFF values), or auto (files with the workers this run starts, '
     'values with --workers=host:port,...).',
 )
+flags.DEFINE_enum(
+    'server_state_transfer',
+    _DEFAULTS.server_state_transfer,
+    list(experiments.SERVER_STATE_TRANSFERS),
+    'How the server state travels between rounds: files (kept in the run '
+    "directory, which the workers must see; a round saves the state's "
+    'round trip through TFF), values (TFF values), or auto (files with the '
+    'workers this run starts, values with --workers=host:port,...).',
+)
 flags.DEFINE_string(
     'root_output_dir', _DEFAULTS.root_output_dir, 'Root of all outputs.'
 )

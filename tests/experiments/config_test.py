@@ -44,6 +44,11 @@ BAD_CONFIGS = [
         client_state_transfer='disk',
     ),
     _fails(
+        'unknown_server_state_transfer',
+        ['--server_state_transfer', 'auto', 'values', 'files'],
+        server_state_transfer='disk',
+    ),
+    _fails(
         'client_state_transfer_without_scaffold',
         ['--client_state_transfer', '--algorithm=fedavg'],
         client_state_transfer='files',

@@ -1,5 +1,5 @@
-"""Tests for tff_fedwin.experiments.config.client_state_transfer: what
-`--client_state_transfer=auto` becomes for each kind of `--workers`."""
+"""Tests for tff_fedwin.experiments.config.client_state_transfer and
+server_state_transfer: what `auto` becomes for each kind of `--workers`."""
 
 import pytest
 
@@ -19,10 +19,13 @@ from tff_fedwin.experiments import config as config_lib
         ('', 'values', 'values'),
     ],
 )
-def test_client_state_transfer_resolves_auto_by_the_workers(
-    workers, transfer, expected
+@pytest.mark.parametrize(
+    'flag', ['client_state_transfer', 'server_state_transfer']
+)
+def test_transfer_resolves_auto_by_the_workers(
+    flag, workers, transfer, expected
 ):
   config = experiments.ExperimentConfig(
-      algorithm='scaffold', workers=workers, client_state_transfer=transfer
+      algorithm='scaffold', workers=workers, **{flag: transfer}
   )
-  assert config_lib.client_state_transfer(config) == expected
+  assert getattr(config_lib, flag)(config) == expected

@@ -254,6 +254,18 @@ def test_scaffold_client_states_go_through_files_by_default(smoke_run):
   assert os.stat(files_dir).st_mode & 0o777 == 0o700
 
 
+def test_server_state_goes_through_files_by_default(smoke_run):
+  # Local workers: --server_state_transfer=auto is 'files', in the run dir:
+  # both sets of leaf files once two rounds have run (one written by the
+  # driver for round 1, the other by the worker; then alternating).
+  _, _, directory = smoke_run
+  files_dir = os.path.join(directory, 'server_state_files')
+  names = os.listdir(files_dir)
+  assert any(n.startswith('server_state.a.') for n in names)
+  assert any(n.startswith('server_state.b.') for n in names)
+  assert os.stat(files_dir).st_mode & 0o777 == 0o700
+
+
 @pytest.mark.parametrize(
     'algorithm, client_loss',
     [

@@ -9,6 +9,7 @@ from tff_fedwin.experiments.config import ExperimentConfig
 from tff_fedwin.experiments.config import InputDataError
 from tff_fedwin.experiments.config import LR_SCHEDULES
 from tff_fedwin.experiments.config import parse_window_sizes
+from tff_fedwin.experiments.config import SERVER_STATE_TRANSFERS
 from tff_fedwin.experiments.config import TASKS
 from tff_fedwin.experiments.config import USER_ERRORS
 from tff_fedwin.experiments.config import validate_config

@@ -47,6 +47,10 @@ CLIENT_STATES = client_state_stores.KINDS
 # tff_fedwin.algorithms.scaffold.state_files), 'auto' (files with the local
 # workers this run starts, values with --workers listing running ones).
 CLIENT_STATE_TRANSFERS = ('auto', 'values', 'files')
+# How the server state travels between rounds: 'values' (TFF values, both
+# ways, every round), 'files' (kept in files the driver and the workers share,
+# tff_fedwin.algorithms.resident_state), 'auto' (as CLIENT_STATE_TRANSFERS).
+SERVER_STATE_TRANSFERS = ('auto', 'values', 'files')
 
 
 class InputDataError(ValueError):
@@ -106,6 +110,7 @@ class ExperimentConfig:
   client_states: str = 'auto'
   client_states_dir: str = ''
   client_state_transfer: str = 'auto'
+  server_state_transfer: str = 'auto'
   root_output_dir: str = '/tmp/tff_fedwin'
   experiment_name: str = 'experiment'
   workers: str = ''
@@ -124,6 +129,7 @@ def _check_values(config: ExperimentConfig) -> None:
       ('worker_bind', WORKER_BINDS),
       ('client_states', CLIENT_STATES),
       ('client_state_transfer', CLIENT_STATE_TRANSFERS),
+      ('server_state_transfer', SERVER_STATE_TRANSFERS),
       ('eval_split', EVAL_SPLITS),
   ):
     checks.check_choice(f'--{flag}', getattr(config, flag), allowed)
@@ -194,9 +200,21 @@ def client_state_transfer(config: ExperimentConfig) -> str:
   system) and `'values'` when `--workers` lists running ones, which may be on
   other machines.
   """
-  if config.client_state_transfer != 'auto':
-    return config.client_state_transfer
-  _, addresses = context.parse_workers(config.workers)
+  return _resolve_transfer(config.client_state_transfer, config.workers)
+
+
+def server_state_transfer(config: ExperimentConfig) -> str:
+  """`'values'` or `'files'`: `--server_state_transfer`, `auto` resolved
+  as `--client_state_transfer`'s (files with the workers this run starts)."""
+  return _resolve_transfer(config.server_state_transfer, config.workers)
+
+
+def _resolve_transfer(transfer: str, workers: str) -> str:
+  """`transfer`, or for `'auto'` `'files'` unless `workers` lists running
+  workers (which may be on other machines)."""
+  if transfer != 'auto':
+    return transfer
+  _, addresses = context.parse_workers(workers)
   return 'values' if addresses else 'files'
 
 

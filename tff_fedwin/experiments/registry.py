@@ -73,6 +73,16 @@ def _window_arguments(config: config_lib.ExperimentConfig) -> dict[str, Any]:
   )
 
 
+def _server_state_dir(config: config_lib.ExperimentConfig) -> Optional[str]:
+  """The run's `server_state_files/` if `--server_state_transfer` resolves to
+  files (the state between rounds; not a checkpoint), else None."""
+  if config_lib.server_state_transfer(config) != 'files':
+    return None
+  return outputs.RunPaths(
+      config.root_output_dir, config.experiment_name
+  ).server_state_files
+
+
 def _fed_win_runner(
     config: config_lib.ExperimentConfig,
     task: tasks_registry.Task,
@@ -104,7 +114,9 @@ def _fed_win_runner(
       ),
   )
   return runners.LearningProcessRunner(
-      process, extra_window_sizes=config_lib.parse_window_sizes(config)
+      process,
+      extra_window_sizes=config_lib.parse_window_sizes(config),
+      server_state_dir=_server_state_dir(config),
   )
 
 
@@ -122,7 +134,9 @@ def _mime_lite_runner(
       **_window_arguments(config),
   )
   return runners.LearningProcessRunner(
-      process, extra_window_sizes=config_lib.parse_window_sizes(config)
+      process,
+      extra_window_sizes=config_lib.parse_window_sizes(config),
+      server_state_dir=_server_state_dir(config),
   )
 
 
@@ -153,6 +167,7 @@ def _scaffold_runner(
       process,
       scaffold.initial_client_state(task.model_fn),
       extra_window_sizes=config_lib.parse_window_sizes(config),
+      server_state_dir=_server_state_dir(config),
       state_files_dir=(
           outputs.RunPaths(
               config.root_output_dir, config.experiment_name

@@ -24,6 +24,8 @@ SUMMARY_JSON = 'summary.json'
 FORK_JSON = 'forked_from.json'
 # SCAFFOLD's round client state files (client_state_transfer 'files').
 CLIENT_STATE_FILES_DIR = 'client_state_files'
+# The server state between rounds (server_state_transfer 'files').
+SERVER_STATE_FILES_DIR = 'server_state_files'
 ROUND_KEY = 'round_num'
 ROUND_TIME_KEY = 'round_time_seconds'
 EVAL_TIME_KEY = 'eval_time_seconds'
@@ -57,6 +59,7 @@ class RunPaths:
     self.summary_json = os.path.join(self.root, SUMMARY_JSON)
     self.fork_json = os.path.join(self.root, FORK_JSON)
     self.client_state_files = os.path.join(self.root, CLIENT_STATE_FILES_DIR)
+    self.server_state_files = os.path.join(self.root, SERVER_STATE_FILES_DIR)
 
 
 def write_json_atomically(value: Any, path: str) -> None:
