@@ -103,6 +103,15 @@ def _rows() -> list[bench.Row]:
           ),
           own_bound=_BOUND,
       ),
+      bench.Row(
+          'FedAvg via build_fed_win, server state as files (default with '
+          'local workers)',
+          bench.learning_process_row(
+              lambda: algorithms.build_fed_win(model_fn, sgd()),
+              server_state_files=True,
+          ),
+          own_bound=_BOUND,
+      ),
       *(
           bench.Row(
               f'FedAvg via build_fed_win, loop_implementation={loop.name}',
@@ -159,8 +168,19 @@ def _rows() -> list[bench.Row]:
           own_bound=_SCAFFOLD_BOUND,
       ),
       bench.Row(
-          'SCAFFOLD, client states as files (default with local workers)',
+          'SCAFFOLD, client states as files',
           bench.scaffold_row(model_fn, _LR, client_state_transfer='files'),
+          own_bound=_SCAFFOLD_BOUND,
+      ),
+      bench.Row(
+          'SCAFFOLD, client and server states as files (default with local '
+          'workers)',
+          bench.scaffold_row(
+              model_fn,
+              _LR,
+              client_state_transfer='files',
+              server_state_files=True,
+          ),
           own_bound=_SCAFFOLD_BOUND,
       ),
       bench.Row(

@@ -9,8 +9,6 @@ scripts/benchmark.py and scripts/benchmark_window.py.
 
 import collections
 import resource
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Optional
@@ -78,18 +76,29 @@ def driver_peak_gb() -> float:
   return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
-def learning_process_row(build: Callable[[], Any]) -> stepped.SteppedRow:
-  """Times `next` of the LearningProcess `build()`, one round per call."""
+def learning_process_row(
+    build: Callable[[], Any], *, server_state_files: bool = False
+) -> stepped.SteppedRow:
+  """Times rounds of the LearningProcess `build()`, one `next` per round.
+
+  The rounds go through `algorithms.LearningProcessRunner`, as the training
+  loop runs them; with `server_state_files` the runner keeps the server
+  state in files (a temporary directory), its reading of the new state
+  timed too.
+  """
 
   def rounds(data):
     process = build()
     state = [process.initialize()]
+    directory = stepped.temporary_directory(server_state_files, 'server_state_')
+    runner = algorithms.LearningProcessRunner(
+        process, server_state_dir=directory
+    )
 
     def next_round():
-      state[0] = process.next(state[0], data).state
+      state[0] = runner.run_round(state[0], data)[0]
 
-    next_round()  # Warm-up (tracing).
-    return stepped.Rounds(next_round, lambda: state_mb(state[0]))
+    return stepped.warmed_up(next_round, lambda: state_mb(state[0]), directory)
 
   return stepped.SteppedRow(rounds)
 
@@ -111,13 +120,18 @@ def multi_round_row(build: Callable[[], Any], rounds_per_call: int) -> RowFn:
 
 
 def scaffold_row(
-    model_fn, client_learning_rate: float, client_state_transfer='values'
+    model_fn,
+    client_learning_rate: float,
+    client_state_transfer='values',
+    *,
+    server_state_files: bool = False,
 ) -> stepped.SteppedRow:
   """Times SCAFFOLD rounds; state MB includes the sampled clients' states.
 
   The rounds go through `algorithms.ScaffoldRunner`, so with
-  `client_state_transfer='files'` the driver's writing and reading of the
-  state files (in a temporary directory) is timed too.
+  `client_state_transfer='files'` (and `server_state_files`) the driver's
+  writing and reading of the state files (in temporary directories) is
+  timed too.
   """
 
   def rounds(data):
@@ -127,27 +141,26 @@ def scaffold_row(
         total_clients=len(data),
         client_state_transfer=client_state_transfer,
     )
-    directory = tempfile.mkdtemp(prefix='scaffold_row_')
+    clients = stepped.temporary_directory(
+        client_state_transfer == 'files', 'scaffold_row_'
+    )
+    server = stepped.temporary_directory(server_state_files, 'server_state_')
     runner = algorithms.ScaffoldRunner(
         process,
         scaffold.initial_client_state(model_fn),
-        state_files_dir=(
-            directory if client_state_transfer == 'files' else None
-        ),
+        state_files_dir=clients,
+        server_state_dir=server,
     )
     held = [runner.initialize(), [runner.initial_client_state()] * len(data)]
 
     def next_round():
       held[0], held[1], _ = runner.run_round(held[0], data, held[1])
 
-    close = lambda: shutil.rmtree(directory, ignore_errors=True)
-    try:
-      next_round()  # Warm-up (tracing).
-    except BaseException:
-      close()
-      raise
-    return stepped.Rounds(
-        next_round, lambda: state_mb(held[0]) + state_mb(held[1]), close
+    return stepped.warmed_up(
+        next_round,
+        lambda: state_mb(held[0]) + state_mb(held[1]),
+        clients,
+        server,
     )
 
   return stepped.SteppedRow(rounds)

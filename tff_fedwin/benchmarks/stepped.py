@@ -7,9 +7,11 @@ runs one more round. `SteppedRow` times such a row as a `rounds.RowFn`;
 that both see the same moments of this shared machine.
 """
 
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 
 class Rounds(NamedTuple):
@@ -53,3 +55,32 @@ def time_round(rounds: Rounds) -> float:
   start = time.perf_counter()
   rounds.next()
   return time.perf_counter() - start
+
+
+def temporary_directory(wanted: bool, prefix: str) -> Optional[str]:
+  """A new temporary directory if `wanted`, else None."""
+  return tempfile.mkdtemp(prefix=prefix) if wanted else None
+
+
+def warmed_up(
+    next_round: Callable[[], None],
+    state_mb: Callable[[], float],
+    *directories: Optional[str],
+) -> Rounds:
+  """`Rounds` after one untimed `next_round` (tracing).
+
+  `close` removes `directories` (None entries skipped), as does a failed
+  warm-up before it raises.
+  """
+
+  def close():
+    for directory in directories:
+      if directory is not None:
+        shutil.rmtree(directory, ignore_errors=True)
+
+  try:
+    next_round()
+  except BaseException:
+    close()
+    raise
+  return Rounds(next_round, state_mb, close)
