@@ -19,9 +19,10 @@ measured first and last in the same run, and against the bound) with:
 reports each cell's median and range (the machine is shared: single runs of a
 row differ by ~0.1-0.2x). `--rows` runs a part of the list (a regular
 expression on the row names; the references come along). `--paired=N`
-measures each row that has an own bound against it instead, their rounds
-alternated N times, so both sides of a ratio see the same minutes
-(`benchmarks.paired`).
+measures each row that has an own bound against it instead: the rows of one
+bound share a fresh worker and their rounds interleave with the bound's, N
+cycles, so both sides of a ratio, and the rows of one bound, see the same
+minutes (`benchmarks.paired`).
 
   .venv/bin/python scripts/benchmark.py --repeats=3 --output=benchmark.md
   .venv/bin/python scripts/benchmark.py --repeats=6 \
@@ -58,7 +59,8 @@ _PAIRED = flags.DEFINE_integer(
     'paired',
     0,
     'If > 0: instead of the table, each row with an own bound against that '
-    'bound, their rounds alternated, this many pairs (--rounds unused).',
+    "bound, the rows of one bound interleaved with the bound's rounds, this "
+    'many cycles (--rounds unused).',
 )
 _ROWS = flags.DEFINE_string(
     'rows',

@@ -16,15 +16,26 @@ def _logged(name, log):
   )
 
 
-def test_measure_pair_alternates_which_side_goes_first():
+def test_measure_group_of_one_row_alternates_which_side_goes_first():
   log = []
 
-  row_s, bound_s = paired.measure_pair(
-      _logged('row', log), _logged('bound', log), 3
+  (row_s,), bound_s = paired.measure_group(
+      [_logged('row', log)], _logged('bound', log), 3
   )
 
   assert log == ['row', 'bound', 'bound', 'row', 'row', 'bound']
   assert len(row_s) == len(bound_s) == 3
+
+
+def test_measure_group_reverses_the_rows_every_other_cycle():
+  log = []
+
+  seconds, bound_s = paired.measure_group(
+      [_logged('a', log), _logged('b', log)], _logged('bound', log), 2
+  )
+
+  assert log == ['a', 'b', 'bound', 'bound', 'b', 'a']
+  assert [len(s) for s in seconds] == [2, 2] and len(bound_s) == 2
 
 
 def test_ratios_are_taken_within_each_pair():
@@ -95,3 +106,25 @@ def test_run_pairs_closes_the_row_when_its_bound_fails_to_prepare():
   with pytest.raises(RuntimeError, match='bound failed'):
     paired.run_pairs(rows, data=None, num_pairs=1)
   assert log == ['row closed']
+
+
+def test_run_pairs_interleaves_the_rows_of_one_bound():
+  log = []
+  step = lambda name: stepped.SteppedRow(lambda data: _logged(name, log))
+  rows = [
+      rounds.Row('a', step('a'), own_bound='bound'),
+      rounds.Row('other', step('other'), own_bound='other bound'),
+      rounds.Row('b', step('b'), own_bound='bound'),
+      rounds.Row('bound', step('bound'), num_workers=0),
+      rounds.Row('other bound', step('other bound'), num_workers=0),
+  ]
+
+  results = paired.run_pairs(rows, data=None, num_pairs=2, log=log.append)
+
+  assert [r.name for r in results] == ['a', 'b', 'other']
+  assert results[0].bound_seconds is results[1].bound_seconds
+  rounds_run = [e for e in log if ':' not in e and 'closed' not in e]
+  assert rounds_run == [
+      'a', 'b', 'bound', 'bound', 'b', 'a',
+      'other', 'other bound', 'other bound', 'other',
+  ]  # fmt: skip

@@ -1,13 +1,16 @@
-"""A row and its own bound measured round by round, alternately.
+"""Rows and their own bound measured round by round, interleaved.
 
 Ratios of rows measured minutes apart carry this shared machine's drift
-(single runs of the same row differ by 10-20%). Here a row's TFF worker and
-its bound's in-process `tf.function` are both prepared, then their rounds
-alternate (row, bound, bound, row, ...), and each pair of adjacent rounds
-gives one ratio: the two sides of a ratio see the same seconds of the
-machine. Used by `scripts/benchmark.py --paired` (docs/design.md sec. 7.4).
+(single runs of the same row differ by 10-20%). Here the rows that share an
+own bound are prepared together on one fresh TFF worker, with the bound's
+in-process `tf.function`, and their rounds interleave: rows A, B, then the
+bound; the bound, then B, A; and so on. Each cycle gives each row one ratio
+to the bound's round of the same cycle, so a ratio's two sides, and the
+rows of one group, see the same seconds of the machine. Used by
+`scripts/benchmark.py --paired` (docs/design.md sec. 7.4).
 """
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Optional
 
@@ -28,23 +31,45 @@ class PairResult(NamedTuple):
     return [r / b for r, b in zip(self.row_seconds, self.bound_seconds)]
 
 
-def measure_pair(
-    row: stepped.Rounds, bound: stepped.Rounds, num_pairs: int
-) -> tuple[list[float], list[float]]:
-  """`(row seconds, bound seconds)` of `num_pairs` alternated rounds each.
+def measure_group(
+    rows: Sequence[stepped.Rounds], bound: stepped.Rounds, num_cycles: int
+) -> tuple[list[list[float]], list[float]]:
+  """`(seconds of each row, bound seconds)` of `num_cycles` cycles.
 
-  Pair k times the row first for even k and the bound first for odd k, so
-  neither side always runs after the other.
+  Cycle k runs every row in order and then the bound for even k, the bound
+  and then the rows in reverse order for odd k, so no round always runs
+  after the same other one.
   """
-  row_seconds, bound_seconds = [], []
-  for k in range(num_pairs):
+  row_seconds = [[] for _ in rows]
+  bound_seconds = []
+  for k in range(num_cycles):
+    order = list(enumerate(rows))
+    if k % 2:
+      bound_seconds.append(stepped.time_round(bound))
+      order.reverse()
+    for i, row in order:
+      row_seconds[i].append(stepped.time_round(row))
     if k % 2 == 0:
-      row_seconds.append(stepped.time_round(row))
       bound_seconds.append(stepped.time_round(bound))
-    else:
-      bound_seconds.append(stepped.time_round(bound))
-      row_seconds.append(stepped.time_round(row))
   return row_seconds, bound_seconds
+
+
+def _groups(rows: Sequence[Any]) -> list[tuple[Any, list[Any]]]:
+  """`(bound row, [rows with that own bound])`, in the rows' order.
+
+  Raises:
+    ValueError: If a row of a group or its bound is not stepped.
+  """
+  by_name = {r.name: r for r in rows}
+  groups = {}
+  for row in rows:
+    if row.own_bound:
+      groups.setdefault(row.own_bound, []).append(row)
+  for name, members in groups.items():
+    for r in (*members, by_name[name]):
+      if not isinstance(r.run, stepped.SteppedRow):
+        raise ValueError(f'Row {r.name!r} cannot be stepped round by round.')
+  return [(by_name[name], members) for name, members in groups.items()]
 
 
 def run_pairs(
@@ -53,44 +78,38 @@ def run_pairs(
     num_pairs: int,
     log: Callable[[str], None] = print,
 ) -> list[PairResult]:
-  """Measures every row that has an own bound against it, alternately.
+  """Measures every row that has an own bound against it, interleaved.
 
   Args:
     rows: `rounds.Row`s; each row with an `own_bound` must be stepped
-      (`run` a `stepped.SteppedRow`, as the row of that bound), and runs on
-      one fresh local TFF worker (the bound in this process).
+      (`run` a `stepped.SteppedRow`, as the row of that bound). The rows of
+      one bound run on one fresh local TFF worker (the bound in this
+      process), prepared in the rows' order.
     data: The clients' datasets.
-    num_pairs: Alternated rounds of each side (>= 1).
-    log: Where each pair's figures go as they are measured.
+    num_pairs: Interleaved cycles (>= 1): rounds of each row and the bound.
+    log: Where each row's figures go as they are measured.
 
   Raises:
     ValueError: If `num_pairs` < 1, or a row or its bound is not stepped.
   """
   if num_pairs < 1:
     raise ValueError(f'`num_pairs` must be >= 1, got {num_pairs}.')
-  by_name = {r.name: r for r in rows}
   results = []
-  for row in rows:
-    if not row.own_bound:
-      continue
-    bound = by_name[row.own_bound]
-    for r in (row, bound):
-      if not isinstance(r.run, stepped.SteppedRow):
-        raise ValueError(f'Row {r.name!r} cannot be stepped round by round.')
-    with runtime.local_execution_context():
-      row_rounds = row.run.rounds(data)
-      try:
-        bound_rounds = bound.run.rounds(data)
-        try:
-          seconds = measure_pair(row_rounds, bound_rounds, num_pairs)
-        finally:
-          bound_rounds.close()
-      finally:
-        row_rounds.close()
-    results.append(PairResult(row.name, *seconds))
-    log(
-        f'{row.name}: x own bound {rounds.median_and_range(results[-1].ratios)}'
-    )
+  for bound, members in _groups(rows):
+    with runtime.local_execution_context(), contextlib.ExitStack() as stack:
+      prepared = []
+      for r in (*members, bound):
+        prepared.append(r.run.rounds(data))
+        stack.callback(prepared[-1].close)
+      row_seconds, bound_seconds = measure_group(
+          prepared[:-1], prepared[-1], num_pairs
+      )
+    for row, seconds in zip(members, row_seconds):
+      results.append(PairResult(row.name, seconds, bound_seconds))
+      log(
+          f'{row.name}: x own bound '
+          f'{rounds.median_and_range(results[-1].ratios)}'
+      )
   return results
 
 
@@ -125,10 +144,11 @@ def run_and_report(
   table = markdown_table(
       run_pairs(rows, data, num_pairs),
       f'EMNIST-62 cnn_dropout (1.2M params); {clients} clients x {steps} '
-      f'steps of batch {batch_size}; each row on a fresh TFF worker, its '
-      f"rounds alternated with its own bound's, {num_pairs} pairs after one "
-      'warm-up round each; medians (min-max) over the pairs, each ratio '
-      'within a pair.',
+      f'steps of batch {batch_size}; the rows of one own bound on one fresh '
+      "TFF worker, their rounds interleaved with their bound's (rows in "
+      'order, bound; bound, rows in reverse), '
+      f'{num_pairs} cycles after one warm-up round each; medians (min-max) '
+      'over the cycles, each ratio within a cycle.',
   )
   print(table, flush=True)
   if output:
