@@ -142,6 +142,11 @@ def _rows() -> list[bench.Row]:
           own_bound=_BOUND,
       ),
       bench.Row(
+          'build_fed_win WiMA W=100 E=10, server state as files',
+          bench.learning_process_row(wima, server_state_files=True),
+          own_bound=_BOUND,
+      ),
+      bench.Row(
           'build_fed_win WiMA W=100 E=10, 10 rounds per call',
           bench.multi_round_row(wima, 10),
       ),

@@ -79,6 +79,7 @@ def test_benchmark_report_covers_every_section(tmp_path):
       'same client training, plain TensorFlow, `for batch in '
       'dataset` (not a bound)',
       'build_fed_win WiMA W=100 E=10, 10 rounds per call',
+      'build_fed_win WiMA W=100 E=10, server state as files',
       'SCAFFOLD, client states as TFF values',
       'SCAFFOLD, client states as files',
       'SCAFFOLD, client and server states as files (default with local '
