@@ -164,6 +164,16 @@ def test_files_are_private_to_the_user(processes, tmp_path):
     assert (directory / name).stat().st_mode & 0o777 == 0o600
 
 
+def test_an_existing_directory_is_made_private(processes, tmp_path):
+  directory = tmp_path / 's'
+  directory.mkdir(mode=0o755)
+  directory.chmod(0o755)
+
+  resident_state.ResidentServerState(processes['fedavg'].next, str(directory))
+
+  assert directory.stat().st_mode & 0o777 == 0o700
+
+
 @pytest.mark.parametrize(
     'change, message',
     [

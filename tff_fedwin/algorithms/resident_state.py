@@ -137,6 +137,7 @@ class ResidentServerState:
 
     Raises:
       ValueError: As `build_resident_next`.
+      PermissionError: If `directory` cannot be made private to this user.
     """
     self._next = build_resident_next(next_fn)
     state_type = next_fn.type_signature.parameter[0].member
@@ -146,6 +147,7 @@ class ResidentServerState:
         for spec in tf.nest.flatten(self._specs)
     ]
     os.makedirs(directory, mode=0o700, exist_ok=True)
+    os.chmod(directory, 0o700)  # Also an existing one; fails if not ours.
     self._prefixes = tuple(
         os.path.join(directory, f'server_state.{name}') for name in 'ab'
     )
