@@ -10,12 +10,12 @@ that the runner still returns it as numpy. A state the driver changed, or one
 restored from a checkpoint, is written to the files first; the state last
 returned is recognized by identity and not written again.
 
-Why (docs/design.md sec. 7.4): a round trip of `build_fed_win`'s 4.6 MB state
-costs 70-90 ms and SCAFFOLD's 9.2 MB 111 ms, mostly TFF's Python
+Why (docs/design.md secs. 7.4, 7.6): a round trip of `build_fed_win`'s 4.6 MB
+state costs 70-90 ms and SCAFFOLD's 9.2 MB 111 ms, mostly TFF's Python
 serialization in the driver. Measured 2026-11-27 (AVX2 machine, one local
-worker, 30 rounds of each row alternated): SCAFFOLD's round 0.127 s shorter
-with its state in files (its client states already in files and the driver's
-own file work left out of both rows).
+worker, rounds of the variants interleaved): SCAFFOLD rounds of 10 clients x 1
+step 0.623 s against 0.722 s (40 cycles), WiMA W = 100 E = 10 with its 55 MB
+state in the process 1.14x its bound against 2.11x (30 cycles).
 
 The files are `<directory>/server_state.<a|b>.<j>`, one per state leaf, as
 serialized `TensorProto`s; a call reads one set and writes the other, so a
@@ -31,9 +31,6 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_fedwin.algorithms import tensor_files
-
-# How the server state reaches the workers (the runners' `server_state_dir`).
-SERVER_STATE_TRANSFERS = ('values', 'files')
 
 
 def _state_computations(state_type: tff.types.Type):
@@ -142,8 +139,9 @@ class ResidentServerState:
     self._next = build_resident_next(next_fn)
     state_type = next_fn.type_signature.parameter[0].member
     self._specs = tff.types.type_to_tf_tensor_specs(state_type)
+    # Each leaf's dtype and shape, as zero-stride views (no leaf's memory).
     self._like = [
-        np.empty(spec.shape, spec.dtype.as_numpy_dtype)
+        np.broadcast_to(np.empty((), spec.dtype.as_numpy_dtype), spec.shape)
         for spec in tf.nest.flatten(self._specs)
     ]
     os.makedirs(directory, mode=0o700, exist_ok=True)
