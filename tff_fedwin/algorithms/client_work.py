@@ -15,6 +15,7 @@ import tensorflow_federated as tff
 
 from tff_fedwin import checks
 from tff_fedwin.algorithms import client_loop
+from tff_fedwin.algorithms import client_model
 from tff_fedwin.algorithms import client_training
 from tff_fedwin.losses import labels as labels_lib
 
@@ -54,7 +55,7 @@ def _build_client_update(
   if proximal_strength > 0:
     transform = client_training.proximal_gradient(proximal_strength)
   training = client_training.build_client_training(
-      model_fn(),
+      client_model.build_client_model(model_fn),
       optimizer_step=client_training.tff_optimizer_step(optimizer),
       client_loss=client_loss,
       num_classes=num_classes,

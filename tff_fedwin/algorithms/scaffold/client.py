@@ -8,6 +8,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_fedwin.algorithms import client_loop
+from tff_fedwin.algorithms import client_model
 from tff_fedwin.algorithms import client_training
 from tff_fedwin.algorithms.scaffold import types
 from tff_fedwin.losses import labels as labels_lib
@@ -141,7 +142,7 @@ def build_scaffold_client_update(
   """
   loop_implementation = client_loop.client_loop(loop_implementation)
   training = client_training.build_client_training(
-      model_fn(),
+      client_model.build_client_model(model_fn),
       optimizer_step=client_training.sgd_step(client_learning_rate),
       client_loss=client_loss,
       num_classes=num_classes,
