@@ -76,6 +76,15 @@ def _rows() -> list[bench.Row]:
   w, e = max(windows), max(periods)
   rows.append(
       bench.Row(
+          f'build_fed_win WiMA W={w} E=1, server state as files',
+          bench.learning_process_row(
+              fed_win(window_size=w, window_read_every=1),
+              server_state_files=True,
+          ),
+      )
+  )
+  rows.append(
+      bench.Row(
           f'build_fed_win WiMA W={w} E=1, window kept by the program',
           program_window_rows.program_window_row(fed_win(), window_size=w),
       )

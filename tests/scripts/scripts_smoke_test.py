@@ -55,6 +55,7 @@ def test_benchmark_window_writes_a_row_per_configuration(tmp_path):
       'bound: same FedAvg arithmetic, one tf.function over tensors',
       'build_fed_win, no window',
       'build_fed_win WiMA W=2 E=2',
+      'build_fed_win WiMA W=2 E=1, server state as files',
       'build_fed_win WiMA W=2 E=1, window kept by the program',
       'build_fed_win IMA W=2 broadcast, window kept by the program '
       '(active every timed round)',

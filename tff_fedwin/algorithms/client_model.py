@@ -14,9 +14,9 @@ takes 5.1-5.6 ms against 0.4 ms filling them with zeros (docs/design.md
 sec. 7.4).
 
 `build_client_model` builds the model with every trainable variable whose
-shape and dtype are known at creation started at zeros instead. Non-trainable
-variables (e.g. batch-norm statistics, metric counters) keep their own
-initial values: a client assigns only some of them.
+shape and dtype are known at creation started at zeros instead. Every other
+variable keeps its own initial value: non-trainable ones include variables
+outside the model's weights (metric counters), which no client assigns.
 """
 
 from collections.abc import Callable
