@@ -8,8 +8,8 @@ measured first and last in the same run, and against the bound) with:
 2. the bound (the same FedAvg arithmetic as one in-process `tf.function` per
    round over tensors; every row's ratio to it is reported) and the same client
    training as an in-process `tf.data` loop;
-3. window overhead (W=100 read every 10 rounds, one and 10 rounds per call),
-   WSM clients and SCAFFOLD, each also against its own bound (the same
+3. window overhead (W=100 read every 10 rounds: in the state, one and 10
+   rounds per call, and kept by the program, filled first), WSM clients and SCAFFOLD, each also against its own bound (the same
    algorithm's arithmetic as one `tf.function`, column "x own bound");
 4. FedAvg on 1, 2 and 4 local TFF workers (clients split by TFF's
    mergeable-computation context);
@@ -39,6 +39,7 @@ import tensorflow_federated as tff
 from tff_fedwin import algorithms
 from tff_fedwin import tasks
 from tff_fedwin.benchmarks import paired
+from tff_fedwin.benchmarks import program_window_rows
 from tff_fedwin.benchmarks import rounds as bench
 from tff_fedwin.benchmarks import row_order
 
@@ -144,6 +145,17 @@ def _rows() -> list[bench.Row]:
       bench.Row(
           'build_fed_win WiMA W=100 E=10, server state as files',
           bench.learning_process_row(wima, server_state_files=True),
+          own_bound=_BOUND,
+      ),
+      bench.Row(
+          'build_fed_win WiMA W=100 E=10, window kept by the program, server '
+          'state as files (the default with local workers)',
+          program_window_rows.program_window_row(
+              lambda: algorithms.build_fed_win(model_fn, sgd()),
+              server_state_files=True,
+              window_size=100,
+              read_every=10,
+          ),
           own_bound=_BOUND,
       ),
       bench.Row(

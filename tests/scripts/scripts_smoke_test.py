@@ -81,6 +81,8 @@ def test_benchmark_report_covers_every_section(tmp_path):
       'dataset` (not a bound)',
       'build_fed_win WiMA W=100 E=10, 10 rounds per call',
       'build_fed_win WiMA W=100 E=10, server state as files',
+      'build_fed_win WiMA W=100 E=10, window kept by the program, server '
+      'state as files (the default with local workers)',
       'SCAFFOLD, client states as TFF values',
       'SCAFFOLD, client states as files',
       'SCAFFOLD, client and server states as files (default with local '

@@ -1,7 +1,8 @@
 """Benchmark rows of learning processes with the window kept by the program.
 
-Used by scripts/benchmark_window.py next to the rows of `benchmarks.rounds`:
-the same timing (one warm-up round, then the timed rounds), through
+Used by scripts/benchmark_window.py and scripts/benchmark.py next to the rows
+of `benchmarks.rounds`: the same timing (one warm-up round, then the timed
+rounds, or rounds interleaved with the bound's by `benchmarks.paired`), through
 `ProgramWindowRunner.run_round`, so a row includes the window's file write,
 read-back and running sum (docs/design.md sec. 1.10).
 """
@@ -16,42 +17,84 @@ import numpy as np
 
 from tff_fedwin.algorithms import program_window_runner
 from tff_fedwin.algorithms import runners
-from tff_fedwin.benchmarks import rounds
+from tff_fedwin.benchmarks import rounds as rounds_lib
+from tff_fedwin.benchmarks import stepped
 
 
 def program_window_row(
-    build: Callable[[], Any], **window_args: Any
-) -> rounds.RowFn:
-  """Times rounds of the LearningProcess `build()` with a `ProgramWindow`.
+    build: Callable[[], Any],
+    *,
+    server_state_files: bool = False,
+    **window_args: Any,
+) -> stepped.SteppedRow:
+  """Rounds of the LearningProcess `build()` with a `ProgramWindow`.
+
+  Each round is one `ProgramWindowRunner.run_round`, as the training loop
+  runs it: the process's round, then the window's file write, read-back and
+  running sum (and, in `'broadcast'` mode, m^t set into the state). The
+  window is filled first (`_filled`), so every round, the warm-up included,
+  does the work of a full window, as in a long run. Stepped, so
+  `benchmarks.paired` can interleave it with its own bound.
 
   Args:
     build: Builds a `tff.learning.templates.LearningProcess` without a window.
+    server_state_files: If True, the process's server state stays in files
+      between rounds (`LearningProcessRunner(server_state_dir=...)`, the
+      default of the training loop with local workers).
     **window_args: `ProgramWindow`'s arguments (`window_size`, `mode`, ...).
 
   Returns:
-    A row function; its state MB is the process state's (what crosses the
-    Python boundary), without the window's float64 sum kept in the driver.
+    A row; its state MB is the process state's (what crosses the Python
+    boundary), without the window's float64 sum kept in the driver.
   """
 
-  def run(data, num_rounds):
+  def rounds(data):
+    server = stepped.temporary_directory(server_state_files, 'server_state_')
+    window_dir = tempfile.mkdtemp(prefix='program_window_')
     runner = program_window_runner.ProgramWindowRunner(
-        runners.LearningProcessRunner(build()),
+        runners.LearningProcessRunner(build(), server_state_dir=server),
         program_window_runner.ProgramWindow(**window_args),
     )
-    with tempfile.TemporaryDirectory() as directory:
-      state = runner.initialize()
-      files = runner.open_files(directory, None, state)
-      try:
-        state, _, _ = runner.run_round(state, data, None)  # Warm-up.
-        start = time.perf_counter()
-        for _ in range(num_rounds):
-          state, _, _ = runner.run_round(state, data, None)
-        seconds = (time.perf_counter() - start) / num_rounds
-      finally:
-        files.close()
-    return seconds, rounds.state_mb(state.process)
+    state = [runner.initialize()]
+    files = runner.open_files(window_dir, None, state[0])
+    state[0] = _filled(runner, state[0])
 
-  return run
+    def next_round():
+      state[0] = runner.run_round(state[0], data, None)[0]
+
+    try:
+      prepared = stepped.warmed_up(
+          next_round,
+          lambda: rounds_lib.state_mb(state[0].process),
+          server,
+          window_dir,
+      )
+    except BaseException:
+      files.close()
+      raise
+
+    def close():
+      files.close()
+      prepared.close()
+
+    return prepared._replace(close=close)
+
+  return stepped.SteppedRow(rounds)
+
+
+def _filled(runner, state):
+  """`state` with the initial model pushed until the largest window is full.
+
+  The pushes are driver-side file writes, no rounds of the process: the
+  rounds timed after them write w^t and read back w^{t-W} as a long run's
+  do, instead of the first W rounds' writes only.
+  """
+  window = runner.window
+  model = runner.global_model_weights(state).trainable
+  window_state = state.window
+  for _ in range(window.largest_window_size):
+    window_state = window.push(window_state, model)
+  return state._replace(window=window_state)
 
 
 def window_work_seconds(
