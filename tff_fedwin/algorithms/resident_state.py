@@ -5,8 +5,8 @@ and returns the new one, each way through TFF's value serialization in the
 driver. With the state in files instead, the worker reads the state of round
 t from files at the start of round t+1's call and writes the new one to files
 at its end; only two paths cross TFF's value serialization, and the driver
-reads the new state from the files (one copy per leaf, `tensor_files`) so
-that the runner still returns it as numpy. A state the driver changed, or one
+reads the new state from the files (one copy per leaf) so that the runner
+still returns it as numpy. A state the driver changed, or one
 restored from a checkpoint, is written to the files first; the state last
 returned is recognized by identity and not written again.
 
@@ -17,10 +17,11 @@ worker, rounds of the variants interleaved): SCAFFOLD rounds of 10 clients x 1
 step 0.623 s against 0.722 s (40 cycles), WiMA W = 100 E = 10 with its 55 MB
 state in the process 1.14x its bound against 2.11x (30 cycles).
 
-The files are `<directory>/server_state.<a|b>.<j>`, one per state leaf, as
-serialized `TensorProto`s; a call reads one set and writes the other, so a
-call that fails leaves the state it read intact. The driver and the worker
-must see the same directory: local workers, or a shared file system.
+The files are the tensor bundles (`tensor_bundles`: TensorFlow's checkpoint
+format, each leaf's raw bytes and checksum) `<directory>/server_state.<a|b>`;
+a call reads one and writes the other, so a call that fails leaves the state
+it read intact. The driver and the worker must see the same directory: local
+workers, or a shared file system.
 """
 
 import os
@@ -30,32 +31,24 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tff_fedwin.algorithms import tensor_files
+from tff_fedwin.algorithms import tensor_bundles
 
 
 def _state_computations(state_type: tff.types.Type):
-  """`(string -> S)` and `(<S, string> -> string)` over a prefix's files."""
+  """`(string -> S)` and `(<S, string> -> string)` over a prefix's bundle."""
   specs = tff.types.type_to_tf_tensor_specs(state_type)
   flat_specs = tf.nest.flatten(specs)
 
   @tff.tensorflow.computation(np.str_)
   def read_state(prefix):
-    leaves = [
-        tf.ensure_shape(
-            tf.io.parse_tensor(tf.io.read_file(prefix + f'.{j}'), spec.dtype),
-            spec.shape,
-        )
-        for j, spec in enumerate(flat_specs)
-    ]
-    return tf.nest.pack_sequence_as(specs, leaves)
+    return tf.nest.pack_sequence_as(
+        specs, tensor_bundles.restore(prefix, flat_specs)
+    )
 
   @tff.tensorflow.computation(state_type, np.str_)
   def write_state(state, prefix):
-    writes = [
-        tf.io.write_file(prefix + f'.{j}', tf.io.serialize_tensor(leaf))
-        for j, leaf in enumerate(tf.nest.flatten(state))
-    ]
-    with tf.control_dependencies(writes):
+    saved = tensor_bundles.save_op(prefix, tf.nest.flatten(state))
+    with tf.control_dependencies([saved]):
       return tf.identity(prefix)
 
   return read_state, write_state
@@ -67,9 +60,9 @@ def build_resident_next(next_fn: tff.Computation) -> tff.Computation:
   For `next_fn` of type `(<S@SERVER, A_1, ..., A_k> -> <S@SERVER, R_1, ...,
   R_m>)` (a `LearningProcess`'s or `build_scaffold`'s `next`), returns
   `(<string@SERVER, string@SERVER, A_1, ..., A_k> -> <string@SERVER, R_1,
-  ..., R_m>)`: the state read from the files `<source>.<j>`, one `next_fn`,
-  the new state written to `<target>.<j>`, and `target` returned once every
-  file is written. The same arithmetic as `next_fn`.
+  ..., R_m>)`: the state read from the tensor bundle at `source`, one
+  `next_fn`, the new state written as the bundle at `target`, and `target`
+  returned once it is written. The same arithmetic as `next_fn`.
 
   Raises:
     ValueError: If `next_fn` does not take a SERVER-placed state first and
@@ -186,14 +179,17 @@ class ResidentServerState:
             f'Leaf {j} of the server state has shape {np.shape(leaf)}; its '
             f'type has {like.shape}.'
         )
-      tensor_files.write_tensor_file(
-          f'{prefix}.{j}', np.asarray(leaf, like.dtype)
-      )
+    tensor_bundles.write(
+        prefix,
+        [
+            np.asarray(leaf, like.dtype)
+            for leaf, like in zip(leaves, self._like)
+        ],
+    )
 
   def _read(self, prefix: str) -> Any:
-    leaves = []
-    for j, like in enumerate(self._like):
-      array = tensor_files.read_tensor_file(f'{prefix}.{j}', like)
-      array.flags.writeable = False
-      leaves.append(array[()] if array.ndim == 0 else array)
+    leaves = tensor_bundles.read(prefix, self._like)
+    for leaf in leaves:
+      if isinstance(leaf, np.ndarray):
+        leaf.flags.writeable = False
     return tf.nest.pack_sequence_as(self._specs, leaves)

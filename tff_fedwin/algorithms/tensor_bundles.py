@@ -1,0 +1,107 @@
+"""Lists of tensors as TensorFlow tensor bundles, read and written in and out of graphs.
+
+A tensor bundle is TensorFlow's checkpoint format: `<prefix>.index` (each
+tensor's dtype, shape, offset and CRC32C) and `<prefix>.data-00000-of-00001`
+(the tensors' raw bytes). A TFF worker writes one with the `SaveV2` op and
+reads it with `RestoreV2`; the driver uses the same ops eagerly to write and
+`tf.train.load_checkpoint` to read. The tensors are named `'0'`, `'1'`, ...
+in list order.
+
+Why not `tf.io.serialize_tensor` and `tf.io.write_file` (`tensor_files`):
+serializing builds a `TensorProto` and copies it into a string, and parsing
+copies twice more. Measured 2026-11-27 (AVX-512 machine, in one process, a
+`[10, 1200000]` float32 tensor, 48 MB, medians of 15): written 84 ms against
+46 ms for `SaveV2`, read 63 ms against 11 ms for `RestoreV2`; on a TFF worker,
+reading and writing the 55 MB state of WiMA W = 100 E = 10 took 162 against
+80 ms (docs/design.md sec. 7.4). `RestoreV2` also checks every tensor's CRC32C,
+so a partly written or foreign file is refused, not read.
+"""
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+import tensorflow as tf
+
+DATA_SUFFIX = '.data-00000-of-00001'
+INDEX_SUFFIX = '.index'
+
+
+def _names(count: int) -> list[str]:
+  return [str(j) for j in range(count)]
+
+
+def save_op(prefix: tf.Tensor, tensors: Sequence[tf.Tensor]) -> tf.Operation:
+  """In a graph: the op that writes `tensors` as the bundle at `prefix`."""
+  return tf.raw_ops.SaveV2(
+      prefix=prefix,
+      tensor_names=_names(len(tensors)),
+      shape_and_slices=[''] * len(tensors),
+      tensors=list(tensors),
+  )
+
+
+def restore(
+    prefix: tf.Tensor, specs: Sequence[tf.TensorSpec]
+) -> list[tf.Tensor]:
+  """In a graph: the tensors of the bundle at `prefix`, shaped as `specs`.
+
+  The read fails (an op error naming the file) if a tensor is missing, has
+  another dtype, or its bytes fail their checksum; `tf.ensure_shape` fails if
+  one has another shape.
+  """
+  tensors = tf.raw_ops.RestoreV2(
+      prefix=prefix,
+      tensor_names=_names(len(specs)),
+      shape_and_slices=[''] * len(specs),
+      dtypes=[spec.dtype for spec in specs],
+  )
+  return [tf.ensure_shape(t, spec.shape) for t, spec in zip(tensors, specs)]
+
+
+def write(prefix: str, arrays: Sequence[np.ndarray]) -> None:
+  """Writes `arrays` as the bundle at `prefix` (files 0600, replaced)."""
+  tf.raw_ops.SaveV2(
+      prefix=prefix,
+      tensor_names=_names(len(arrays)),
+      shape_and_slices=[''] * len(arrays),
+      tensors=[np.asarray(a) for a in arrays],
+  )
+  for suffix in (INDEX_SUFFIX, DATA_SUFFIX):
+    os.chmod(prefix + suffix, 0o600)
+
+
+def read(prefix: str, likes: Sequence[np.ndarray]) -> list[np.ndarray]:
+  """The arrays of the bundle at `prefix`, checked against `likes`.
+
+  Returns one new array per entry of `likes`, a numpy scalar for a 0-d one,
+  the bits written.
+
+  Raises:
+    ValueError: Naming `prefix`, if there is no bundle there, or one of its
+      tensors is missing, fails its checksum, or holds another dtype or
+      shape than its `like`.
+  """
+  try:
+    reader = tf.train.load_checkpoint(prefix)
+  except (tf.errors.OpError, ValueError) as e:
+    raise ValueError(f'No tensor bundle can be read at {prefix}: {e}') from e
+  dtypes = reader.get_variable_to_dtype_map()
+  arrays = []
+  for name, like in zip(_names(len(likes)), likes):
+    if name not in dtypes:
+      raise ValueError(f'The tensor bundle {prefix} has no tensor {name}.')
+    try:
+      array = reader.get_tensor(name)
+    except tf.errors.OpError as e:  # E.g. DataLossError: a bad checksum.
+      raise ValueError(
+          f'Tensor {name} of the bundle {prefix} cannot be read: {e.message}'
+      ) from e
+    if np.dtype(array.dtype) != like.dtype or np.shape(array) != like.shape:
+      raise ValueError(
+          f'Tensor {name} of the bundle {prefix} is {array.dtype} of shape '
+          f'{np.shape(array)}; {like.dtype} of shape {like.shape} was '
+          'expected.'
+      )
+    arrays.append(array)
+  return arrays
