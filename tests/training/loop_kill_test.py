@@ -34,8 +34,8 @@ KILL_POINTS = {
         'round3-start': _R3,
         'round3-half-written-update': _R3 + (r'pwrite leaf_1',),
         # Mid-way through the driver's side of the state files (its round
-        # 3 inputs half written, round 2's outputs half emptied).
-        'round3-state-files': _R3 + (r'truncate client1\.out\.0',),
+        # 3 inputs half written, round 2's output indexes half removed).
+        'round3-state-files': _R3 + (r'remove client1\.out\.index',),
         'ckpt2-syncing-pending': _CHECKPOINT_2 + (r'fsync leaf_0',),
         'ckpt2-before-delta-rename': _CHECKPOINT_2 + (r'rename pending',),
         'ckpt2-delta-no-program-state': _CHECKPOINT_2 + _AFTER_STATE_2,

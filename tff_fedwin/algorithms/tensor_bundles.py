@@ -1,20 +1,22 @@
-"""Lists of tensors as TensorFlow tensor bundles, read and written in and out of graphs.
+"""Tensors as TensorFlow tensor bundles, in graphs and in the driver.
 
 A tensor bundle is TensorFlow's checkpoint format: `<prefix>.index` (each
 tensor's dtype, shape, offset and CRC32C) and `<prefix>.data-00000-of-00001`
 (the tensors' raw bytes). A TFF worker writes one with the `SaveV2` op and
-reads it with `RestoreV2`; the driver uses the same ops eagerly to write and
+reads it with `RestoreV2`; the driver uses `SaveV2` eagerly to write and
 `tf.train.load_checkpoint` to read. The tensors are named `'0'`, `'1'`, ...
-in list order.
+in list order. `SaveV2` writes temporary files and renames them, so a reader
+never sees a half-written bundle under its name.
 
-Why not `tf.io.serialize_tensor` and `tf.io.write_file` (`tensor_files`):
-serializing builds a `TensorProto` and copies it into a string, and parsing
-copies twice more. Measured 2026-11-27 (AVX-512 machine, in one process, a
-`[10, 1200000]` float32 tensor, 48 MB, medians of 15): written 84 ms against
-46 ms for `SaveV2`, read 63 ms against 11 ms for `RestoreV2`; on a TFF worker,
-reading and writing the 55 MB state of WiMA W = 100 E = 10 took 162 against
-80 ms (docs/design.md sec. 7.4). `RestoreV2` also checks every tensor's CRC32C,
-so a partly written or foreign file is refused, not read.
+Why not `tf.io.serialize_tensor` and `tf.io.write_file` (this project's
+format for these files until 2026-11-27): serializing builds a `TensorProto`
+and copies it into a string, and parsing copies twice more. Measured
+2026-11-27 (AVX-512 machine, in one process, a `[10, 1200000]` float32
+tensor, 48 MB, medians of 15): written 84 ms against 46 ms for `SaveV2`, read
+63 ms against 11 ms for `RestoreV2`; on a TFF worker, reading and writing the
+55 MB state of WiMA W = 100 E = 10 took 162 against 80 ms (docs/design.md
+sec. 7.4). Every read checks each tensor's CRC32C, so a partly written or
+foreign file is refused, not read.
 """
 
 import os

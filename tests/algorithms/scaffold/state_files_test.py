@@ -30,6 +30,16 @@ def _read_in_graph(prefix, like):
   return [t.numpy() for t in read(tf.constant(prefix)).control_variate]
 
 
+def _write_outputs_in_graph(prefix, leaves):
+  """The worker's c_i+ files (`write_client_state` in a graph)."""
+
+  @tf.function
+  def write(p, *tensors):
+    state_files.write_client_state(p, types.ScaffoldClientState(list(tensors)))
+
+  write(tf.constant(prefix), *[tf.constant(x) for x in leaves])
+
+
 @pytest.mark.parametrize('dtype', [np.float16, np.float32, np.float64])
 def test_worker_reads_the_bits_the_driver_wrote(tmp_path, dtype):
   leaves = [
@@ -69,16 +79,16 @@ def test_inputs_file_holds_only_the_raw_little_endian_bytes(tmp_path):
     assert f.read() == leaf.astype('<f4').tobytes()
 
 
-def test_write_inputs_empties_last_rounds_outputs(tmp_path):
+def test_write_inputs_removes_last_rounds_output_index(tmp_path):
   prefix = str(tmp_path / 'client0')
-  with open(f'{prefix}.out.0', 'wb') as f:
-    f.write(b'last round')
+  _write_outputs_in_graph(prefix, [np.ones(2, np.float32)])
+  assert os.path.exists(f'{prefix}.out.index')
 
   state_files.write_inputs(
       [prefix], [types.ScaffoldClientState([np.zeros(2, np.float32)])]
   )
 
-  assert os.path.getsize(f'{prefix}.out.0') == 0
+  assert not os.path.exists(f'{prefix}.out.index')
   assert os.path.getsize(f'{prefix}.in.0') == 8  # 2 float32 values
 
 
@@ -107,16 +117,6 @@ def test_wrong_size_input_fails_in_the_worker(tmp_path, written, expected):
     _read_in_graph(prefix, [np.zeros(expected, np.float32)])
 
 
-def _write_outputs_in_graph(prefix, leaves):
-  """The worker's c_i+ files (`write_client_state` in a graph)."""
-
-  @tf.function
-  def write(p, *tensors):
-    state_files.write_client_state(p, types.ScaffoldClientState(list(tensors)))
-
-  write(tf.constant(prefix), *[tf.constant(x) for x in leaves])
-
-
 @pytest.mark.parametrize('dtype', [np.float16, np.float32, np.float64])
 def test_driver_reads_the_bits_the_worker_wrote(tmp_path, dtype):
   leaves = [
@@ -137,73 +137,56 @@ def test_driver_reads_the_bits_the_worker_wrote(tmp_path, dtype):
 
 
 @pytest.mark.parametrize(
-    'written', [np.zeros((2, 3), np.float64), np.zeros((3, 2), np.float32)]
+    'written, message',
+    [
+        (np.zeros((2, 3), np.float64), 'float64 of shape'),
+        (np.zeros((3, 2), np.float32), r'float32 of shape \(3, 2\)'),
+    ],
 )
-def test_output_of_another_dtype_or_shape_names_the_file(tmp_path, written):
+def test_output_of_another_dtype_or_shape_names_the_bundle(
+    tmp_path, written, message
+):
   prefix = str(tmp_path / 'client0')
   _write_outputs_in_graph(prefix, [written])
 
-  with pytest.raises(ValueError, match='client0.out.0 holds'):
+  with pytest.raises(ValueError, match=f'client0.out is {message}'):
     state_files.read_outputs(
         [prefix], types.ScaffoldClientState([np.zeros((2, 3), np.float32)])
     )
 
 
-def test_missing_output_raises_file_not_found(tmp_path):
-  with pytest.raises(FileNotFoundError):
+def test_missing_output_raises_file_not_found_naming_it(tmp_path):
+  with pytest.raises(FileNotFoundError, match='client0.out.index'):
     state_files.read_outputs(
         [str(tmp_path / 'client0')],
         types.ScaffoldClientState([np.zeros(2, np.float32)]),
     )
 
 
-def test_output_emptied_by_write_inputs_is_refused(tmp_path):
-  # A client computation that ran last round but not since: its c_i+ file
-  # is still there, emptied by this round's write_inputs.
+def test_output_of_last_round_is_refused_after_write_inputs(tmp_path):
+  # A client computation that ran last round but not since: its c_i+ data
+  # file is still there, its index removed by this round's write_inputs.
   prefix = str(tmp_path / 'client0')
   like = types.ScaffoldClientState([np.zeros(2, np.float32)])
   _write_outputs_in_graph(prefix, [np.ones(2, np.float32)])
   state_files.write_inputs([prefix], [like])
 
-  with pytest.raises(ValueError, match='client0.out.0 is empty'):
+  with pytest.raises(FileNotFoundError, match='client0.out.index'):
     state_files.read_outputs([prefix], like)
 
 
-def _serialized(array):
-  return tf.io.serialize_tensor(tf.constant(array)).numpy()
-
-
-@pytest.mark.parametrize(
-    'change', [lambda s: s[:-1], lambda s: s + b'\0'], ids=['short', 'longer']
-)
-def test_output_with_other_than_its_announced_size_is_refused(tmp_path, change):
-  # The header (dtype, shape, content length 24) is intact; the content is
-  # one byte short of, or followed by one byte beyond, those 24 bytes.
+def test_output_whose_bytes_changed_is_refused(tmp_path):
+  # One bit of the data file flipped after the worker wrote it: the leaf's
+  # CRC32C in the index no longer matches.
   prefix = str(tmp_path / 'client0')
-  with open(prefix + '.out.0', 'wb') as f:
-    f.write(change(_serialized(np.ones((2, 3), np.float32))))
+  _write_outputs_in_graph(prefix, [np.arange(4, dtype=np.float32)])
+  with open(f'{prefix}.out.data-00000-of-00001', 'r+b') as f:
+    f.seek(-1, os.SEEK_END)
+    last = f.read(1)[0]
+    f.seek(-1, os.SEEK_END)
+    f.write(bytes([last ^ 1]))
 
-  with pytest.raises(ValueError, match='client0.out.0 does not hold the 24'):
+  with pytest.raises(ValueError, match='client0.out cannot be read'):
     state_files.read_outputs(
-        [prefix], types.ScaffoldClientState([np.zeros((2, 3), np.float32)])
+        [prefix], types.ScaffoldClientState([np.zeros(4, np.float32)])
     )
-
-
-def test_output_in_another_tensor_proto_encoding_reads_its_values(tmp_path):
-  # The same dtype and shape, the values in `float_val` instead of
-  # `tensor_content`: not the header serialize_tensor writes, so it is parsed.
-  proto = tf.make_tensor_proto(np.zeros((2, 3), np.float32))
-  proto.ClearField('tensor_content')
-  proto.float_val.extend([1.5, -2.0, 0.25, 3.0, -0.5, 8.0])
-  prefix = str(tmp_path / 'client0')
-  with open(prefix + '.out.0', 'wb') as f:
-    f.write(proto.SerializeToString())
-
-  (state,) = state_files.read_outputs(
-      [prefix], types.ScaffoldClientState([np.zeros((2, 3), np.float32)])
-  )
-
-  np.testing.assert_array_equal(
-      state.control_variate[0],
-      np.array([[1.5, -2.0, 0.25], [3.0, -0.5, 8.0]], np.float32),
-  )

@@ -13,23 +13,23 @@ to 1.2M-parameter float32 states, 6 calls, median, beside one training run):
 10 clients 0.52-0.61 s a call as values against 0.14-0.16 s as files; 50
 clients 5.5-5.7 s against 0.5-1.0 s, driver peak 2.2 against 1.1 GB.
 
-The files are one per client and weight tensor. `<prefix>.in.<i>` (c_i)
+The inputs are one file per client and weight tensor: `<prefix>.in.<i>` (c_i)
 holds the tensor's raw little-endian bytes, written by the driver straight
 from numpy (one copy) and read in the worker with `tf.io.decode_raw` (which
 reads every floating dtype; `build_scaffold` requires floating-point
-weights). `<prefix>.out.<i>` (c_i+) is a serialized `TensorProto`, written
-in the worker with `tf.io.serialize_tensor` (TensorFlow has no op that
-writes a tensor's raw bytes); the driver checks its header and reads the
-content after it straight into an array (`read_outputs`). Both keep the bits
-of the value path. Measured 2026-11-26 (10 clients of the 1.2M-parameter
-EMNIST CNN, 46 MB a round, 9 repetitions, medians): the driver writes the
-inputs in 76 ms as raw bytes against 108 ms as `TensorProto`s through
-TensorFlow ops, and a graph reads them in 34 ms against 42 ms with
+weights). c_i+ is the tensor bundle `<prefix>.out` (`tensor_bundles`:
+TensorFlow's checkpoint format, written in the worker with `SaveV2`, read by
+the driver with `tf.train.load_checkpoint`, every leaf's checksum checked).
+Both keep the bits of the value path. Measured 2026-11-26 (10 clients of the
+1.2M-parameter EMNIST CNN, 46 MB a round, 9 repetitions, medians): the driver
+writes the inputs in 76 ms as raw bytes against 108 ms as `TensorProto`s
+through TensorFlow ops, and a graph reads them in 34 ms against 42 ms with
 `tf.io.parse_tensor`. The driver and every worker must see the same
 directory: local workers (one machine) or a shared file system.
 """
 
 from collections.abc import Sequence
+import contextlib
 import os
 import sys
 from typing import Any
@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from tff_fedwin.algorithms import tensor_files
+from tff_fedwin.algorithms import tensor_bundles
 from tff_fedwin.algorithms.scaffold import types
 
 # How client states reach the workers (`build_scaffold`).
@@ -95,10 +95,11 @@ def _read_raw(path: tf.Tensor, spec: tf.TensorSpec) -> tf.Tensor:
 def write_client_state(
     prefix: tf.Tensor, state: types.ScaffoldClientState
 ) -> list[tf.Operation]:
-  """In the worker: the ops that write c_i+ to `<prefix>.out.<i>`."""
+  """In the worker: the op that writes c_i+ as the bundle `<prefix>.out`."""
   return [
-      tf.io.write_file(prefix + f'.{_OUT}.{i}', tf.io.serialize_tensor(leaf))
-      for i, leaf in enumerate(tf.nest.flatten(state.control_variate))
+      tensor_bundles.save_op(
+          prefix + f'.{_OUT}', tf.nest.flatten(state.control_variate)
+      )
   ]
 
 
@@ -106,20 +107,19 @@ def write_inputs(prefixes: Sequence[str], states: Sequence[Any]) -> None:
   """In the driver: each client's c_i to `<prefix>.in.<i>`, and no c_i+.
 
   Writes each leaf's raw little-endian bytes (`read_client_state` reads
-  them) over the file's old bytes in place, and empties (truncates to 0
-  bytes) the clients' `<prefix>.out.<i>` files, so a round's outputs can only
-  be that round's: `read_outputs` refuses an empty one. Neither file is
-  removed or recreated. Measured 2026-11-27 on ext4 (10 clients, 46 MB, 1
-  step each, 14 alternating rounds, medians): removing the outputs and
-  rewriting the inputs through `open(..., 'wb')` took 131 ms and made a
-  round 0.88 s; this takes 29 ms and makes it 0.76 s (docs/design.md
-  sec. 7.6).
+  them) over the file's old bytes in place, and removes the index of the
+  clients' c_i+ bundles (`<prefix>.out.index`, a few hundred bytes), so a
+  round's outputs can only be that round's: `read_outputs` refuses a bundle
+  without one. The input files are not removed or recreated. Measured
+  2026-11-27 on ext4 (10 clients, 46 MB, 1 step each, 14 alternating rounds,
+  medians): removing the outputs and rewriting the inputs through
+  `open(..., 'wb')` took 131 ms and made a round 0.88 s; writing in place
+  took 29 ms and made it 0.76 s (docs/design.md sec. 7.6).
   """
   for prefix, state in zip(prefixes, states, strict=True):
     leaves = tf.nest.flatten(state)
-    for path in _leaf_paths(prefix, _OUT, len(leaves)):
-      if os.path.exists(path):
-        os.truncate(path, 0)
+    with contextlib.suppress(FileNotFoundError):
+      os.remove(_output_index(prefix))
     for path, leaf in zip(_leaf_paths(prefix, _IN, len(leaves)), leaves):
       _overwrite(path, _little_endian(np.asarray(leaf)))
 
@@ -140,36 +140,39 @@ def _little_endian(array: np.ndarray) -> np.ndarray:
   return array
 
 
+def _output_index(prefix: str) -> str:
+  return f'{prefix}.{_OUT}{tensor_bundles.INDEX_SUFFIX}'
+
+
 def read_outputs(
     prefixes: Sequence[str], like: types.ScaffoldClientState
 ) -> list[types.ScaffoldClientState]:
-  """In the driver: each client's c_i+ from `<prefix>.out.<i>`, as numpy.
+  """In the driver: each client's c_i+ from the bundle `<prefix>.out`.
 
-  Reads each file's `TensorProto` straight into a new array when its bytes
-  are the header `tf.io.serialize_tensor` writes for `like`'s leaf (dtype,
-  shape, then the raw `tensor_content`, `tensor_files.content_header`), one
-  copy; any other encoding is parsed with protobuf and `tf.make_ndarray`.
-  The same bits either way. Measured 2026-11-27 (10 clients' 46 MB, AVX2
-  machine, 15 alternating reads, medians): 11 ms against 40 ms parsing every
-  file with protobuf (docs/design.md sec. 7.6).
+  One copy per leaf (`tensor_bundles.read`), every leaf's checksum checked;
+  the same bits as the value path.
 
   Args:
     prefixes: The clients' file prefixes, in round order.
     like: A client state (numpy) with the structure and dtypes to read.
 
+  Returns:
+    The clients' c_i+ as numpy arrays (0-d ones too).
+
   Raises:
-    FileNotFoundError: If a client's output is missing (its computation did
-      not write it).
-    ValueError: Naming the file, if it is empty (not written since
-      `write_inputs`), holds another dtype or shape than `like`'s leaf, or
-      has fewer or more bytes than its header announces.
+    FileNotFoundError: Naming the file, if a client's bundle has no index:
+      its computation did not write it since `write_inputs`.
+    ValueError: Naming the bundle, if a leaf is missing, fails its
+      checksum, or holds another dtype or shape than `like`'s leaf.
   """
   leaves = [np.asarray(leaf) for leaf in tf.nest.flatten(like)]
   states = []
   for prefix in prefixes:
-    read = [
-        tensor_files.read_tensor_file(path, leaf)
-        for path, leaf in zip(_leaf_paths(prefix, _OUT, len(leaves)), leaves)
-    ]
-    states.append(tf.nest.pack_sequence_as(like, read))
+    if not os.path.exists(_output_index(prefix)):
+      raise FileNotFoundError(
+          f'{_output_index(prefix)} does not exist: the client computation '
+          'did not write its c_i+ since the inputs were written.'
+      )
+    read = tensor_bundles.read(f'{prefix}.{_OUT}', leaves)
+    states.append(tf.nest.pack_sequence_as(like, [np.asarray(x) for x in read]))
   return states
