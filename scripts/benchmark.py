@@ -9,8 +9,9 @@ measured first and last in the same run, and against the bound) with:
    round over tensors; every row's ratio to it is reported) and the same client
    training as an in-process `tf.data` loop;
 3. window overhead (W=100 read every 10 rounds: in the state, one and 10
-   rounds per call, and kept by the program, filled first), WSM clients and SCAFFOLD, each also against its own bound (the same
-   algorithm's arithmetic as one `tf.function`, column "x own bound");
+   rounds per call, and kept by the program, filled first), WSM clients and
+   SCAFFOLD, each also against its own bound (the same algorithm's arithmetic
+   as one `tf.function`, column "x own bound");
 4. FedAvg on 1, 2 and 4 local TFF workers (clients split by TFF's
    mergeable-computation context);
 5. peak memory of the workers per row and of the driver.

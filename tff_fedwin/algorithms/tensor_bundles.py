@@ -34,7 +34,7 @@ def _names(count: int) -> list[str]:
 
 
 def save_op(prefix: tf.Tensor, tensors: Sequence[tf.Tensor]) -> tf.Operation:
-  """In a graph: the op that writes `tensors` as the bundle at `prefix`."""
+  """The op that writes `tensors` as the bundle at `prefix` (runs if eager)."""
   return tf.raw_ops.SaveV2(
       prefix=prefix,
       tensor_names=_names(len(tensors)),
@@ -63,12 +63,7 @@ def restore(
 
 def write(prefix: str, arrays: Sequence[np.ndarray]) -> None:
   """Writes `arrays` as the bundle at `prefix` (files 0600, replaced)."""
-  tf.raw_ops.SaveV2(
-      prefix=prefix,
-      tensor_names=_names(len(arrays)),
-      shape_and_slices=[''] * len(arrays),
-      tensors=[np.asarray(a) for a in arrays],
-  )
+  save_op(prefix, [np.asarray(a) for a in arrays])  # Eager: runs now.
   for suffix in (INDEX_SUFFIX, DATA_SUFFIX):
     os.chmod(prefix + suffix, 0o600)
 
