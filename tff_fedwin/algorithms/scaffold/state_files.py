@@ -55,8 +55,14 @@ def check_transfer(client_state_transfer: str) -> str:
   return client_state_transfer
 
 
-def _leaf_paths(prefix: str, direction: str, count: int) -> list[str]:
-  return [f'{prefix}.{direction}.{i}' for i in range(count)]
+def _input_path(prefix, i: int):
+  """c_i's leaf i: `<prefix>.in.<i>` (`prefix` a str or a string tensor)."""
+  return prefix + f'.{_IN}.{i}'
+
+
+def _output_prefix(prefix):
+  """c_i+'s bundle: `<prefix>.out` (`prefix` a str or a string tensor)."""
+  return prefix + f'.{_OUT}'
 
 
 def read_client_state(
@@ -72,7 +78,7 @@ def read_client_state(
     A `ScaffoldClientState` of tensors with the specs' dtypes and shapes.
   """
   leaves = [
-      _read_raw(prefix + f'.{_IN}.{i}', spec)
+      _read_raw(_input_path(prefix, i), spec)
       for i, spec in enumerate(tf.nest.flatten(control_variate_spec))
   ]
   return types.ScaffoldClientState(
@@ -98,7 +104,7 @@ def write_client_state(
   """In the worker: the op that writes c_i+ as the bundle `<prefix>.out`."""
   return [
       tensor_bundles.save_op(
-          prefix + f'.{_OUT}', tf.nest.flatten(state.control_variate)
+          _output_prefix(prefix), tf.nest.flatten(state.control_variate)
       )
   ]
 
@@ -120,8 +126,8 @@ def write_inputs(prefixes: Sequence[str], states: Sequence[Any]) -> None:
     leaves = tf.nest.flatten(state)
     with contextlib.suppress(FileNotFoundError):
       os.remove(_output_index(prefix))
-    for path, leaf in zip(_leaf_paths(prefix, _IN, len(leaves)), leaves):
-      _overwrite(path, _little_endian(np.asarray(leaf)))
+    for i, leaf in enumerate(leaves):
+      _overwrite(_input_path(prefix, i), _little_endian(np.asarray(leaf)))
 
 
 def _overwrite(path: str, array: np.ndarray) -> None:
@@ -141,7 +147,7 @@ def _little_endian(array: np.ndarray) -> np.ndarray:
 
 
 def _output_index(prefix: str) -> str:
-  return f'{prefix}.{_OUT}{tensor_bundles.INDEX_SUFFIX}'
+  return _output_prefix(prefix) + tensor_bundles.INDEX_SUFFIX
 
 
 def read_outputs(
@@ -173,6 +179,6 @@ def read_outputs(
           f'{_output_index(prefix)} does not exist: the client computation '
           'did not write its c_i+ since the inputs were written.'
       )
-    read = tensor_bundles.read(f'{prefix}.{_OUT}', leaves)
+    read = tensor_bundles.read(_output_prefix(prefix), leaves)
     states.append(tf.nest.pack_sequence_as(like, [np.asarray(x) for x in read]))
   return states
