@@ -4,7 +4,9 @@ Writes a markdown table (ratios against TFF's `build_weighted_fed_avg`
 measured first and last in the same run, and against the bound) with:
 1. FedAvg through `tff_fedwin.algorithms.build_fed_win` (held batches: one
    pass over a client's dataset, then the steps over tensors) vs TFF's
-   builder (dataset reduce), and each with TFF's other loop forms;
+   builder (dataset reduce), and each with TFF's other loop forms; "client
+   data by id": the worker builds the clients' datasets from a tensor bundle
+   (`algorithms.client_data_bundle`) instead of receiving them;
 2. the bound (the same FedAvg arithmetic as one in-process `tf.function` per
    round over tensors; every row's ratio to it is reported) and the same client
    training as an in-process `tf.data` loop;
@@ -108,11 +110,20 @@ def _rows() -> list[bench.Row]:
           own_bound=_BOUND,
       ),
       bench.Row(
-          'FedAvg via build_fed_win, server state as files (default with '
-          'local workers)',
+          'FedAvg via build_fed_win, server state as files',
           bench.learning_process_row(
               lambda: algorithms.build_fed_win(model_fn, sgd()),
               server_state_files=True,
+          ),
+          own_bound=_BOUND,
+      ),
+      bench.Row(
+          'FedAvg via build_fed_win, server state as files, client data by '
+          'id (default with local workers)',
+          bench.learning_process_row(
+              lambda: algorithms.build_fed_win(model_fn, sgd()),
+              server_state_files=True,
+              client_data_by_id=True,
           ),
           own_bound=_BOUND,
       ),
@@ -150,10 +161,12 @@ def _rows() -> list[bench.Row]:
       ),
       bench.Row(
           'build_fed_win WiMA W=100 E=10, window kept by the program, server '
-          'state as files (the default with local workers)',
+          'state as files, client data by id (the default with local '
+          'workers)',
           program_window_rows.program_window_row(
               lambda: algorithms.build_fed_win(model_fn, sgd()),
               server_state_files=True,
+              client_data_by_id=True,
               window_size=100,
               read_every=10,
           ),
@@ -193,13 +206,24 @@ def _rows() -> list[bench.Row]:
           own_bound=_SCAFFOLD_BOUND,
       ),
       bench.Row(
-          'SCAFFOLD, client and server states as files (default with local '
-          'workers)',
+          'SCAFFOLD, client and server states as files',
           bench.scaffold_row(
               model_fn,
               _LR,
               client_state_transfer='files',
               server_state_files=True,
+          ),
+          own_bound=_SCAFFOLD_BOUND,
+      ),
+      bench.Row(
+          'SCAFFOLD, client and server states as files, client data by id '
+          '(default with local workers)',
+          bench.scaffold_row(
+              model_fn,
+              _LR,
+              client_state_transfer='files',
+              server_state_files=True,
+              client_data_by_id=True,
           ),
           own_bound=_SCAFFOLD_BOUND,
       ),

@@ -219,6 +219,16 @@ flags.DEFINE_enum(
     'round trip through TFF), values (TFF values), or auto (files with the '
     'workers this run starts, values with --workers=host:port,...).',
 )
+flags.DEFINE_enum(
+    'client_data_transfer',
+    _DEFAULTS.client_data_transfer,
+    list(experiments.CLIENT_DATA_TRANSFERS),
+    "How the sampled clients' data reach the workers: files (the training "
+    'examples written once to the run directory, which the workers must see; '
+    "they build each client's dataset by id), values (each round's datasets "
+    'as TFF values), or auto (files with the workers this run starts, values '
+    'with --workers=host:port,...).',
+)
 flags.DEFINE_string(
     'root_output_dir', _DEFAULTS.root_output_dir, 'Root of all outputs.'
 )

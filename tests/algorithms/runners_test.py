@@ -8,9 +8,11 @@ from numpy means of the global models for the window.
 
 import numpy as np
 import pytest
+import tensorflow as tf
 import tensorflow_federated as tff
 
 from tests import softmax_task as task
+from tff_fedwin.algorithms import client_data_bundle
 from tff_fedwin.algorithms import fed_win
 from tff_fedwin.algorithms import runners
 from tff_fedwin.algorithms import scaffold
@@ -230,6 +232,50 @@ class TestScaffoldRunnerStateFiles:
           process,
           _template(),
           state_files_dir=directory and str(tmp_path / directory),
+      )
+
+
+class TestDatasetComputation:
+  """The workers build the datasets from ids (`client_data_bundle`)."""
+
+  @pytest.mark.parametrize('server_files', [False, True])
+  @pytest.mark.parametrize('kind', ['fedavg', 'scaffold'])
+  def test_rounds_give_the_bits_of_sent_datasets(
+      self, processes, tmp_path, kind, server_files
+  ):
+    bundle = client_data_bundle.write_client_data_bundle(
+        task.CLIENT_DATA, str(tmp_path / 'clients')
+    )
+    computation = bundle.preprocess(task.preprocess_fn).dataset_computation
+    runs = []
+    for by_id in (False, True):
+      runner = _runner(
+          processes,
+          kind,
+          dataset_computation=computation if by_id else None,
+          server_state_dir=(
+              str(tmp_path / f'server{by_id}') if server_files else None
+          ),
+      )
+      state = runner.initialize()
+      client_states = _client_states(runner, len(_IDS))
+      for ids in (_IDS, _IDS[::-1]):
+        state, client_states, metrics = runner.run_round(
+            state, ids if by_id else task.datasets(ids), client_states
+        )
+      runs.append((state, client_states, metrics))
+    for actual, expected in zip(*runs):
+      _assert_equal_leaves(actual, expected)
+    kernel = _leaves(runner.global_model_weights(state).trainable)[0]
+    assert not np.allclose(kernel, task.INITIAL_KERNEL)  # It trained.
+
+  def test_rejects_a_computation_of_other_elements(self, processes):
+    other = tff.tensorflow.computation(
+        lambda client_id: tf.data.Dataset.range(3), np.str_
+    )
+    with pytest.raises(TypeError):
+      runners.LearningProcessRunner(
+          processes['fedavg'], dataset_computation=other
       )
 
 

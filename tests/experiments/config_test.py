@@ -49,6 +49,11 @@ BAD_CONFIGS = [
         server_state_transfer='disk',
     ),
     _fails(
+        'unknown_client_data_transfer',
+        ['--client_data_transfer', 'auto', 'values', 'files'],
+        client_data_transfer='bundle',
+    ),
+    _fails(
         'client_state_transfer_without_scaffold',
         ['--client_state_transfer', '--algorithm=fedavg'],
         client_state_transfer='files',

@@ -1,5 +1,6 @@
-"""Tests for tff_fedwin.experiments.config.client_state_transfer and
-server_state_transfer: what `auto` becomes for each kind of `--workers`."""
+"""Tests for tff_fedwin.experiments.config.client_state_transfer,
+server_state_transfer and client_data_transfer: what `auto` becomes for each
+kind of `--workers`."""
 
 import pytest
 
@@ -20,7 +21,8 @@ from tff_fedwin.experiments import config as config_lib
     ],
 )
 @pytest.mark.parametrize(
-    'flag', ['client_state_transfer', 'server_state_transfer']
+    'flag',
+    ['client_state_transfer', 'server_state_transfer', 'client_data_transfer'],
 )
 def test_transfer_resolves_auto_by_the_workers(
     flag, workers, transfer, expected

@@ -5,11 +5,17 @@ in tests/experiments/wiring_test.py; here, that the registry covers the flag's
 choices and that `build_runner` dispatches on `config.algorithm`.
 """
 
+import os
+
+import attrs
 import pytest
 import tensorflow as tf
+import tensorflow_federated as tff
 
+from tests.experiments import tiny_data
 from tff_fedwin import experiments
 from tff_fedwin.experiments import registry
+from tff_fedwin.experiments import run as run_lib
 
 
 def test_registry_has_a_builder_for_every_algorithm_flag_value():
@@ -76,3 +82,60 @@ def test_server_optimizer_of_the_algorithm(algorithm, hparams, optimizer):
   actual = {k: float(v) for k, v in built.get_hparams(state).items()}
   assert actual == pytest.approx(hparams)
   assert optimizer in type(built).__name__.lower()
+
+
+@pytest.mark.parametrize(
+    'algorithm, window_location',
+    [('fedavg', 'state'), ('scaffold', 'state'), ('fedavg', 'program')],
+)
+@pytest.mark.parametrize(
+    'transfer, by_id', [('auto', True), ('files', True), ('values', False)]
+)
+def test_client_data_transfer_picks_what_the_runner_takes(
+    data_npz, tmp_path, algorithm, window_location, transfer, by_id
+):
+  config = tiny_data.config(
+      data_npz,
+      tmp_path,
+      'run',
+      algorithm=algorithm,
+      window_size=2,
+      window_location=window_location,
+      client_data_transfer=transfer,
+  )
+  task = run_lib.create_task(config)
+
+  runner = registry.build_runner(config, task, 6)
+
+  # Local workers (no --workers): auto is files.
+  assert runner.takes_client_ids is by_id
+  bundle = tmp_path / 'run' / 'client_data' / 'train.index'
+  assert bundle.exists() is by_id
+  if by_id:
+    assert os.stat(bundle.parent).st_mode & 0o777 == 0o700
+
+
+@pytest.mark.parametrize('transfer', ['auto', 'files'])
+def test_database_client_data_is_not_copied_to_a_bundle(
+    data_npz, tmp_path, transfer
+):
+  config = tiny_data.config(
+      data_npz, tmp_path, 'run', client_data_transfer=transfer
+  )
+  task = run_lib.create_task(config)
+  database = str(tmp_path / 'clients.sqlite')
+  tff.simulation.datasets.save_to_sql_client_data(
+      task.train_data.client_ids,
+      task.train_data.serializable_dataset_fn,
+      database,
+  )
+  task = attrs.evolve(
+      task, train_data=tff.simulation.datasets.SqlClientData(database)
+  )
+
+  if transfer == 'files':
+    with pytest.raises(ValueError, match='--client_data_transfer=files'):
+      registry.build_runner(config, task, 6)
+  else:  # auto: its datasets are queries the workers run themselves.
+    assert not registry.build_runner(config, task, 6).takes_client_ids
+  assert not (tmp_path / 'run' / 'client_data').exists()

@@ -122,8 +122,10 @@ def _checkpointed_global_models(config, directory, rounds):
       dirichlet_alpha=config.dirichlet_alpha,
       data_npz=config.data_npz,
   )
-  runner = experiments.build_runner(
-      config, task, len(task.train_data.client_ids)
+  runner = experiments.build_runner(  # Only `initialize` runs: no bundle.
+      attrs.evolve(config, client_data_transfer='values'),
+      task,
+      len(task.train_data.client_ids),
   )
   structure = collections.OrderedDict(
       server_state=runner.initialize(),
@@ -252,6 +254,15 @@ def test_scaffold_client_states_go_through_files_by_default(smoke_run):
   names = os.listdir(files_dir)
   assert any('.in.' in n for n in names) and any('.out.' in n for n in names)
   assert os.stat(files_dir).st_mode & 0o777 == 0o700
+
+
+def test_client_data_bundle_is_removed_when_the_run_ends(smoke_run):
+  # Local workers: --client_data_transfer=auto is 'files': the examples were
+  # written to client_data/ at the start (tests/experiments/registry_test.py)
+  # and are derived data, rewritten at every start.
+  _, _, directory = smoke_run
+  assert os.path.isdir(directory)
+  assert not os.path.exists(os.path.join(directory, 'client_data'))
 
 
 def test_server_state_goes_through_files_by_default(smoke_run):

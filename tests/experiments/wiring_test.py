@@ -260,6 +260,16 @@ CASES = [
         id='scaffold_client_states_as_values',
     ),
     pytest.param(
+        # The default with local workers is 'files' (every other row).
+        dict(
+            algorithm='scaffold',
+            server_learning_rate=0.9,
+            client_data_transfer='values',
+        ),
+        _scaffold(0.9),
+        id='scaffold_client_data_as_values',
+    ),
+    pytest.param(
         dict(
             algorithm='fedavg',
             client_lr_schedule='ima',

@@ -93,6 +93,11 @@ class ProgramWindowRunner:
     return self._runner
 
   @property
+  def takes_client_ids(self) -> bool:
+    """Whether the wrapped runner's `run_round` takes client ids."""
+    return bool(getattr(self._runner, 'takes_client_ids', False))
+
+  @property
   def window(self) -> program_window.ProgramWindow:
     return self._window
 

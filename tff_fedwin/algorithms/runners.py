@@ -37,6 +37,7 @@ class LearningProcessRunner:
       *,
       extra_window_sizes: Sequence[int] = (),
       server_state_dir: Optional[str] = None,
+      dataset_computation: Optional[tff.Computation] = None,
   ):
     """Initializes the runner.
 
@@ -48,10 +49,18 @@ class LearningProcessRunner:
       server_state_dir: If set, the server state stays in files there
         between rounds (`resident_state`; the workers must see the
         directory); `None` sends it as TFF values. The same results.
+      dataset_computation: If set, a `(string -> sequence)` TFF computation
+        (e.g. `BundleClientData(...).preprocess(fn).dataset_computation`):
+        `run_round` then takes the sampled clients' ids, and the workers
+        build their datasets with it
+        (`tff.simulation.compose_dataset_computation_with_computation`;
+        `client_data_bundle`). `None`: `run_round` takes the datasets.
 
     Raises:
       ValueError: If `process` is not a `LearningProcess` or
         `extra_window_sizes` are not distinct ints >= 1.
+      TypeError: If `dataset_computation`'s sequence type is not the one
+        `process.next` takes (TFF's composition).
     """
     if not isinstance(process, tff.learning.templates.LearningProcess):
       raise ValueError(
@@ -60,11 +69,17 @@ class LearningProcessRunner:
       )
     self._process = process
     self._extra = extra_windows.StateExtraWindows(extra_window_sizes)
-    self._next = _next_fn(process, server_state_dir)
+    self._next = _next_fn(process, server_state_dir, dataset_computation)
+    self._takes_client_ids = dataset_computation is not None
 
   @property
   def process(self) -> tff.learning.templates.LearningProcess:
     return self._process
+
+  @property
+  def takes_client_ids(self) -> bool:
+    """Whether `run_round` takes client ids (`dataset_computation` given)."""
+    return self._takes_client_ids
 
   def initialize(self) -> Any:
     """The process's initial server state.
@@ -87,6 +102,8 @@ class LearningProcessRunner:
       client_states: Optional[list[Any]] = None,
   ) -> tuple[Any, None, Any]:
     """One `process.next`: `(state, datasets, None) -> (state, None, metrics)`.
+
+    With `dataset_computation`, `datasets` are the clients' ids (str).
 
     Raises:
       ValueError: If `client_states` is not None.
@@ -137,6 +154,7 @@ class ScaffoldRunner:
       extra_window_sizes: Sequence[int] = (),
       state_files_dir: Optional[str] = None,
       server_state_dir: Optional[str] = None,
+      dataset_computation: Optional[tff.Computation] = None,
   ):
     """Initializes the runner.
 
@@ -152,6 +170,7 @@ class ScaffoldRunner:
         private to this user). It holds 2 x (clients per round) x (state
         size) once a round has run; the files are overwritten every round.
       server_state_dir: As for `LearningProcessRunner`.
+      dataset_computation: As for `LearningProcessRunner`.
 
     Raises:
       ValueError: If an argument has the wrong type, or `state_files_dir` is
@@ -176,11 +195,17 @@ class ScaffoldRunner:
     self._initial_client_state = initial_client_state
     self._extra = extra_windows.StateExtraWindows(extra_window_sizes)
     self._state_files_dir = _state_files_dir(process, state_files_dir)
-    self._next = _next_fn(process, server_state_dir)
+    self._next = _next_fn(process, server_state_dir, dataset_computation)
+    self._takes_client_ids = dataset_computation is not None
 
   @property
   def process(self) -> tff.templates.IterativeProcess:
     return self._process
+
+  @property
+  def takes_client_ids(self) -> bool:
+    """Whether `run_round` takes client ids (`dataset_computation` given)."""
+    return self._takes_client_ids
 
   def initialize(self) -> Any:
     """The process's initial server state.
@@ -206,7 +231,8 @@ class ScaffoldRunner:
 
     Args:
       state: The `ScaffoldServerState`.
-      datasets: The sampled clients' datasets.
+      datasets: The sampled clients' datasets (with `dataset_computation`,
+        their ids).
       client_states: Their `ScaffoldClientState`s, in the order of `datasets`.
     """
     if self._state_files_dir is None:
@@ -263,11 +289,16 @@ def _state_files_dir(process, state_files_dir):
   return state_files_dir
 
 
-def _next_fn(process, server_state_dir):
-  """`(state, *args) -> (state, *results)`: `process.next`, or with
-  `server_state_dir` its `resident_state` form (the state kept in files)."""
+def _next_fn(process, server_state_dir, dataset_computation):
+  """`(state, *args) -> (state, *results)`: `process.next`, its client
+  datasets built by `dataset_computation` from ids if that is set, and with
+  `server_state_dir` in its `resident_state` form (the state kept in files).
+  """
+  next_fn = process.next
+  if dataset_computation is not None:
+    next_fn = tff.simulation.compose_dataset_computation_with_computation(
+        dataset_computation, next_fn
+    )
   if server_state_dir is not None:
-    return resident_state.ResidentServerState(
-        process.next, server_state_dir
-    ).next
-  return lambda state, *args: tuple(process.next(state, *args))
+    return resident_state.ResidentServerState(next_fn, server_state_dir).next
+  return lambda state, *args: tuple(next_fn(state, *args))

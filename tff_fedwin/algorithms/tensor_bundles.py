@@ -5,7 +5,7 @@ tensor's dtype, shape, offset and CRC32C) and `<prefix>.data-00000-of-00001`
 (the tensors' raw bytes). A TFF worker writes one with the `SaveV2` op and
 reads it with `RestoreV2`; the driver uses `SaveV2` eagerly to write and
 `tf.train.load_checkpoint` to read. The tensors are named `'0'`, `'1'`, ...
-in list order. `SaveV2` writes temporary files and renames them, so a reader
+in list order unless other names are given. `SaveV2` writes temporary files and renames them, so a reader
 never sees a half-written bundle under its name.
 
 Why not `tf.io.serialize_tensor` and `tf.io.write_file` (this project's
@@ -21,6 +21,7 @@ foreign file is refused, not read.
 
 import os
 from collections.abc import Sequence
+from typing import Optional
 
 import numpy as np
 import tensorflow as tf
@@ -33,20 +34,32 @@ def _names(count: int) -> list[str]:
   return [str(j) for j in range(count)]
 
 
-def save_op(prefix: tf.Tensor, tensors: Sequence[tf.Tensor]) -> tf.Operation:
-  """The op that writes `tensors` as the bundle at `prefix` (runs if eager)."""
+def save_op(
+    prefix: tf.Tensor,
+    tensors: Sequence[tf.Tensor],
+    names: Optional[Sequence[str]] = None,
+) -> tf.Operation:
+  """The op that writes `tensors` as the bundle at `prefix` (runs if eager).
+
+  The tensors are named `names` (distinct), by default `'0'`, `'1'`, ...
+  """
   return tf.raw_ops.SaveV2(
       prefix=prefix,
-      tensor_names=_names(len(tensors)),
+      tensor_names=_names(len(tensors)) if names is None else list(names),
       shape_and_slices=[''] * len(tensors),
       tensors=list(tensors),
   )
 
 
 def restore(
-    prefix: tf.Tensor, specs: Sequence[tf.TensorSpec]
+    prefix: tf.Tensor,
+    specs: Sequence[tf.TensorSpec],
+    names: Optional[tf.Tensor] = None,
 ) -> list[tf.Tensor]:
   """In a graph: the tensors of the bundle at `prefix`, shaped as `specs`.
+
+  `names` (a string vector, one name per spec; it may be computed in the
+  graph) selects the tensors, by default `'0'`, `'1'`, ...
 
   The read fails (an op error naming the file) if a tensor is missing, has
   another dtype, or its bytes fail their checksum; `tf.ensure_shape` fails if
@@ -54,16 +67,23 @@ def restore(
   """
   tensors = tf.raw_ops.RestoreV2(
       prefix=prefix,
-      tensor_names=_names(len(specs)),
+      tensor_names=_names(len(specs)) if names is None else names,
       shape_and_slices=[''] * len(specs),
       dtypes=[spec.dtype for spec in specs],
   )
   return [tf.ensure_shape(t, spec.shape) for t, spec in zip(tensors, specs)]
 
 
-def write(prefix: str, arrays: Sequence[np.ndarray]) -> None:
-  """Writes `arrays` as the bundle at `prefix` (files 0600, replaced)."""
-  save_op(prefix, [np.asarray(a) for a in arrays])  # Eager: runs now.
+def write(
+    prefix: str,
+    arrays: Sequence[np.ndarray],
+    names: Optional[Sequence[str]] = None,
+) -> None:
+  """Writes `arrays` as the bundle at `prefix` (files 0600, replaced).
+
+  The tensors are named `names`, by default `'0'`, `'1'`, ...
+  """
+  save_op(prefix, [np.asarray(a) for a in arrays], names)  # Eager: runs now.
   for suffix in (INDEX_SUFFIX, DATA_SUFFIX):
     os.chmod(prefix + suffix, 0o600)
 

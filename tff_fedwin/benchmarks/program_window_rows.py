@@ -25,6 +25,7 @@ def program_window_row(
     build: Callable[[], Any],
     *,
     server_state_files: bool = False,
+    client_data_by_id: bool = False,
     **window_args: Any,
 ) -> stepped.SteppedRow:
   """Rounds of the LearningProcess `build()` with a `ProgramWindow`.
@@ -41,6 +42,9 @@ def program_window_row(
     server_state_files: If True, the process's server state stays in files
       between rounds (`LearningProcessRunner(server_state_dir=...)`, the
       default of the training loop with local workers).
+    client_data_by_id: If True, the worker builds the clients' datasets from
+      a tensor bundle by id (`stepped.client_data_by_id`; the default with
+      local workers too).
     **window_args: `ProgramWindow`'s arguments (`window_size`, `mode`, ...).
 
   Returns:
@@ -51,8 +55,13 @@ def program_window_row(
   def rounds(data):
     server = stepped.temporary_directory(server_state_files, 'server_state_')
     window_dir = tempfile.mkdtemp(prefix='program_window_')
+    data, computation, bundle = stepped.client_data_by_id(
+        data, client_data_by_id
+    )
     runner = program_window_runner.ProgramWindowRunner(
-        runners.LearningProcessRunner(build(), server_state_dir=server),
+        runners.LearningProcessRunner(
+            build(), server_state_dir=server, dataset_computation=computation
+        ),
         program_window_runner.ProgramWindow(**window_args),
     )
     state = [runner.initialize()]
@@ -68,6 +77,7 @@ def program_window_row(
           lambda: rounds_lib.state_mb(state[0].process),
           server,
           window_dir,
+          bundle,
       )
     except BaseException:
       files.close()

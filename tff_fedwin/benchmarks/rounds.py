@@ -77,28 +77,37 @@ def driver_peak_gb() -> float:
 
 
 def learning_process_row(
-    build: Callable[[], Any], *, server_state_files: bool = False
+    build: Callable[[], Any],
+    *,
+    server_state_files: bool = False,
+    client_data_by_id: bool = False,
 ) -> stepped.SteppedRow:
   """Times rounds of the LearningProcess `build()`, one `next` per round.
 
   The rounds go through `algorithms.LearningProcessRunner`, as the training
   loop runs them; with `server_state_files` the runner keeps the server
   state in files (a temporary directory), its reading of the new state
-  timed too.
+  timed too; with `client_data_by_id` the worker builds the clients'
+  datasets from a tensor bundle by id (`stepped.client_data_by_id`).
   """
 
   def rounds(data):
     process = build()
     state = [process.initialize()]
     directory = stepped.temporary_directory(server_state_files, 'server_state_')
+    data, computation, bundle = stepped.client_data_by_id(
+        data, client_data_by_id
+    )
     runner = algorithms.LearningProcessRunner(
-        process, server_state_dir=directory
+        process, server_state_dir=directory, dataset_computation=computation
     )
 
     def next_round():
       state[0] = runner.run_round(state[0], data)[0]
 
-    return stepped.warmed_up(next_round, lambda: state_mb(state[0]), directory)
+    return stepped.warmed_up(
+        next_round, lambda: state_mb(state[0]), directory, bundle
+    )
 
   return stepped.SteppedRow(rounds)
 
@@ -125,13 +134,14 @@ def scaffold_row(
     client_state_transfer='values',
     *,
     server_state_files: bool = False,
+    client_data_by_id: bool = False,
 ) -> stepped.SteppedRow:
   """Times SCAFFOLD rounds; state MB includes the sampled clients' states.
 
   The rounds go through `algorithms.ScaffoldRunner`, so with
   `client_state_transfer='files'` (and `server_state_files`) the driver's
   writing and reading of the state files (in temporary directories) is
-  timed too.
+  timed too; `client_data_by_id` as for `learning_process_row`.
   """
 
   def rounds(data):
@@ -145,11 +155,15 @@ def scaffold_row(
         client_state_transfer == 'files', 'scaffold_row_'
     )
     server = stepped.temporary_directory(server_state_files, 'server_state_')
+    data, computation, bundle = stepped.client_data_by_id(
+        data, client_data_by_id
+    )
     runner = algorithms.ScaffoldRunner(
         process,
         scaffold.initial_client_state(model_fn),
         state_files_dir=clients,
         server_state_dir=server,
+        dataset_computation=computation,
     )
     held = [runner.initialize(), [runner.initial_client_state()] * len(data)]
 
@@ -161,6 +175,7 @@ def scaffold_row(
         lambda: state_mb(held[0]) + state_mb(held[1]),
         clients,
         server,
+        bundle,
     )
 
   return stepped.SteppedRow(rounds)

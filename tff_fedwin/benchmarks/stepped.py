@@ -7,11 +7,17 @@ runs one more round. `SteppedRow` times such a row as a `rounds.RowFn`;
 that both see the same moments of this shared machine.
 """
 
+import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Optional
+
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_fedwin.algorithms import client_data_bundle
 
 
 class Rounds(NamedTuple):
@@ -60,6 +66,33 @@ def time_round(rounds: Rounds) -> float:
 def temporary_directory(wanted: bool, prefix: str) -> Optional[str]:
   """A new temporary directory if `wanted`, else None."""
   return tempfile.mkdtemp(prefix=prefix) if wanted else None
+
+
+def client_data_by_id(
+    data: Sequence[tf.data.Dataset], wanted: bool
+) -> tuple[Any, Optional[tff.Computation], Optional[str]]:
+  """`(what run_round takes, dataset computation, directory)` for a row.
+
+  Without `wanted`: `(data, None, None)`, the datasets sent as TFF values.
+  With it, the clients' examples are written once as a tensor bundle in a
+  new temporary directory (`client_data_bundle`) and the row's runner gets
+  the clients' ids and the bundle's `dataset_computation`, which batches the
+  examples as `data` holds them (every batch the size of `data[0]`'s
+  first).
+  """
+  if not wanted:
+    return data, None, None
+  directory = tempfile.mkdtemp(prefix='client_data_')
+  ids = [str(k) for k in range(len(data))]
+  bundle = client_data_bundle.write_client_data_bundle(
+      tff.simulation.datasets.ClientData.from_clients_and_tf_fn(
+          ids, lambda client_id: data[int(client_id)].unbatch()
+      ),
+      os.path.join(directory, 'clients'),
+  )
+  batch_size = int(tf.nest.flatten(next(iter(data[0])))[0].shape[0])
+  preprocessed = bundle.preprocess(lambda d: d.batch(batch_size))
+  return ids, preprocessed.dataset_computation, directory
 
 
 def warmed_up(

@@ -1,6 +1,7 @@
 """The composition root: an experiment from its configuration to its summary."""
 
 from tff_fedwin.experiments.config import ALGORITHMS
+from tff_fedwin.experiments.config import CLIENT_DATA_TRANSFERS
 from tff_fedwin.experiments.config import CLIENT_STATE_TRANSFERS
 from tff_fedwin.experiments.config import CLIENT_STATES
 from tff_fedwin.experiments.config import CLIENT_LOSSES

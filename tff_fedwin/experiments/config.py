@@ -51,6 +51,12 @@ CLIENT_STATE_TRANSFERS = ('auto', 'values', 'files')
 # ways, every round), 'files' (kept in files the driver and the workers share,
 # tff_fedwin.algorithms.resident_state), 'auto' (as CLIENT_STATE_TRANSFERS).
 SERVER_STATE_TRANSFERS = ('auto', 'values', 'files')
+# How the sampled clients' data reach the workers: 'values' (each round's
+# datasets as TFF values), 'files' (the training examples written once as a
+# tensor bundle in the run directory, from which the workers build each
+# client's dataset by id, tff_fedwin.algorithms.client_data_bundle), 'auto'
+# (as CLIENT_STATE_TRANSFERS).
+CLIENT_DATA_TRANSFERS = ('auto', 'values', 'files')
 
 
 class InputDataError(ValueError):
@@ -111,6 +117,7 @@ class ExperimentConfig:
   client_states_dir: str = ''
   client_state_transfer: str = 'auto'
   server_state_transfer: str = 'auto'
+  client_data_transfer: str = 'auto'
   root_output_dir: str = '/tmp/tff_fedwin'
   experiment_name: str = 'experiment'
   workers: str = ''
@@ -130,6 +137,7 @@ def _check_values(config: ExperimentConfig) -> None:
       ('client_states', CLIENT_STATES),
       ('client_state_transfer', CLIENT_STATE_TRANSFERS),
       ('server_state_transfer', SERVER_STATE_TRANSFERS),
+      ('client_data_transfer', CLIENT_DATA_TRANSFERS),
       ('eval_split', EVAL_SPLITS),
   ):
     checks.check_choice(f'--{flag}', getattr(config, flag), allowed)
@@ -207,6 +215,12 @@ def server_state_transfer(config: ExperimentConfig) -> str:
   """`'values'` or `'files'`: `--server_state_transfer`, `auto` resolved
   as `--client_state_transfer`'s (files with the workers this run starts)."""
   return _resolve_transfer(config.server_state_transfer, config.workers)
+
+
+def client_data_transfer(config: ExperimentConfig) -> str:
+  """`'values'` or `'files'`: `--client_data_transfer`, `auto` resolved as
+  `--client_state_transfer`'s (files with the workers this run starts)."""
+  return _resolve_transfer(config.client_data_transfer, config.workers)
 
 
 def _resolve_transfer(transfer: str, workers: str) -> str:

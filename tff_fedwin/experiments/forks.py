@@ -158,6 +158,8 @@ def fork_config_run(
   with context.execution_context(trunk.workers, trunk.worker_bind):
     initial_states = []
     for config in (trunk, target):
+      # Only `initialize` runs: no client data bundle is written.
+      config = attrs.evolve(config, client_data_transfer='values')
       runner = registry.build_runner(config, task, num_clients)
       if not isinstance(runner, runners.LearningProcessRunner):
         raise ValueError(

@@ -6,12 +6,16 @@ training clients and returns a `tff_fedwin.training.RoundRunner`.
 
 from collections.abc import Callable, Mapping
 import math
+import os
+import time
 import types
 from typing import Any, Optional
 
+from absl import logging
 import attrs
 import tensorflow_federated as tff
 
+from tff_fedwin.algorithms import client_data_bundle
 from tff_fedwin.algorithms import fed_win
 from tff_fedwin.algorithms import mime_lite
 from tff_fedwin.algorithms import program_window_runner
@@ -83,6 +87,44 @@ def _server_state_dir(config: config_lib.ExperimentConfig) -> Optional[str]:
   ).server_state_files
 
 
+def _dataset_computation(
+    config: config_lib.ExperimentConfig, task: tasks_registry.Task
+) -> Optional[tff.Computation]:
+  """With `--client_data_transfer` resolving to files: the training examples
+  written to the run's `client_data/` (`run_experiment` removes it when the
+  run ends) and `(client id -> preprocessed dataset)` over them, which the
+  workers run; else None (the loop sends the datasets as values). `auto`
+  keeps a `SqlClientData` (EMNIST, StackOverflow) as values: their datasets
+  are queries the workers run, with no examples in them."""
+  if config_lib.client_data_transfer(config) != 'files':
+    return None
+  if isinstance(task.train_data, tff.simulation.datasets.SqlClientData):
+    # Its datasets already read the database in the worker; a bundle would
+    # copy the whole database at every start.
+    if config.client_data_transfer == 'files':
+      raise ValueError(
+          '--client_data_transfer=files needs training data held in memory '
+          f'(--task=mnist, npz, shakespeare); --task={config.task} reads a '
+          'database, which the workers read themselves: use auto or values.'
+      )
+    return None
+  directory = outputs.RunPaths(
+      config.root_output_dir, config.experiment_name
+  ).client_data
+  os.makedirs(directory, mode=0o700, exist_ok=True)
+  start = time.monotonic()
+  bundle = client_data_bundle.write_client_data_bundle(
+      task.train_data, os.path.join(directory, 'train')
+  )
+  logging.info(
+      "Wrote the %d training clients' examples to %s in %.1f s.",
+      len(bundle.client_ids),
+      directory,
+      time.monotonic() - start,
+  )
+  return bundle.preprocess(task.preprocess_fn).dataset_computation
+
+
 def _fed_win_runner(
     config: config_lib.ExperimentConfig,
     task: tasks_registry.Task,
@@ -117,6 +159,7 @@ def _fed_win_runner(
       process,
       extra_window_sizes=config_lib.parse_window_sizes(config),
       server_state_dir=_server_state_dir(config),
+      dataset_computation=_dataset_computation(config, task),
   )
 
 
@@ -137,6 +180,7 @@ def _mime_lite_runner(
       process,
       extra_window_sizes=config_lib.parse_window_sizes(config),
       server_state_dir=_server_state_dir(config),
+      dataset_computation=_dataset_computation(config, task),
   )
 
 
@@ -168,6 +212,7 @@ def _scaffold_runner(
       scaffold.initial_client_state(task.model_fn),
       extra_window_sizes=config_lib.parse_window_sizes(config),
       server_state_dir=_server_state_dir(config),
+      dataset_computation=_dataset_computation(config, task),
       state_files_dir=(
           outputs.RunPaths(
               config.root_output_dir, config.experiment_name
@@ -232,7 +277,9 @@ def build_runner(
   """The runner of `config.algorithm` (a validated config) on `task`.
 
   With the window kept by the program, the algorithm's runner is built
-  without a window and wrapped in a `ProgramWindowRunner`.
+  without a window and wrapped in a `ProgramWindowRunner`. With
+  `--client_data_transfer` resolving to files, writes the training examples
+  to the run's `client_data/` (`run_experiment` removes it at the end).
   """
   build = RUNNER_BUILDERS[config.algorithm]
   if window_location(config, task) != 'program':

@@ -1,5 +1,7 @@
 """One experiment from its configuration: task, runner, workers, round loop."""
 
+import contextlib
+import shutil
 from typing import Any
 
 from tff_fedwin.experiments import config as config_lib
@@ -7,6 +9,7 @@ from tff_fedwin.experiments import context
 from tff_fedwin.experiments import registry
 from tff_fedwin.tasks import registry as tasks_registry
 from tff_fedwin.training import loop
+from tff_fedwin.training import outputs
 
 
 def create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
@@ -31,6 +34,16 @@ def create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
     raise tasks_registry.DataUnavailableError(
         f'{e} (flags: --cache_dir, --use_synthetic_data)'
     ) from e
+
+
+@contextlib.contextmanager
+def _removed_at_exit(directory: str):
+  """Removes `directory` (derived data, e.g. the client data bundle that
+  `--client_data_transfer=files` writes at every start) when the run ends."""
+  try:
+    yield
+  finally:
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 def run_experiment(
@@ -65,7 +78,13 @@ def run_experiment(
         f'number of training clients of --task={config.task} '
         f'({num_train_clients}).'
     )
-  with context.execution_context(config.workers, config.worker_bind):
+  client_data_dir = outputs.RunPaths(
+      config.root_output_dir, config.experiment_name
+  ).client_data
+  with (
+      context.execution_context(config.workers, config.worker_bind),
+      _removed_at_exit(client_data_dir),
+  ):
     runner = registry.build_runner(config, task, num_train_clients)
     return loop.run_training(
         runner,

@@ -134,9 +134,12 @@ class _Rounds:
         self._args.seed,
         round_num,
     )
-    datasets = sampling.client_datasets(
-        self._args.train_client_data, sampled, self._args.preprocess_fn
-    )
+    if runner_lib.takes_client_ids(self._runner):
+      datasets = sampled  # The workers build the datasets.
+    else:
+      datasets = sampling.client_datasets(
+          self._args.train_client_data, sampled, self._args.preprocess_fn
+      )
     client_states = None if self._store is None else self._store.get(sampled)
     state, new_client_states, train_metrics = self._runner.run_round(
         state, datasets, client_states

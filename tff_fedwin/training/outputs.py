@@ -26,6 +26,8 @@ FORK_JSON = 'forked_from.json'
 CLIENT_STATE_FILES_DIR = 'client_state_files'
 # The server state between rounds (server_state_transfer 'files').
 SERVER_STATE_FILES_DIR = 'server_state_files'
+# The training examples as a tensor bundle (client_data_transfer 'files').
+CLIENT_DATA_DIR = 'client_data'
 ROUND_KEY = 'round_num'
 ROUND_TIME_KEY = 'round_time_seconds'
 EVAL_TIME_KEY = 'eval_time_seconds'
@@ -60,6 +62,7 @@ class RunPaths:
     self.fork_json = os.path.join(self.root, FORK_JSON)
     self.client_state_files = os.path.join(self.root, CLIENT_STATE_FILES_DIR)
     self.server_state_files = os.path.join(self.root, SERVER_STATE_FILES_DIR)
+    self.client_data = os.path.join(self.root, CLIENT_DATA_DIR)
 
 
 def write_json_atomically(value: Any, path: str) -> None:

@@ -41,6 +41,11 @@ class RoundRunner(Protocol):
   `extra_window_models(state)`: name (e.g. `window_50`) -> `ModelWeights`;
   the loop evaluates each with the window and global models and writes
   `<name>/<metric>` columns (`training.metrics.evaluate_models`).
+
+  Optionally, a runner whose workers build the clients' datasets themselves
+  (e.g. a `LearningProcessRunner` with a `dataset_computation`) has
+  `takes_client_ids` True: the loop then passes `run_round` the sampled
+  clients' ids in place of their datasets (`takes_client_ids(runner)`).
   """
 
   def initialize(self) -> Any:
@@ -73,6 +78,11 @@ class RoundRunner(Protocol):
 
   def window_model_weights(self, state: Any) -> ModelWeights:
     """The model to evaluate: the window model m^t if any, else w^t."""
+
+
+def takes_client_ids(runner: Any) -> bool:
+  """Whether `runner.run_round` takes client ids instead of datasets."""
+  return bool(getattr(runner, 'takes_client_ids', False))
 
 
 def check_runner(runner: Any) -> None:
