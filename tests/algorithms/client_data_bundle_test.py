@@ -99,6 +99,20 @@ def test_client_without_examples_has_an_empty_dataset(tmp_path):
   )
 
 
+def test_clients_read_in_several_batches_keep_their_examples(
+    tmp_path, monkeypatch
+):
+  # Batches of 5 examples: the 12-example client is read as 5 + 5 + 2.
+  monkeypatch.setattr(client_data_bundle, '_READ_BATCH', 5)
+  bundle = client_data_bundle.write_client_data_bundle(
+      task.CLIENT_DATA, str(tmp_path / 'b')
+  )
+  client = task.CLIENT_IDS[4]
+  x, y = _stacked(bundle.create_tf_dataset_for_client(client))
+  np.testing.assert_array_equal(x, _examples(client)[0])
+  np.testing.assert_array_equal(y, _examples(client)[1])
+
+
 def test_a_rewrite_replaces_every_shard(tmp_path):
   prefix = str(tmp_path / 'b')
   client_data_bundle.write_client_data_bundle(

@@ -13,16 +13,17 @@ client's examples from a tensor bundle by name (`RestoreV2`), so its
 population.
 
 Layout of the bundle at `prefix` (`tensor_bundles`: TensorFlow's checkpoint
-format; one data shard per chunk the driver wrote): tensor `'<j>/<client id>'` holds leaf j (in `tf.nest.flatten` order
-of the element structure) of all the client's examples, stacked:
-`[n_k, *shape_j]`. A client with no examples has `[0, *shape_j]` tensors.
+format; one data shard per chunk the driver wrote): tensor
+`'<j>/<client id>'` holds leaf j (in `tf.nest.flatten` order of the element
+structure) of all the client's examples, stacked: `[n_k, *shape_j]`. A
+client with no examples has `[0, *shape_j]` tensors.
 
 Measured 2026-11-28 (AVX-512 machine, one local worker, EMNIST-62
-cnn_dropout, 10 clients x 10 steps of batch 20, rounds interleaved, 30
-cycles, docs/design.md sec. 7.4): the population of 3,400 clients in one 2.1
-GB bundle, the datasets built in the worker from it against sent as values:
-FedAvg (server state in files) 1.183 against 1.210 s a round (median paired
-difference 48 ms), SCAFFOLD (states in files) 1.293 against 1.339 s (31 ms).
+cnn_dropout, 10 clients x 10 steps of batch 20, the two forms of a row
+interleaved with the bound, 30 cycles; README Performance, docs/design.md
+sec. 7.4): median paired difference FedAvg (server state in files) 87 ms a
+round, SCAFFOLD (states in files) 25 ms. An ad-hoc probe read 10 clients a
+round from a 3,400-client, 2.1 GB bundle as fast as from a 10-client one.
 
 The workers must see `prefix` (local workers, or a shared file system). The
 datasets are the same: `create_tf_dataset_for_client` reads the same tensors
@@ -44,6 +45,10 @@ from tff_fedwin.algorithms import tensor_bundles
 
 # The default `chunk_bytes` of `write_client_data_bundle`.
 _CHUNK_BYTES = 256 * 2**20
+# Examples per batch when the driver reads a client's dataset (one batch for
+# most clients; `np.iinfo(np.int64).max` aborted the process on one of the
+# tasks' data, 2026-11-28).
+_READ_BATCH = 2**16
 
 
 def _leaf_name(j: int, client_id: Any) -> Any:
@@ -113,9 +118,13 @@ class BundleClientData(tff.simulation.datasets.ClientData):
 
 def _stacked_leaves(dataset: tf.data.Dataset, specs) -> list[np.ndarray]:
   """All of `dataset`'s examples, each leaf stacked (`[0, ...]` if empty)."""
-  for batch in dataset.batch(np.iinfo(np.int64).max).as_numpy_iterator():
-    return [np.asarray(leaf) for leaf in tf.nest.flatten(batch)]
-  return [np.zeros([0, *s.shape[1:]], s.dtype.as_numpy_dtype) for s in specs]
+  batches = [
+      [np.asarray(leaf) for leaf in tf.nest.flatten(batch)]
+      for batch in dataset.batch(_READ_BATCH).as_numpy_iterator()
+  ]
+  if not batches:
+    return [np.zeros([0, *s.shape[1:]], s.dtype.as_numpy_dtype) for s in specs]
+  return [np.concatenate(leaves) for leaves in zip(*batches)]
 
 
 def _write_chunks(

@@ -5,8 +5,9 @@ tensor's dtype, shape, offset and CRC32C) and `<prefix>.data-00000-of-00001`
 (the tensors' raw bytes). A TFF worker writes one with the `SaveV2` op and
 reads it with `RestoreV2`; the driver uses `SaveV2` eagerly to write and
 `tf.train.load_checkpoint` to read. The tensors are named `'0'`, `'1'`, ...
-in list order unless other names are given. `SaveV2` writes temporary files and renames them, so a reader
-never sees a half-written bundle under its name.
+in list order unless other names are given. `SaveV2` writes temporary files
+and renames them, so a reader never sees a half-written bundle under its
+name.
 
 Why not `tf.io.serialize_tensor` and `tf.io.write_file` (this project's
 format for these files until 2026-11-27): serializing builds a `TensorProto`
