@@ -5,6 +5,7 @@ multi-worker contexts are nested on top of it. At most two extra workers run at
 any time.
 """
 
+import shutil
 import threading
 import time
 
@@ -20,6 +21,7 @@ from tff_fedwin.algorithms import build_multi_round_process
 from tff_fedwin.algorithms import LearningProcessRunner
 from tff_fedwin.algorithms import scaffold
 from tff_fedwin.algorithms import ScaffoldRunner
+from tff_fedwin.benchmarks import stepped
 from tff_fedwin.runtime import multi_worker
 
 _ROUNDS = 3
@@ -142,17 +144,25 @@ class TestOverTwoWorkers:
     )
     _assert_trees_equal(metrics, expected[2])
 
+  # With `by_id` the workers also build the clients' datasets from a tensor
+  # bundle by id (`client_data_bundle`), each for the clients it gets.
+  @pytest.mark.parametrize('by_id', [False, True], ids=['datasets', 'by_id'])
   @pytest.mark.parametrize('kind', ['fed_win_window', 'scaffold_files'])
   def test_server_state_in_files_equals_single_worker(
-      self, addresses, tmp_path, kind
+      self, addresses, tmp_path, kind, by_id
   ):
     # The state's read and write run where TFF places the SERVER's work; the
     # files must be the ones the next round reads on any worker.
-    def run(server_state_dir):
+    data, computation, bundle_dir = stepped.client_data_by_id(
+        task.client_datasets(), by_id
+    )
+
+    def run(server_state_dir, dataset_computation=None):
       if kind == 'fed_win_window':
         runner = LearningProcessRunner(
             build_fed_win(task.model_fn, _sgd(), window_size=2),
             server_state_dir=server_state_dir,
+            dataset_computation=dataset_computation,
         )
       else:
         runner = ScaffoldRunner(
@@ -167,19 +177,24 @@ class TestOverTwoWorkers:
                 tmp_path / ('values' if server_state_dir is None else 'files')
             ),
             server_state_dir=server_state_dir,
+            dataset_computation=dataset_computation,
         )
       state, template = runner.initialize(), runner.initial_client_state()
       initial_kernel = task.kernel(state.global_model_weights)
       client_states = None if template is None else [template] * 3
       for _ in range(_ROUNDS):
         state, client_states, metrics = runner.run_round(
-            state, task.client_datasets(), client_states
+            state,
+            task.client_datasets() if dataset_computation is None else data,
+            client_states,
         )
       return initial_kernel, (state, client_states, metrics)
 
     _, expected = run(None)
     with multi_worker.multi_worker_execution_context(addresses=addresses):
-      initial_kernel, actual = run(str(tmp_path / 'server'))
+      initial_kernel, actual = run(str(tmp_path / 'server'), computation)
+    if bundle_dir is not None:
+      shutil.rmtree(bundle_dir)
 
     for a, e in zip(actual, expected):
       if e is None:  # A LearningProcess's client states.
