@@ -72,8 +72,9 @@ def test_benchmark_report_covers_every_section(tmp_path):
   assert rows[0] == rows[-1] == 'TFF build_weighted_fed_avg (baseline)'
   for expected in (
       'FedAvg via build_fed_win',
-      'FedAvg via build_fed_win, server state as files (default with local '
-      'workers)',
+      'FedAvg via build_fed_win, server state as files',
+      'FedAvg via build_fed_win, server state as files, client data by id '
+      '(default with local workers)',
       'FedAvg via build_fed_win, loop_implementation=DATASET_ITERATOR',
       'FedAvg via build_fed_win, loop_implementation=DATASET_REDUCE',
       'bound: same FedAvg arithmetic, one tf.function over ' 'tensors',
@@ -82,11 +83,12 @@ def test_benchmark_report_covers_every_section(tmp_path):
       'build_fed_win WiMA W=100 E=10, 10 rounds per call',
       'build_fed_win WiMA W=100 E=10, server state as files',
       'build_fed_win WiMA W=100 E=10, window kept by the program, server '
-      'state as files (the default with local workers)',
+      'state as files, client data by id (the default with local workers)',
       'SCAFFOLD, client states as TFF values',
       'SCAFFOLD, client states as files',
-      'SCAFFOLD, client and server states as files (default with local '
-      'workers)',
+      'SCAFFOLD, client and server states as files',
+      'SCAFFOLD, client and server states as files, client data by id '
+      '(default with local workers)',
       'bound: same SCAFFOLD arithmetic, one tf.function',
       'WSM clients via build_fed_win',
       'bound: same WSM-client arithmetic, one tf.function',
