@@ -223,9 +223,10 @@ flags.DEFINE_enum(
     'client_data_transfer',
     _DEFAULTS.client_data_transfer,
     list(experiments.CLIENT_DATA_TRANSFERS),
-    "How the sampled clients' data reach the workers: files (the training "
-    'examples written once to the run directory, which the workers must see; '
-    "they build each client's dataset by id), values (each round's datasets "
+    "How the sampled clients' data reach the workers: files (the workers "
+    "build each client's dataset by id, from the database of EMNIST and "
+    'StackOverflow, else from the training examples written once to the run '
+    "directory; the workers must see them), values (each round's datasets "
     'as TFF values), or auto (files with the workers this run starts, values '
     'with --workers=host:port,...).',
 )

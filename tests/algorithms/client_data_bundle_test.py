@@ -14,6 +14,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tests import softmax_task as task
+from tff_fedwin import data
 from tff_fedwin.algorithms import client_data_bundle
 from tff_fedwin.data import client_data_from_partition
 
@@ -149,3 +150,35 @@ def test_rejects_bad_input(tmp_path, client_data, kwargs, match):
         client_data, str(tmp_path / 'b'), **kwargs
     )
   assert not os.listdir(tmp_path)
+
+
+def _sql_client_data(directory):
+  database = str(directory / 'clients.sqlite')
+  tff.simulation.datasets.save_to_sql_client_data(
+      task.CLIENT_IDS, task.CLIENT_DATA.serializable_dataset_fn, database
+  )
+  return tff.simulation.datasets.SqlClientData(database)
+
+
+@pytest.mark.parametrize(
+    'make, expected',
+    [
+        (
+            lambda d: client_data_bundle.write_client_data_bundle(
+                task.CLIENT_DATA, str(d / 'b')
+            ),
+            True,
+        ),
+        (_sql_client_data, True),
+        # Declared (e.g. TFF's SqlClientData(...).preprocess(parse)).
+        (lambda d: data.datasets_from_ids(task.CLIENT_DATA), True),
+        # In memory: TFF traces its examples into dataset_computation.
+        (lambda d: task.CLIENT_DATA, False),
+        # TFF's preprocess wrapper hides what it wraps: not declared, not
+        # known.
+        (lambda d: _sql_client_data(d).preprocess(lambda x: x), False),
+    ],
+    ids=['bundle', 'sql', 'declared', 'in_memory', 'undeclared_wrapper'],
+)
+def test_builds_datasets_from_ids(tmp_path, make, expected):
+  assert client_data_bundle.builds_datasets_from_ids(make(tmp_path)) is expected

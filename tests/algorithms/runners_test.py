@@ -236,17 +236,19 @@ class TestScaffoldRunnerStateFiles:
 
 
 class TestDatasetComputation:
-  """The workers build the datasets from ids (`client_data_bundle`)."""
+  """The workers build the datasets from ids (a bundle, or a database)."""
 
+  @pytest.mark.parametrize('source', ['bundle', 'sql'])
   @pytest.mark.parametrize('server_files', [False, True])
   @pytest.mark.parametrize('kind', ['fedavg', 'scaffold'])
   def test_rounds_give_the_bits_of_sent_datasets(
-      self, processes, tmp_path, kind, server_files
+      self, processes, tmp_path, kind, server_files, source
   ):
-    bundle = client_data_bundle.write_client_data_bundle(
-        task.CLIENT_DATA, str(tmp_path / 'clients')
+    computation = (
+        _source_client_data(source, tmp_path)
+        .preprocess(task.preprocess_fn)
+        .dataset_computation
     )
-    computation = bundle.preprocess(task.preprocess_fn).dataset_computation
     runs = []
     for by_id in (False, True):
       runner = _runner(
@@ -277,6 +279,23 @@ class TestDatasetComputation:
       runners.LearningProcessRunner(
           processes['fedavg'], dataset_computation=other
       )
+
+
+def _source_client_data(source, directory):
+  """The task's clients as a tensor bundle, or in a database as TFF's
+  EMNIST loader gives them (a parsing preprocess over `SqlClientData`:
+  queries the worker runs by id)."""
+  if source == 'bundle':
+    return client_data_bundle.write_client_data_bundle(
+        task.CLIENT_DATA, str(directory / 'clients')
+    )
+  database = str(directory / 'clients.sqlite')
+  tff.simulation.datasets.save_to_sql_client_data(
+      task.CLIENT_IDS, task.CLIENT_DATA.serializable_dataset_fn, database
+  )
+  return tff.simulation.datasets.load_and_parse_sql_client_data(
+      database, task.CLIENT_DATA.element_type_structure
+  )
 
 
 def _runner(processes, kind, **kwargs):

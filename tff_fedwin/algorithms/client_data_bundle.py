@@ -116,6 +116,26 @@ class BundleClientData(tff.simulation.datasets.ClientData):
     return dataset_fn
 
 
+def builds_datasets_from_ids(
+    client_data: tff.simulation.datasets.ClientData,
+) -> bool:
+  """Whether `client_data.dataset_computation` holds none of its examples.
+
+  True for a `BundleClientData` (reads by name), TFF's `SqlClientData` (a
+  database query per id) and a `ClientData` whose class sets
+  `DATASETS_FROM_IDS = True` (its examples computed from the id in the
+  graph, e.g. the benchmarks' `SyntheticPopulation`): their
+  `dataset_computation` runs in the workers as it is, at any population
+  size. Any other `ClientData` may trace its examples into that computation
+  as constants (TFF's in-memory ones do; a graph is limited to 2 GB), so it
+  is written as a bundle first (`write_client_data_bundle`).
+  """
+  return isinstance(
+      client_data,
+      (BundleClientData, tff.simulation.datasets.SqlClientData),
+  ) or bool(getattr(type(client_data), 'DATASETS_FROM_IDS', False))
+
+
 def _stacked_leaves(dataset: tf.data.Dataset, specs) -> list[np.ndarray]:
   """All of `dataset`'s examples, each leaf stacked (`[0, ...]` if empty)."""
   batches = [

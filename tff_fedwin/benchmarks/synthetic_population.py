@@ -58,8 +58,15 @@ class SyntheticPopulation(tff.simulation.datasets.ClientData):
   `create_tf_dataset_for_client` parses the id instead of TFF's
   `client_id in self.client_ids` (a scan of the whole list per call), so it
   is O(1) in the population; `serializable_dataset_fn` also takes a string
-  tensor (the graph path of `dataset_computation`) and gives the same data.
+  tensor (the graph path of `dataset_computation`) and gives the same data,
+  so the workers build the sampled clients' datasets from their ids
+  (`DATASETS_FROM_IDS`; `algorithms.client_data_bundle.
+  builds_datasets_from_ids`) and no population is ever written out.
   """
+
+  # The examples are computed from the id in the graph: `dataset_computation`
+  # holds none of them.
+  DATASETS_FROM_IDS = True
 
   def __init__(
       self,

@@ -1,5 +1,8 @@
-"""Federated partitions of centralized data, and offline data sources."""
+"""Federated partitions of centralized data, offline data sources, and
+`ClientData` declared to build its datasets from the ids."""
 
+from tff_fedwin.data.from_ids import datasets_from_ids
+from tff_fedwin.data.from_ids import DatasetsFromIds
 from tff_fedwin.data.partition import client_data_from_partition
 from tff_fedwin.data.partition import default_client_ids
 from tff_fedwin.data.partition import dirichlet_label_partition

@@ -90,24 +90,17 @@ def _server_state_dir(config: config_lib.ExperimentConfig) -> Optional[str]:
 def _dataset_computation(
     config: config_lib.ExperimentConfig, task: tasks_registry.Task
 ) -> Optional[tff.Computation]:
-  """With `--client_data_transfer` resolving to files: the training examples
-  written to the run's `client_data/` (`run_experiment` removes it when the
-  run ends) and `(client id -> preprocessed dataset)` over them, which the
-  workers run; else None (the loop sends the datasets as values). `auto`
-  keeps a `SqlClientData` (EMNIST, StackOverflow) as values: their datasets
-  are queries the workers run, with no examples in them."""
+  """With `--client_data_transfer` resolving to files: `(client id ->
+  preprocessed dataset)`, which the workers run; else None (the loop sends
+  the datasets as values). Training data whose `dataset_computation` holds
+  no examples (`client_data_bundle.builds_datasets_from_ids`: EMNIST and
+  StackOverflow's `SqlClientData`, a query per id; synthetic populations)
+  is used as it is; any other is first written to the run's `client_data/`
+  as a tensor bundle (`run_experiment` removes it when the run ends)."""
   if config_lib.client_data_transfer(config) != 'files':
     return None
-  if isinstance(task.train_data, tff.simulation.datasets.SqlClientData):
-    # Its datasets already read the database in the worker; a bundle would
-    # copy the whole database at every start.
-    if config.client_data_transfer == 'files':
-      raise ValueError(
-          '--client_data_transfer=files needs training data held in memory '
-          f'(--task=mnist, npz, shakespeare); --task={config.task} reads a '
-          'database, which the workers read themselves: use auto or values.'
-      )
-    return None
+  if client_data_bundle.builds_datasets_from_ids(task.train_data):
+    return task.train_data.preprocess(task.preprocess_fn).dataset_computation
   directory = outputs.RunPaths(
       config.root_output_dir, config.experiment_name
   ).client_data

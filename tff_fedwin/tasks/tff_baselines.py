@@ -7,6 +7,7 @@ from typing import Optional
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_fedwin import data
 from tff_fedwin.tasks import emnist as emnist_lib
 from tff_fedwin.tasks import task as task_lib
 
@@ -76,6 +77,8 @@ def emnist_task(*, batch_size, epochs, seed, cache_dir, use_synthetic_data):
     )
 
   train_data = train.preprocess(lambda ds: ds.map(to_xy))
+  if not use_synthetic_data:  # A query per client id (TFF's SqlClientData).
+    train_data = data.datasets_from_ids(train_data)
   preprocess_fn = task_lib.batching_fn(batch_size, epochs, seed)
   test_data = test.create_tf_dataset_from_all_clients().map(to_xy).batch(1000)
   element_spec = preprocess_fn(
@@ -115,6 +118,8 @@ def stackoverflow_task(
     ) from e
   datasets = baseline.datasets
   train_data = datasets.train_data
+  if not use_synthetic_data:  # A query per client id (TFF's SqlClientData).
+    train_data = data.datasets_from_ids(train_data)
   test_data = datasets.get_centralized_test_data()
   if not use_synthetic_data:
     test_data = test_data.take(100)  # 100 batches: a tractable eval on CPU.
