@@ -117,6 +117,11 @@ def test_run_curve_samples_driver_and_worker_and_stops_the_worker(tmp_path):
   assert all(s.worker_mb > 0 and s.driver_mb > 0 for s in samples)
   assert samples[1].elapsed_seconds > samples[0].elapsed_seconds
   assert runtime.running_workers() == before
+  # The run's training examples went by id through a bundle in its
+  # directory (local workers); it is removed with the run, its checkpoints
+  # are not.
+  assert (tmp_path / 'scaffold' / 'checkpoints').is_dir()
+  assert not (tmp_path / 'scaffold' / 'client_data').exists()
 
 
 def test_csv_round_trip_table_and_plot(tmp_path):

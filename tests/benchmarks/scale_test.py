@@ -188,7 +188,8 @@ def test_store_work_table_gives_each_rows_share_of_its_round():
   assert '| m | memory | 40.0 | 2.5% |' in table
 
 
-def test_driver_path_runs_the_loops_round_work():
+@pytest.mark.parametrize('build_datasets', [True, False])
+def test_driver_path_runs_the_loops_round_work(build_datasets):
   ids = [f'{i:04d}' for i in range(40)]
 
   class FakeData:
@@ -229,11 +230,13 @@ def test_driver_path_runs_the_loops_round_work():
       store=store,
       rounds_per_checkpoint=2,
       seed=1,
+      build_datasets=build_datasets,
   )
   assert seconds >= 0.0
   expected = [{ids[i] for i in _numpy_sample(40, 3, 1, t)} for t in range(1, 5)]
   assert store.updated == expected
-  assert len(data.created) == 12
+  # 3 clients x 4 rounds; none when the workers build them by id.
+  assert len(data.created) == (12 if build_datasets else 0)
   assert store.checkpoints == [2, 4]
 
 

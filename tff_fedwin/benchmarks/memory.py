@@ -211,7 +211,10 @@ def run_curve(
   shutil.rmtree(outputs.RunPaths(output_dir, run).root, ignore_errors=True)
   task = run_lib.create_task(config)
   samples = []
-  with runtime.local_execution_context():
+  with (
+      runtime.local_execution_context(),
+      run_lib.client_data_removed_at_exit(config),
+  ):
     runner = _SampledRunner(
         _build_runner(run, config, task), sample_every, samples
     )

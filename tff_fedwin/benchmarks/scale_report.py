@@ -169,12 +169,13 @@ def store_work_table(
 ) -> str:
   """Each row's driver round work (`driver_ms`) and its share of s/round.
 
-  The in-memory rows' share is the floor (sampling, datasets, a dict
-  lookup); a disk row's share above it is what the disk store adds.
+  The in-memory rows' share is the floor (sampling, a dict lookup); a disk
+  row's share above it is what the disk store adds.
   """
   lines = [
-      "Store work: the driver's round work without TFF (sampling, datasets, "
-      "store get + update) with each row's model, population and store, "
+      "Store work: the driver's round work without TFF (sampling, store get "
+      '+ update; the workers build the datasets by id, as in the rows) with '
+      "each row's model, population and store, "
       f'median over {_STORE_WORK_ROUNDS} rounds (the disk store '
       f'checkpointed, untimed, every {_DRIVER_PATH_CHECKPOINT}), and its '
       "share of the row's s/round.",
@@ -205,6 +206,8 @@ def _store_work_ms(
       'ours',
       result.spec.client_states,
       rounds=_STORE_WORK_ROUNDS,
+      # The rows' workers build the datasets by id (a SyntheticPopulation).
+      build_datasets=False,
   )
 
 
@@ -258,12 +261,16 @@ def driver_path_seconds(
     store: Any,
     rounds_per_checkpoint: Optional[int] = None,
     seed: int = 0,
+    build_datasets: bool = True,
 ) -> float:
   """Median driver time of a round's sampling, datasets and state lookup.
 
   What `run_training` does in the driver around `run_round` (the loop's
-  `sample_clients`, `client_datasets`, `store.get` and `store.update`), with
-  no TFF call, for rounds 1..`rounds`. With `rounds_per_checkpoint`, the
+  `sample_clients`, `client_datasets` if `build_datasets`, `store.get` and
+  `store.update`), with no TFF call, for rounds 1..`rounds`. Without
+  `build_datasets` the round is the loop's with the clients' data by id
+  (a runner that `takes_client_ids`, the default with local workers): the
+  workers build the datasets. With `rounds_per_checkpoint`, the
   store's checkpoint steps run (untimed) every that many rounds, as in the
   loop (a disk store's pending updates then stay one interval's).
   """
@@ -272,7 +279,8 @@ def driver_path_seconds(
   for t in range(1, rounds + 1):
     start = time.perf_counter()
     sampled = sampling.sample_clients(client_ids, clients_per_round, seed, t)
-    sampling.client_datasets(client_data, sampled, preprocess_fn)
+    if build_datasets:
+      sampling.client_datasets(client_data, sampled, preprocess_fn)
     store.update(sampled, store.get(sampled))
     times.append(time.perf_counter() - start)
     if rounds_per_checkpoint and t % rounds_per_checkpoint == 0:
@@ -287,13 +295,14 @@ def _driver_path_ms(
     data_kind: str,
     store_kind: str,
     rounds: int = _DRIVER_PATH_ROUNDS,
+    build_datasets: bool = True,
 ) -> float:
   """The driver's round work on `task`'s population, in ms.
 
   `data_kind` 'ours' serves the clients from the `SyntheticPopulation`
   itself, 'tff' through TFF's `ClientData.from_clients_and_tf_fn`;
   `store_kind` is the client-state store ('memory' or 'disk', in a temporary
-  directory).
+  directory); `build_datasets` as for `driver_path_seconds`.
   """
   data = task.train_data
   if data_kind == 'tff':
@@ -317,6 +326,7 @@ def _driver_path_ms(
           rounds_per_checkpoint=(
               _DRIVER_PATH_CHECKPOINT if store_kind == 'disk' else None
           ),
+          build_datasets=build_datasets,
       )
     finally:
       store.close()
@@ -364,7 +374,8 @@ def run_population_benchmark(
       f'Population: SCAFFOLD, small CNN (62 classes), {clients_per_round} '
       f'clients per round, {rounds} rounds, {client_states} store. Driver '
       f"path: median over {_DRIVER_PATH_ROUNDS} rounds of the driver's "
-      'round work without TFF (sampling, datasets, store get + update), '
+      'round work without TFF (sampling, datasets built in the driver as '
+      'with --client_data_transfer=values, store get + update), '
       "with our SyntheticPopulation or TFF's ConcreteClientData (whose "
       '`create_tf_dataset_for_client` checks `client_id in client_ids`, a '
       'list scan), and the memory or disk store (the disk store checkpointed, '

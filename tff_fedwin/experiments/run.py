@@ -37,9 +37,16 @@ def create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
 
 
 @contextlib.contextmanager
-def _removed_at_exit(directory: str):
-  """Removes `directory` (derived data, e.g. the client data bundle that
-  `--client_data_transfer=files` writes at every start) when the run ends."""
+def client_data_removed_at_exit(config: config_lib.ExperimentConfig):
+  """Removes the run's `client_data/` when the block exits.
+
+  It is derived data: the training examples' bundle that
+  `registry.build_runner` writes at every start when the clients' data go
+  by id (`--client_data_transfer`); a resumed run writes it again.
+  """
+  directory = outputs.RunPaths(
+      config.root_output_dir, config.experiment_name
+  ).client_data
   try:
     yield
   finally:
@@ -78,12 +85,9 @@ def run_experiment(
         f'number of training clients of --task={config.task} '
         f'({num_train_clients}).'
     )
-  client_data_dir = outputs.RunPaths(
-      config.root_output_dir, config.experiment_name
-  ).client_data
   with (
       context.execution_context(config.workers, config.worker_bind),
-      _removed_at_exit(client_data_dir),
+      client_data_removed_at_exit(config),
   ):
     runner = registry.build_runner(config, task, num_train_clients)
     return loop.run_training(
