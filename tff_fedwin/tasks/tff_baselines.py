@@ -118,10 +118,10 @@ def stackoverflow_task(
     ) from e
   datasets = baseline.datasets
   train_data = datasets.train_data
-  if not use_synthetic_data:  # A query per client id (TFF's SqlClientData).
-    train_data = data.datasets_from_ids(train_data)
   test_data = datasets.get_centralized_test_data()
   if not use_synthetic_data:
+    # A query per client id (TFF's SqlClientData).
+    train_data = data.datasets_from_ids(train_data)
     test_data = test_data.take(100)  # 100 batches: a tractable eval on CPU.
   # TFF's word-prediction ids: 0 pad, 1..vocab words, then OOV, BOS, EOS.
   return Task(
