@@ -88,6 +88,9 @@ def _rows() -> list[bench.Row]:
   wima = lambda: algorithms.build_fed_win(
       model_fn, sgd(), window_size=100, window_read_every=10
   )
+  wsm = lambda: algorithms.build_fed_win(
+      model_fn, sgd(), client_loss='wsm', num_classes=_CLASSES
+  )
   rows = [
       bench.Row(_BASELINE, baseline),
       bench.Row(
@@ -178,10 +181,14 @@ def _rows() -> list[bench.Row]:
       ),
       bench.Row(
           'WSM clients via build_fed_win',
+          bench.learning_process_row(wsm),
+          own_bound=_WSM_BOUND,
+      ),
+      bench.Row(
+          'WSM clients via build_fed_win, server state as files, client '
+          'data by id (default with local workers)',
           bench.learning_process_row(
-              lambda: algorithms.build_fed_win(
-                  model_fn, sgd(), client_loss='wsm', num_classes=_CLASSES
-              )
+              wsm, server_state_files=True, client_data_by_id=True
           ),
           own_bound=_WSM_BOUND,
       ),

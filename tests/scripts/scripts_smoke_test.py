@@ -91,6 +91,8 @@ def test_benchmark_report_covers_every_section(tmp_path):
       '(default with local workers)',
       'bound: same SCAFFOLD arithmetic, one tf.function',
       'WSM clients via build_fed_win',
+      'WSM clients via build_fed_win, server state as files, client data by '
+      'id (default with local workers)',
       'bound: same WSM-client arithmetic, one tf.function',
       'TFF build_weighted_fed_avg on 2 local workers',
   ):
@@ -104,7 +106,11 @@ def test_benchmark_paired_measures_the_selected_row_against_its_bound(
       'benchmark.py', ['--paired=2', '--rows=^WSM'], str(tmp_path / 'p.md')
   )
   # Only rows with an own bound are paired; the references are not.
-  assert rows == ['WSM clients via build_fed_win']
+  assert rows == [
+      'WSM clients via build_fed_win',
+      'WSM clients via build_fed_win, server state as files, client data by '
+      'id (default with local workers)',
+  ]
 
 
 @pytest.mark.parametrize(
