@@ -2,8 +2,8 @@
 
 EMNIST and StackOverflow are built with the network cut off (name resolution
 fails, as on a machine without network), so TFF's and Keras' real download code
-runs and fails at once; EMNIST from a small database stands in for the real one
-to check its training data is built by id.
+runs and fails at once; EMNIST and StackOverflow from small databases stand in
+for the real ones to check their training data is built by id.
 """
 
 import collections
@@ -204,29 +204,36 @@ def test_refuses_a_split_the_task_does_not_have(task, eval_split, message):
     )
 
 
+def _sql_client_data(path, examples, element_spec):
+  """`examples` (client id -> dict of arrays) in a database at `path`, parsed
+  as TFF's loaders return their data (a preprocess over `SqlClientData`)."""
+  tff.simulation.datasets.save_to_sql_client_data(
+      list(examples),
+      lambda c: tf.data.Dataset.from_tensor_slices(
+          collections.OrderedDict(
+              (key, tf.constant(examples[c][key], spec.dtype))
+              for key, spec in element_spec.items()
+          )
+      ),
+      path,
+  )
+  return tff.simulation.datasets.load_and_parse_sql_client_data(
+      path, element_spec
+  )
+
+
 def test_emnist_training_data_is_built_by_id_in_the_workers(
     tmp_path, monkeypatch
 ):
-  # Two writers with EMNIST's element structure in a database, parsed as
-  # TFF's loader returns them (a preprocess over SqlClientData).
+  # Two writers with EMNIST's element structure.
   pixels = {
       'w0': np.stack([np.full((28, 28), 0.25), np.full((28, 28), 0.75)]),
       'w1': np.full((1, 28, 28), 0.5),
   }
   labels = {'w0': [3, 61], 'w1': [7]}
-  database = str(tmp_path / 'emnist.sqlite')
-  tff.simulation.datasets.save_to_sql_client_data(
-      ['w0', 'w1'],
-      lambda c: tf.data.Dataset.from_tensor_slices(
-          collections.OrderedDict(
-              label=tf.constant(labels[c], tf.int32),
-              pixels=tf.constant(pixels[c], tf.float32),
-          )
-      ),
-      database,
-  )
-  parsed = tff.simulation.datasets.load_and_parse_sql_client_data(
-      database,
+  parsed = _sql_client_data(
+      str(tmp_path / 'emnist.sqlite'),
+      {c: dict(label=labels[c], pixels=pixels[c]) for c in pixels},
       collections.OrderedDict(
           label=tf.TensorSpec([], tf.int32),
           pixels=tf.TensorSpec([28, 28], tf.float32),
@@ -248,3 +255,52 @@ def test_emnist_training_data_is_built_by_id_in_the_workers(
   order = np.argsort(batch['y'])  # The task shuffles each client's examples.
   np.testing.assert_array_equal(batch['y'].numpy()[order], [3, 61])
   np.testing.assert_array_equal(batch['x'].numpy()[order][..., 0], pixels['w0'])
+
+
+def test_stackoverflow_training_data_is_built_by_id_in_the_workers(
+    tmp_path, monkeypatch
+):
+  # Two users with one post each, StackOverflow's element structure.
+  element_spec = collections.OrderedDict(
+      (key, tf.TensorSpec([], tf.int64 if key == 'score' else tf.string))
+      for key in ('creation_date', 'score', 'tags', 'title', 'tokens', 'type')
+  )
+  posts = {
+      user: dict(
+          creation_date=[''],
+          score=[0],
+          tags=[''],
+          title=[''],
+          tokens=[tokens],
+          type=[''],
+      )
+      for user, tokens in (('u0', 'a c zz'), ('u1', 'b b'))
+  }
+  parsed = _sql_client_data(
+      str(tmp_path / 'stackoverflow.sqlite'), posts, element_spec
+  )
+  stackoverflow = tff.simulation.datasets.stackoverflow
+  monkeypatch.setattr(
+      stackoverflow, 'load_data', lambda **kwargs: (parsed, parsed, parsed)
+  )
+  monkeypatch.setattr(
+      stackoverflow,
+      'load_word_counts',
+      lambda **kwargs: collections.OrderedDict(a=3, b=2, c=1),
+  )
+
+  task = registry.create_task('stackoverflow', batch_size=2, cache_dir='unused')
+
+  # A query per id: the workers build the datasets, no bundle is written.
+  assert client_data_bundle.builds_datasets_from_ids(task.train_data)
+  dataset_computation = task.train_data.preprocess(
+      task.preprocess_fn
+  ).dataset_computation
+  (batch,) = list(dataset_computation('u0'))  # Built in the worker.
+  # TFF's word ids for the vocabulary [a, b, c]: pad 0, a b c 1 2 3, the
+  # out-of-vocabulary bucket 4 (zz), beginning 5, end 6; a post is padded to
+  # 21 ids, x its first 20 and y its last 20.
+  ids = np.zeros([1, 21], np.int64)
+  ids[0, :5] = [5, 1, 3, 4, 6]
+  np.testing.assert_array_equal(batch[0], ids[:, :-1])
+  np.testing.assert_array_equal(batch[1], ids[:, 1:])
