@@ -155,6 +155,37 @@ class TestHold:
     assert held[1].shape == (0,)
 
 
+class TestWithoutTfDataRewrites:
+
+  def test_turns_off_rewrites_and_autotuning_even_if_set_upstream(self):
+    options = tf.data.Options()
+    options.experimental_optimization.apply_default_optimizations = True
+    options.autotune.enabled = True
+    dataset = tf.data.Dataset.range(5).with_options(options)
+    read = client_loop.without_tf_data_rewrites(dataset).options()
+    assert read.experimental_optimization.apply_default_optimizations is False
+    assert read.autotune.enabled is False
+
+  def test_hold_reads_a_shuffled_parallel_pipeline_as_tf_data_does(self):
+    def pipeline():  # Rewrites would fuse, parallelize and tune these.
+      return (
+          tf.data.Dataset.range(40)
+          .shuffle(40, seed=3)
+          .map(
+              lambda i: collections.OrderedDict(
+                  x=tf.cast(i, tf.float32) * 2, y=tf.cast(i % 3, tf.int32)
+              ),
+              num_parallel_calls=tf.data.AUTOTUNE,
+          )
+          .map(lambda e: e)
+          .batch(6)
+      )
+
+    held = tf.function(lambda d: client_loop.hold(d).as_dataset())(pipeline())
+    # A fresh pipeline read eagerly with tf.data's default options.
+    _assert_same_elements(_elements(held), _elements(pipeline()))
+
+
 class TestReplayable:
 
   def test_replays_the_batches_in_order_with_a_short_last_one(self):
