@@ -6,7 +6,9 @@ the client dataset into tensors, then the steps over those) or one of TFF's
 `run_client_loop` runs a `client_training` step over the batches in a form,
 `train_client` runs a whole client (init, loop, final), and `replayable`
 turns one pass into a dataset that reads the same elements on every pass,
-for WSM's two reads in TFF's forms (docs/design.md sec. 4.4, 7.4).
+for WSM's two reads in TFF's forms (docs/design.md sec. 4.4, 7.4). `hold`
+reads without tf.data's graph rewrites and autotuning
+(`without_tf_data_rewrites`), which cost as much as the read itself.
 """
 
 from collections.abc import Callable
