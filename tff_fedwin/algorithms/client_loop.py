@@ -33,7 +33,7 @@ def client_loop(loop_implementation: Any) -> LoopForm:
   """The loop a client runs over its batches.
 
   `None` picks `HELD_BATCHES`, faster here than TFF's two forms
-  (docs/design.md sec. 7.4). Every form is repeatable with both losses:
+  (docs/performance.md sec. 6.3). Every form is repeatable with both losses:
   WSM clients count their classes on the held pass or on a `replayable`
   copy of their dataset.
 
@@ -258,7 +258,7 @@ def without_tf_data_rewrites(dataset: tf.data.Dataset) -> tf.data.Dataset:
   rewrites the dataset's whole graph (upstream included) and starts the
   autotuner, once per client per round in the worker: about 3.5 ms per
   client dataset of 20 EMNIST examples, as much as reading them
-  (docs/design.md sec. 7.4). A client's few hundred examples gain nothing
+  (docs/performance.md sec. 6.16). A client's few hundred examples gain nothing
   from either.
   """
   options = tf.data.Options()

@@ -10,8 +10,8 @@ initializers' values are never used, yet a Keras model's random initializers
 for each weight. Measured 2026-11-27 (AVX2 machine, `perf record` of the TFF
 worker during SCAFFOLD rounds of 10 clients x 1 step): 9.3% of the worker's
 samples were Philox fills; one in-process graph drawing the model's shapes
-takes 5.1-5.6 ms against 0.4 ms filling them with zeros (docs/design.md
-sec. 7.4).
+takes 5.1-5.6 ms against 0.4 ms filling them with zeros (docs/performance.md
+sec. 6.11).
 
 `build_client_model` builds the model with every trainable variable whose
 shape and dtype are known at creation started at zeros instead. Every other

@@ -2,7 +2,7 @@
 
 Each `next` call returns the whole server state to Python and sends it back;
 running E rounds in one computation pays that round trip once per E rounds
-(docs/design.md sec. 7). With `window_read_every=E` the window model is exact
+(docs/design.md sec. 7.3). With `window_read_every=E` the window model is exact
 at the end of every call.
 """
 

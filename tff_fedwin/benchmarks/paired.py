@@ -7,7 +7,7 @@ in-process `tf.function`, and their rounds interleave: rows A, B, then the
 bound; the bound, then B, A; and so on. Each cycle gives each row one ratio
 to the bound's round of the same cycle, so a ratio's two sides, and the
 rows of one group, see the same seconds of the machine. Used by
-`scripts/benchmark.py --paired` (docs/design.md sec. 7.4).
+`scripts/benchmark.py --paired` (docs/performance.md sec. 1).
 """
 
 import contextlib

@@ -3,7 +3,7 @@
 Each row runs on its own fresh TFF worker(s) after one untimed warm-up call,
 and is reported against TFF's `build_weighted_fed_avg` measured in the same run
 (first and last) and against the bound: the same arithmetic as one in-process
-`tf.function` per round over tensors (docs/design.md sec. 7.4). Used by
+`tf.function` per round over tensors (docs/performance.md sec. 1). Used by
 scripts/benchmark.py and scripts/benchmark_window.py.
 """
 

@@ -4,7 +4,7 @@
 their ratios need. `run_order` alternates the order of the repeats (forward,
 backward, forward, ...): this shared machine's speed drifts over the minutes
 a list of rows takes, and a row measured after its reference in every run
-would carry that drift into its ratio one way (docs/design.md sec. 7.4).
+would carry that drift into its ratio one way (docs/performance.md sec. 1).
 """
 
 import re

@@ -3,7 +3,7 @@
 No TFF and no `tf.data` in the timed loop: the clients' batches are
 materialized once as tensors `[clients, steps, batch, ...]`
 (`stack_client_data`) and a round is one call. Each algorithm gets its own
-bound, the same arithmetic as its TFF process (docs/design.md sec. 7.4):
+bound, the same arithmetic as its TFF process (docs/performance.md sec. 1):
 
 * FedAvg: every client starts from x, takes one SGD step per batch on
   softmax cross-entropy; the server adds the mean client delta (equal client

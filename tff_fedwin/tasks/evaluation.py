@@ -6,7 +6,7 @@ round. `TestSetEvaluator.evaluate_all` reads the test set once for all of
 them: one traced call per evaluation, the batches looped over in the graph,
 every model's forward pass on each batch, per-batch sums accumulated in
 float64 in the batches' order. A model's numbers are those of evaluating it
-alone, batch by batch (docs/design.md sec. 7.7 has the measurements).
+alone, batch by batch (docs/performance.md sec. 8 has the measurements).
 """
 
 import collections

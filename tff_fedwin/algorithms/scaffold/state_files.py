@@ -120,7 +120,7 @@ def write_inputs(prefixes: Sequence[str], states: Sequence[Any]) -> None:
   2026-11-27 on ext4 (10 clients, 46 MB, 1 step each, 14 alternating rounds,
   medians): removing the outputs and rewriting the inputs through
   `open(..., 'wb')` took 131 ms and made a round 0.88 s; writing in place
-  took 29 ms and made it 0.76 s (docs/design.md sec. 7.6).
+  took 29 ms and made it 0.76 s (docs/performance.md sec. 6.9).
   """
   for prefix, state in zip(prefixes, states, strict=True):
     leaves = tf.nest.flatten(state)
