@@ -7,6 +7,8 @@ model (`global/`), of its main window (`window/`) and of each extra window
 summarizes several seeds' runs the way RESULTS.md does, at several horizons:
 per seed the mean over the last N evals up to the horizon round, then mean
 +- std (population) over seeds, and the best W of each seed.
+`paired_difference_table` and `gain_table` judge each W against the best W
+and against the global model by the rule of `tff_fedwin.reporting.paired`.
 """
 
 from collections.abc import Sequence
@@ -16,6 +18,7 @@ from typing import Optional
 
 import numpy as np
 
+from tff_fedwin.reporting import paired
 from tff_fedwin.reporting import plots
 from tff_fedwin.training import outputs
 
@@ -160,6 +163,11 @@ def horizon_table(
   return lines
 
 
+def _rule_cell(differences) -> str:
+  """A paired difference over runs by `paired`'s rule, as a table cell."""
+  return paired.format_difference(paired.paired_difference(differences))
+
+
 def paired_difference_table(
     run_dirs: Sequence[str],
     window_size: int,
@@ -169,8 +177,9 @@ def paired_difference_table(
   """Markdown: each W minus the best W, paired per run, at each horizon.
 
   The best W of a horizon is the one with the highest mean over runs; a
-  cell is mean +- std over runs of (acc_W - acc_best) on the same trajectory,
-  so the std is the seeds' spread of the difference itself.
+  cell is (acc_W - acc_best) per run on the same trajectory, by the rule of
+  `paired`: mean +- sample std [95% t interval], runs > 0: verdict. The
+  best W's own cell is "0 (best)".
   """
   sizes, means = _summaries(run_dirs, window_size, horizons, last_n)
   best = np.argmax(means.mean(axis=0), axis=0)  # [horizons]
@@ -184,11 +193,42 @@ def paired_difference_table(
       '|---|' + '---:|' * len(horizons),
   ]
   for i, w in enumerate(sizes):
-    cells = []
-    for j, b in enumerate(best):
-      difference = means[:, i, j] - means[:, b, j]
-      cells.append(f'{np.mean(difference):+.4f} +- {np.std(difference):.4f}')
+    cells = [
+        '0 (best)' if i == b else _rule_cell(means[:, i, j] - means[:, b, j])
+        for j, b in enumerate(best)
+    ]
     lines.append(f'| {_label(w)} | ' + ' | '.join(cells) + ' |')
+  return lines
+
+
+def gain_table(
+    run_dirs: Sequence[str],
+    window_size: int,
+    horizons: Sequence[int],
+    last_n: int,
+) -> list[str]:
+  """Markdown: each W minus the global model, paired per run, per horizon.
+
+  A cell is (acc_W - acc_global) per run on the same trajectory, by the
+  rule of `paired` (as in `paired_difference_table`). Before round W a
+  window is the global model, so a W > horizon has the difference 0 in
+  every run ("within noise").
+  """
+  sizes, means = _summaries(run_dirs, window_size, horizons, last_n)
+  g = sizes.index(GLOBAL_ROW)
+  lines = [
+      '| W | '
+      + ' | '.join(f'W - global to round {h}' for h in horizons)
+      + ' |',
+      '|---|' + '---:|' * len(horizons),
+  ]
+  for i, w in enumerate(sizes):
+    if i != g:
+      cells = [
+          _rule_cell(means[:, i, j] - means[:, g, j])
+          for j in range(len(horizons))
+      ]
+      lines.append(f'| {_label(w)} | ' + ' | '.join(cells) + ' |')
   return lines
 
 

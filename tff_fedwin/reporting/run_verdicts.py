@@ -1,0 +1,150 @@
+"""Each experiment's paired differences and verdicts from its runs-CSV lines.
+
+`verdict_table` reads the lines `experiment_rows.run_record` writes (one per
+run: experiment, row, seed, the window's and the global model's last-N
+accuracy) and tabulates, by the rule of `tff_fedwin.reporting.paired`:
+
+- per row whose window differs from its global model in some seed
+  (evaluate mode), window - global, paired by seed (the same trajectory);
+- per pair of rows in `ROW_COMPARISONS`, row A - row B of the global
+  model's accuracy, paired by seed (in broadcast mode, IMA's rows, the
+  window is the global model).
+
+RESULTS.md quotes these verdicts.
+"""
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from tff_fedwin.reporting import paired
+
+# The cross-row claims RESULTS.md judges: {experiment: ((row A, row B), ...)},
+# A - B of the global model's last-N accuracy per seed.
+_IMA_FEDAVG = 'fedavg alpha=0.1 IMA'
+_IMA_BASE = 'fedavg alpha=0.1 no window'
+_IMA_SCHEDULE = 'fedavg alpha=0.1 IMA schedule only W=1'
+_IMA_ADAM = ('fedadam alpha=0.1 IMA', 'fedadam alpha=0.1 no window')
+_WSM_FEDAVG = 'fedavg alpha=0.1 wsm lr=0.2 W=10'
+_WSM_SCAFFOLD = 'scaffold alpha=0.1 wsm lr=0.1 W=10'
+_CE_SCAFFOLD = 'scaffold alpha=0.1 ce lr=0.05 W=10'
+_IMA_ROWS = (
+    (_IMA_FEDAVG, _IMA_BASE),
+    (_IMA_FEDAVG, _IMA_SCHEDULE),
+    (_IMA_SCHEDULE, _IMA_BASE),
+    _IMA_ADAM,
+)
+ROW_COMPARISONS = {
+    'ima': _IMA_ROWS,
+    'ima_local_setup': _IMA_ROWS,
+    'ima_early_start': ((_IMA_FEDAVG, _IMA_BASE), _IMA_ADAM),
+    'wsm': (
+        (_WSM_FEDAVG, 'fedavg alpha=0.1 ce lr=0.2 W=10'),
+        (_WSM_FEDAVG, _CE_SCAFFOLD),
+        (_WSM_FEDAVG, _WSM_SCAFFOLD),
+        (_WSM_SCAFFOLD, _CE_SCAFFOLD),
+    ),
+}
+
+WINDOW_MINUS_GLOBAL = 'window - global'
+ROW_MINUS_ROW = 'row A - row B (global)'
+
+
+def _accuracies(records, experiment):
+  """{row: {seed: (window, global)}} of the experiment's lines."""
+  rows = {}
+  for r in records:
+    if r['experiment'] == experiment:
+      rows.setdefault(r['row'], {})[str(r['seed'])] = (
+          float(r['window_accuracy']),
+          float(r['global_accuracy']),
+      )
+  return rows
+
+
+def comparisons(
+    records: Iterable[Mapping[str, object]],
+    experiment: str,
+    row_comparisons: Mapping[str, Sequence[tuple[str, str]]] = (
+        ROW_COMPARISONS
+    ),
+) -> list[tuple[str, str, dict[str, float]]]:
+  """(kind, rows, {seed: difference}) of the experiment's paired claims.
+
+  Args:
+    records: Runs-CSV lines (dicts; values may be strings).
+    experiment: Whose lines to read.
+    row_comparisons: {experiment: ((row A, row B), ...)}; a pair is paired
+      over the seeds both rows have.
+
+  Raises:
+    ValueError: A compared row has no line, or two rows share no seed.
+  """
+  rows = _accuracies(records, experiment)
+  found = []
+  for row, seeds in rows.items():
+    if any(w != g for w, g in seeds.values()):
+      found.append(
+          (WINDOW_MINUS_GLOBAL, row, {s: w - g for s, (w, g) in seeds.items()})
+      )
+  for a, b in row_comparisons.get(experiment, ()):
+    missing = [r for r in (a, b) if r not in rows]
+    if missing:
+      raise ValueError(f'{experiment}: no runs-CSV line of rows {missing}.')
+    seeds = [s for s in rows[a] if s in rows[b]]
+    if not seeds:
+      raise ValueError(f'{experiment}: rows {a!r} and {b!r} share no seed.')
+    found.append(
+        (
+            ROW_MINUS_ROW,
+            f'{a} - {b}',
+            {s: rows[a][s][1] - rows[b][s][1] for s in seeds},
+        )
+    )
+  return found
+
+
+def verdict_table(
+    records: Iterable[Mapping[str, object]],
+    experiment: str,
+    row_comparisons: Mapping[str, Sequence[tuple[str, str]]] = (
+        ROW_COMPARISONS
+    ),
+) -> list[str]:
+  """Markdown: the experiment's paired differences with their verdicts.
+
+  Args:
+    records: Runs-CSV lines (dicts; values may be strings).
+    experiment: Whose lines to read.
+    row_comparisons: As in `comparisons`.
+
+  Returns:
+    A caption, a table (one line per comparison: seeds, mean, sample std,
+    95% t interval, seeds > 0, verdict) and a blank line; no lines if the
+    experiment has no paired claim (e.g. no window and no row pairs).
+  """
+  found = comparisons(list(records), experiment, row_comparisons)
+  if not found:
+    return []
+  lines = [
+      'Paired differences over seeds (last-N accuracy), by the rule of '
+      'RESULTS.md (`reporting.paired`): mean, sample std, 95% t interval; '
+      'Yes if the interval is above 0, No if below, within noise otherwise:',
+      '',
+      '| paired by seed | rows | seeds | mean | sample std | 95% interval | '
+      'seeds > 0 | verdict |',
+      '|---|---|---:|---:|---:|---:|---:|---|',
+  ]
+  for kind, rows, by_seed in found:
+    d = paired.paired_difference(list(by_seed.values()))
+    spread = (
+        ('', '')
+        if d.std is None
+        else (
+            f'{d.std:.4f}',
+            f'[{d.low:+.4f}, {d.high:+.4f}]',
+        )
+    )
+    lines.append(
+        f'| {kind} | {rows} | {d.n} | {d.mean:+.4f} | {spread[0]} | '
+        f'{spread[1]} | {d.positive}/{d.n} | {d.verdict} |'
+    )
+  return lines + ['']
