@@ -35,7 +35,11 @@ minutes (`benchmarks.paired`).
 
 import sys
 
-from absl import app
+from tff_fedwin import log_levels
+
+log_levels.quiet_native_logs(sys.argv)  # Before TensorFlow is imported.
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import flags
 import tensorflow_federated as tff
 
@@ -45,6 +49,8 @@ from tff_fedwin.benchmarks import paired
 from tff_fedwin.benchmarks import program_window_rows
 from tff_fedwin.benchmarks import rounds as bench
 from tff_fedwin.benchmarks import row_order
+
+# pylint: enable=g-import-not-at-top,wrong-import-position
 
 _ROUNDS = flags.DEFINE_integer('rounds', 3, 'Timed rounds per row (>= 1).')
 _REPEATS = flags.DEFINE_integer(
@@ -293,4 +299,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  log_levels.run(main)

@@ -16,13 +16,21 @@ takes about 25 minutes per run on an idle 2-core machine. A smoke run:
 """
 
 import os
+import sys
 import tempfile
 
+from tff_fedwin import log_levels
+
+log_levels.quiet_native_logs(sys.argv)  # Before TensorFlow is imported.
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
 from absl import flags
 
 from tff_fedwin.benchmarks import memory
 from tff_fedwin.benchmarks import memory_report
+
+# pylint: enable=g-import-not-at-top,wrong-import-position
 
 _RUNS = flags.DEFINE_list(
     'runs', list(memory.RUNS), f'Runs, from {sorted(memory.RUNS)}.'
@@ -72,4 +80,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  log_levels.run(main)

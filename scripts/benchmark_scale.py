@@ -33,12 +33,21 @@ A smoke run (a few minutes):
     --populations=100,1000 --population_rounds=5
 """
 
+import sys
+
+from tff_fedwin import log_levels
+
+log_levels.quiet_native_logs(sys.argv)  # Before TensorFlow is imported.
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
 from absl import flags
 
 from tff_fedwin import training
 from tff_fedwin.benchmarks import scale
 from tff_fedwin.benchmarks import scale_report
+
+# pylint: enable=g-import-not-at-top,wrong-import-position
 
 _PARTS = flags.DEFINE_list(
     'parts', ['scale', 'population'], 'Parts to run: scale, population.'
@@ -152,4 +161,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  log_levels.run(main)

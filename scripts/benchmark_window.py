@@ -8,10 +8,20 @@ call" run E rounds inside one TFF call (`build_multi_round_process`), so the
 state crosses the Python boundary once per E rounds; their time is per round.
 Rows "window kept by the program" run `ProgramWindowRunner` (the process
 without a window; the window's models in files, its sum in the driver).
+`--rows` runs a part of the list (a regular expression on the row names; the
+baseline and the bound come along).
 
   .venv/bin/python scripts/benchmark_window.py --rounds=3 --output=bench.md
+  .venv/bin/python scripts/benchmark_window.py --rows='program'
 """
 
+import sys
+
+from tff_fedwin import log_levels
+
+log_levels.quiet_native_logs(sys.argv)  # Before TensorFlow is imported.
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
 from absl import flags
 import tensorflow_federated as tff
@@ -21,6 +31,9 @@ from tff_fedwin import algorithms
 from tff_fedwin import tasks
 from tff_fedwin.benchmarks import program_window_rows
 from tff_fedwin.benchmarks import rounds as bench
+from tff_fedwin.benchmarks import row_order
+
+# pylint: enable=g-import-not-at-top,wrong-import-position
 
 _ROUNDS = flags.DEFINE_integer('rounds', 3, 'Timed rounds per row (>= 1).')
 _CLIENTS = flags.DEFINE_integer('clients', 10, 'Clients per round.')
@@ -34,6 +47,12 @@ _READ_EVERY = flags.DEFINE_list(
 )
 _SCAFFOLD = flags.DEFINE_bool('scaffold', True, 'Include the SCAFFOLD row.')
 _OUTPUT = flags.DEFINE_string('output', None, 'Also write the table here.')
+_ROWS = flags.DEFINE_string(
+    'rows',
+    None,
+    'Python regular expression: run only the rows whose name it matches, '
+    "with TFF's baseline and the bound (default: all).",
+)
 
 _LR = 0.05
 _BASELINE = 'TFF build_weighted_fed_avg (baseline)'
@@ -152,8 +171,14 @@ def main(argv):
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
   if _ROUNDS.value < 1:
     raise app.UsageError('--rounds must be >= 1.')
+  rows = _rows()
+  if _ROWS.value is not None:
+    try:
+      rows = row_order.select(rows, _ROWS.value, (_BASELINE, _BOUND))
+    except ValueError as e:
+      raise app.UsageError(str(e)) from e
   table = bench.run_and_report(
-      _rows(),
+      rows,
       baseline_name=_BASELINE,
       bound_name=_BOUND,
       rounds=_ROUNDS.value,
@@ -178,4 +203,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  log_levels.run(main)

@@ -123,4 +123,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  log_levels.run(main)

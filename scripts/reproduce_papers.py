@@ -42,8 +42,14 @@ and lines (`tff_fedwin.reporting.results_files`).
 
 import json
 import os
+import sys
 from typing import Optional
 
+from tff_fedwin import log_levels
+
+log_levels.quiet_native_logs(sys.argv)  # Before TensorFlow is imported.
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
 from absl import flags
 import attrs
@@ -57,7 +63,10 @@ from tff_fedwin.reporting import experiment_rows
 from tff_fedwin.reporting import plots
 from tff_fedwin.reporting import results_files
 from tff_fedwin.reporting import rounds_to_target
+from tff_fedwin.reporting import run_verdicts
 from tff_fedwin.reporting import window_sweep
+
+# pylint: enable=g-import-not-at-top,wrong-import-position
 
 _EXPERIMENTS = flags.DEFINE_list(
     'experiments',
@@ -267,6 +276,13 @@ def _sweep_report(name, label, config, run_dirs, plot_dir):
           run_dirs, config.window_size, horizons, config.summary_last_n
       ),
       '',
+      'Each W minus the global model, paired per seed (same trajectory), '
+      'by the rule of RESULTS.md (`reporting.paired`):',
+      '',
+      *window_sweep.gain_table(
+          run_dirs, config.window_size, horizons, config.summary_last_n
+      ),
+      '',
       f'Each window at round {config.total_rounds} with the columns of a '
       'one-window run (per seed over the last '
       f'{config.summary_last_n} evals; W - global paired per seed), mean '
@@ -346,6 +362,7 @@ def main(argv):
       print(lines[-1], flush=True)
     lines.append('')
     lines += experiment_rows.shared_note(name, table[name], shared)
+    lines += run_verdicts.verdict_table(records, name)
     sweeps = {l: c for l, c in table[name].items() if c.window_sizes}
     for label, config in sweeps.items():
       # One figure per sweep row: <experiment>_<row without its W list>.png.
@@ -372,4 +389,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  log_levels.run(main)

@@ -2,6 +2,8 @@
 
 import logging
 import os
+import subprocess
+import sys
 
 from absl import logging as absl_logging
 import pytest
@@ -67,3 +69,41 @@ def test_set_python_log_levels(
   log_levels.set_python_log_levels(verbosity_set)
   assert absl_logging.get_verbosity() == absl_level
   assert logging.getLogger('tensorflow').level == tf_level
+
+
+# A script's main: prints the log levels it runs at and its arguments.
+_SCRIPT = """
+import logging
+from absl import logging as absl_logging
+from tff_fedwin import log_levels
+
+def main(argv):
+  tf_level = logging.getLogger('tensorflow').level
+  print(absl_logging.get_verbosity(), tf_level, argv[1:])
+  return 3
+
+log_levels.run(main)
+"""
+
+
+@pytest.mark.parametrize(
+    'flags, expected',
+    [
+        # Without the run, absl would be at 0 (INFO) once flags are parsed.
+        ([], f"{absl_logging.WARNING} {logging.WARNING} ['x']"),
+        # absl's flag rules; the tensorflow logger is untouched (NOTSET).
+        (['--verbosity=1'], f"1 {logging.NOTSET} ['x']"),
+    ],
+)
+def test_run_sets_python_log_levels_before_main(tmp_path, flags, expected):
+  script = tmp_path / 'script.py'
+  script.write_text(_SCRIPT)
+  result = subprocess.run(
+      [sys.executable, str(script), *flags, 'x'],
+      capture_output=True,
+      text=True,
+      timeout=120,
+      check=False,
+  )
+  assert result.returncode == 3, result.stderr  # main's result is the code.
+  assert result.stdout.strip() == expected
