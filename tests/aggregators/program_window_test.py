@@ -292,5 +292,8 @@ def test_a_state_of_other_window_sizes_is_refused(tmp_path, saved_sizes, sizes):
       aggregators.WindowSizesMismatchError, match='--window_sizes'
   ):
     window.check_state(state)
-  with pytest.raises(aggregators.WindowSizesMismatchError):
+  with pytest.raises(
+      aggregators.WindowSizesMismatchError,
+      match='The saved window state keeps window sizes ',
+  ):
     window.push(state, _models(1)[0])

@@ -50,10 +50,25 @@ def _numpy_window(
 
 class TestCheckWindowArgs:
 
-  def test_valid_arguments_pass(self):
-    window_math.check_window_args(
-        window_size=3, mode='broadcast', start_round=np.int64(2), read_every=1
-    )
+  @pytest.mark.parametrize(
+      'kwargs',
+      [
+          dict(window_size=3, mode='broadcast', start_round=np.int64(2)),
+          # The edges: W = 1, start round 0 (the bad cases below are the
+          # first values past them); E > 1 is allowed in 'evaluate' mode.
+          dict(window_size=1, mode='evaluate', start_round=0),
+          dict(
+              window_size=np.int32(5),
+              mode='evaluate',
+              start_round=7,
+              read_every=5,
+          ),
+      ],
+  )
+  def test_valid_arguments_pass(self, kwargs):
+    args = {'read_every': 1, **kwargs}
+    assert window_math.check_window_args(**args, prefix='window_') is None
+    assert window_math.check_window_args(**args) is None
 
   @pytest.mark.parametrize(
       'kwargs,pattern',

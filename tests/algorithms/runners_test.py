@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tests import numpy_reference
 from tests import softmax_task as task
 from tff_fedwin.algorithms import client_data_bundle
 from tff_fedwin.algorithms import fed_win
@@ -39,24 +40,42 @@ def _assert_equal_leaves(actual, expected):
 
 
 def _assert_window_is_mean_of_last_two(runner, state, datasets, states):
-  state, new_states, _ = runner.run_round(state, datasets, states)
-  first = _leaves(runner.global_model_weights(state).trainable)
-  state, _, _ = runner.run_round(state, datasets, new_states)
-  second = _leaves(runner.global_model_weights(state).trainable)
+  """After 3 rounds of W = 2: m^3 = (w^2 + w^3) / 2 (WiMA Eq. 4), not w^3.
+
+  The global models w^0..w^3 are recorded from the runner; the window must be
+  their numpy mean over the last two (w^1 has left it) and differ from the
+  global model w^3 read next to it.
+  """
+  models = [_leaves(runner.global_model_weights(state).trainable)]
+  for _ in range(3):
+    state, states, _ = runner.run_round(state, datasets, states)
+    models.append(_leaves(runner.global_model_weights(state).trainable))
 
   window = _leaves(runner.window_model_weights(state).trainable)
 
-  for actual, a, b in zip(window, first, second):
-    np.testing.assert_allclose(
-        actual, (a.astype(np.float64) + b) / 2, rtol=1e-6
-    )
-  assert not np.array_equal(first[0], second[0])
+  assert len(window) == len(models[0])
+  for i, actual in enumerate(window):
+    recorded = np.stack([m[i].astype(np.float64) for m in models])
+    expected = numpy_reference.window_mean_eq4(recorded, t=3, window_size=2)
+    np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-7)
+  assert not np.allclose(window[0], models[3][0])  # m^3 is not w^3.
+  assert not np.allclose(models[1][0], models[3][0])  # w^1 would show.
+
+
+def _assert_is_a_round_runner(runner, process):
+  assert runner_lib.check_runner(runner) is None
+  for method in runner_lib.RUNNER_METHODS:
+    assert getattr(runner, method).__self__ is runner, method
+  assert runner.process is process
+  assert runner_lib.takes_client_ids(runner) is False  # No computation.
 
 
 class TestLearningProcessRunner:
 
   def test_is_a_round_runner(self, processes):
-    runner_lib.check_runner(runners.LearningProcessRunner(processes['fedavg']))
+    _assert_is_a_round_runner(
+        runners.LearningProcessRunner(processes['fedavg']), processes['fedavg']
+    )
 
   def test_keeps_no_client_states(self, processes):
     runner = runners.LearningProcessRunner(processes['fedavg'])
@@ -111,8 +130,9 @@ class TestLearningProcessRunner:
 class TestScaffoldRunner:
 
   def test_is_a_round_runner(self, processes):
-    runner_lib.check_runner(
-        runners.ScaffoldRunner(processes['scaffold'], _template())
+    _assert_is_a_round_runner(
+        runners.ScaffoldRunner(processes['scaffold'], _template()),
+        processes['scaffold'],
     )
 
   def test_initial_client_state_is_the_given_one(self, processes):
@@ -143,11 +163,23 @@ class TestScaffoldRunner:
       assert all(np.any(leaf != 0) for leaf in _leaves(actual))
 
   def test_without_window_evaluates_global_model(self, processes):
+    # After rounds (not initialize(), where any window is the global
+    # model): without a window the model to evaluate is the trained w^t.
     runner = runners.ScaffoldRunner(processes['scaffold'], _template())
-    state = runner.initialize()
+    initial = runner.initialize()
+    state, states = initial, [_template(), _template()]
+    for _ in range(2):
+      state, states, _ = runner.run_round(state, task.datasets(_IDS), states)
 
     _assert_equal_leaves(
         runner.window_model_weights(state), state.global_model_weights
+    )
+    _assert_equal_leaves(
+        runner.global_model_weights(state), state.global_model_weights
+    )
+    assert not np.array_equal(
+        _leaves(state.global_model_weights)[0],
+        _leaves(initial.global_model_weights)[0],
     )
 
   def test_window_model_is_mean_of_last_two_models(self, processes):
@@ -275,7 +307,9 @@ class TestDatasetComputation:
     other = tff.tensorflow.computation(
         lambda client_id: tf.data.Dataset.range(3), np.str_
     )
-    with pytest.raises(TypeError):
+    # TFF's own check, a TypeError: the process's client data are datasets
+    # of the task's batches, not of int64.
+    with pytest.raises(TypeError, match='No sequence parameter assignable'):
       runners.LearningProcessRunner(
           processes['fedavg'], dataset_computation=other
       )

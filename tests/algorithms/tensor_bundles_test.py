@@ -80,7 +80,11 @@ def test_a_graph_refuses_a_tensor_of_another_shape(tmp_path):
   def restore(p):
     return tensor_bundles.restore(p, [tf.TensorSpec((3, 2), tf.float32)])
 
-  with pytest.raises(tf.errors.InvalidArgumentError):
+  with pytest.raises(
+      tf.errors.InvalidArgumentError,
+      match=r'(?s)Shape of tensor RestoreV2 \[2,3\] is not compatible with '
+      r'expected shape \[3,2\]',
+  ):
     restore(tf.constant(prefix))
 
 

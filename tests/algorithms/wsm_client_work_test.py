@@ -195,20 +195,34 @@ class TestBuildWsmClientWorkComputation:
       )
 
   @pytest.mark.parametrize(
-      'kwargs,error',
+      'kwargs,error,message',
       [
-          (dict(num_classes=0), ValueError),
-          (dict(num_classes=NUM_CLASSES, proximal_strength=-0.1), ValueError),
+          (
+              dict(num_classes=0),
+              ValueError,
+              r'`num_classes` must be an integer >= 1, got 0\.',
+          ),
+          (
+              dict(num_classes=NUM_CLASSES, proximal_strength=-0.1),
+              ValueError,
+              r'`proximal_strength` must be a number >= 0, got -0\.1\.',
+          ),
           (
               dict(num_classes=NUM_CLASSES, client_weighting='num_examples'),
               TypeError,
+              r'`client_weighting` must be a tff\.learning\.ClientWeighting, '
+              r"got 'num_examples'",
           ),
-          (dict(num_classes=NUM_CLASSES, label_key='label'), KeyError),
+          (
+              dict(num_classes=NUM_CLASSES, label_key='label'),
+              KeyError,
+              r"no label key 'label'; keys: \['x', 'y'\]",
+          ),
       ],
       ids=['num_classes', 'proximal_strength', 'client_weighting', 'label_key'],
   )
-  def test_invalid_arguments_raise(self, kwargs, error):
-    with pytest.raises(error):
+  def test_invalid_arguments_raise(self, kwargs, error, message):
+    with pytest.raises(error, match=message):
       wsm_client_work.build_wsm_client_work(
           _make_model_fn(), tff.learning.optimizers.build_sgdm(0.1), **kwargs
       )

@@ -222,7 +222,7 @@ def test_out_of_vocabulary_and_special_ids():
       shakespeare.encode('a\u2014\n'), [_ids('a')[0], 96, 96]
   )
   assert shakespeare.decode([97, 34, 0, 96, 98, 0]) == 'A\ufffd\n'
-  with pytest.raises(ValueError):
+  with pytest.raises(ValueError, match=r'Character id 99 is outside \[0, 99\)'):
     shakespeare.decode([99])
 
 
@@ -370,21 +370,33 @@ def test_whole_corpus_with_every_client(lines):
 
 
 @pytest.mark.parametrize(
-    'kwargs',
+    'kwargs, message',
     [
-        dict(seq_length=0),
-        dict(seq_length=2.5),
-        dict(min_chars=-1),
-        dict(test_fraction=1.0),
-        dict(test_fraction=-0.1),
-        dict(min_chars=10**9),
+        (dict(seq_length=0), '`seq_length` must be an integer >= 1, got 0'),
+        (
+            dict(seq_length=2.5),
+            r'`seq_length` must be an integer >= 1, got 2\.5',
+        ),
+        (dict(min_chars=-1), '`min_chars` must be an integer >= 0, got -1'),
+        (
+            dict(test_fraction=1.0),
+            r'`test_fraction` must be in \[0, 1\), got 1\.0',
+        ),
+        (
+            dict(test_fraction=-0.1),
+            r'`test_fraction` must be in \[0, 1\), got -0\.1',
+        ),
+        (
+            dict(min_chars=10**9),
+            'No client has at least min_chars=1000000000 training characters',
+        ),
     ],
 )
-def test_bad_arguments_raise(small_plays_dir, kwargs):
-  with pytest.raises(ValueError):
+def test_bad_arguments_raise(small_plays_dir, kwargs, message):
+  with pytest.raises(ValueError, match=message):
     shakespeare.shakespeare_client_data(plays_dir=small_plays_dir, **kwargs)
 
 
 def test_missing_plays_dir_raises(tmp_path):
-  with pytest.raises(RuntimeError):
+  with pytest.raises(RuntimeError, match='No play markdown files under '):
     shakespeare.load_shakespeare_lines(str(tmp_path))

@@ -42,11 +42,20 @@ def test_mnist_shapes_and_dtypes(mnist, split, size):
   assert y.dtype == np.int32
 
 
-@pytest.mark.parametrize('split', ['train', 'test'])
-def test_mnist_pixels_in_unit_interval(mnist, split):
+@pytest.mark.parametrize('split, index', [('train', 0), ('test', 2)])
+def test_mnist_pixels_are_the_files_pixel_levels(mnist, split, index):
+  # mnist.pkl.gz stores float32 pixels k / 256 for the byte levels k = 0..255
+  # (not v / 255): read here independently, every level occurs, 0.0 and
+  # 255 / 256 = 0.99609375 are the extremes, and load_mnist returns the
+  # file's values unchanged.
+  with gzip.open(data.mnist_path(), 'rb') as f:
+    file_images, _ = pickle.load(f, encoding='latin1')[index]
   x, _ = mnist[split]
+  np.testing.assert_array_equal(x.reshape(len(x), 784), file_images)
+  levels = np.unique(x) * 256
+  np.testing.assert_array_equal(levels, np.arange(256))
   assert x.min() == 0.0
-  assert 0.9 < x.max() <= 1.0
+  assert x.max() == np.float32(255 / 256) == np.float32(0.99609375)
 
 
 @pytest.mark.parametrize('split', ['train', 'test'])

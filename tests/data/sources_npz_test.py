@@ -30,9 +30,8 @@ def test_load_npz_missing_key_names_key_and_file(tmp_path, key):
   del arrays[key]
   path = str(tmp_path / 'data.npz')
   np.savez(path, **arrays)
-  with pytest.raises(ValueError) as error:
+  with pytest.raises(ValueError, match=key) as error:
     data.load_npz(path)
-  assert key in str(error.value)
   assert path in str(error.value)
 
 

@@ -12,8 +12,12 @@ TABLE = papers.paper_experiments()
 
 @pytest.mark.parametrize('name', sorted(TABLE))
 def test_every_config_is_valid(name):
-  for config in TABLE[name].values():
-    experiments.validate_config(config)
+  assert TABLE[name], name
+  for label, config in TABLE[name].items():
+    assert isinstance(config, experiments.ExperimentConfig), label
+    assert experiments.validate_config(config) is None, label
+    # The papers' structure (papers.BASE): 100 clients, 10 per round.
+    assert (config.num_clients, config.clients_per_round) == (100, 10), label
 
 
 def test_tuning_evaluates_on_validation_and_the_others_on_test():

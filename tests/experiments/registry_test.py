@@ -24,7 +24,7 @@ def test_registry_has_a_builder_for_every_algorithm_flag_value():
 
 
 def test_registry_is_read_only():
-  with pytest.raises(TypeError):
+  with pytest.raises(TypeError, match='does not support item assignment'):
     registry.RUNNER_BUILDERS['fedsgd'] = None
 
 

@@ -28,7 +28,7 @@ def test_context_runs_computations_and_stops_its_worker(tmp_path):
 
 
 def test_worker_stopped_when_block_raises(tmp_path):
-  with pytest.raises(ZeroDivisionError):
+  with pytest.raises(ZeroDivisionError, match='division by zero'):
     with runtime.local_execution_context(log_dir=str(tmp_path)):
       (worker,) = [
           w

@@ -1,5 +1,6 @@
 """Tests for tff_fedwin.runtime.driver_memory: the driver's periodic trim."""
 
+import re
 import subprocess
 import sys
 import threading
@@ -74,11 +75,13 @@ def test_malformed_interval_is_one_line_error_before_a_worker_starts(
 ):
   monkeypatch.setenv(driver_memory.DRIVER_TRIM_SECONDS_VARIABLE, text)
   before = runtime.running_workers()
-  with pytest.raises(ValueError) as error:
+  with pytest.raises(
+      ValueError,
+      match='^'
+      + re.escape(f'{driver_memory.DRIVER_TRIM_SECONDS_VARIABLE}={text!r}: ')
+      + 'must be',
+  ) as error:
     with runtime.local_execution_context():
       pass
-  assert str(error.value).startswith(
-      f'{driver_memory.DRIVER_TRIM_SECONDS_VARIABLE}={text!r}: must be'
-  )
   assert '\n' not in str(error.value)
   assert runtime.running_workers() == before

@@ -246,7 +246,7 @@ class TestOverTwoWorkers:
 
 def test_context_manager_cleans_up_on_exception(tmp_path):
   session_context = tff.framework.get_context_stack().current
-  with pytest.raises(ZeroDivisionError):
+  with pytest.raises(ZeroDivisionError, match='division by zero'):
     with multi_worker.multi_worker_execution_context(
         num_workers=2, log_dir=str(tmp_path)
     ) as context:
@@ -308,16 +308,23 @@ def test_dead_worker_fails_with_its_address_within_bounded_time(tmp_path):
 
 
 @pytest.mark.parametrize(
-    'kwargs',
+    'kwargs, message',
     [
-        {},
-        {'num_workers': 2, 'addresses': ['localhost:1']},
-        {'num_workers': 0},
-        {'addresses': []},
-        {'addresses': 'localhost:1'},
+        ({}, 'Pass exactly one of `num_workers` and `addresses`'),
+        (
+            {'num_workers': 2, 'addresses': ['localhost:1']},
+            'Pass exactly one of `num_workers` and `addresses`',
+        ),
+        ({'num_workers': 0}, '`num_workers` must be an integer >= 1, got 0'),
+        ({'addresses': []}, '`addresses` must name at least one TFF worker'),
+        (
+            {'addresses': 'localhost:1'},
+            '`addresses` must be a sequence of "host:port" strings, got '
+            "'localhost:1'",
+        ),
     ],
 )
-def test_bad_arguments(kwargs):
-  with pytest.raises(ValueError):
+def test_bad_arguments(kwargs, message):
+  with pytest.raises(ValueError, match=message):
     with multi_worker.multi_worker_execution_context(**kwargs):
       pass

@@ -80,7 +80,8 @@ def test_unavailable_worker_that_does_not_come_back_raises(unreachable_stub):
 def test_closed_stub_leaves_the_retry_to_tff(unreachable_stub):
   _, stub = unreachable_stub
   stub.close()
-  with pytest.raises(tff.framework.RetryableError):
+  # The stub's own error, re-raised unchanged (not a WorkerUnavailableError).
+  with pytest.raises(tff.framework.RetryableError, match='^UNAVAILABLE$'):
     stub.compute(None)
   assert stub.dispose(None) is None
 

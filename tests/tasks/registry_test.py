@@ -41,24 +41,40 @@ def _test_features(task):
   return np.concatenate([batch['x'].numpy() for batch in task.test_data])
 
 
+def _sorted_rows(x):
+  """The examples of `x` as a sorted list of their flat values' bytes."""
+  return sorted(row.tobytes() for row in x.reshape(len(x), -1))
+
+
 def test_npz_task_scales_uint8_features_to_unit_interval(tmp_path):
+  path = _write_uint8_npz(tmp_path)
   task = registry.create_task(
       'npz',
       batch_size=4,
       num_clients=2,
       dirichlet_alpha=float('inf'),
-      data_npz=_write_uint8_npz(tmp_path),
+      data_npz=path,
   )
+  with np.load(path) as stored:
+    # A uint8 pixel v becomes v / 255 in float32 (255 -> exactly 1.0).
+    expected_train, expected_test = (
+        stored[key].astype(np.float32) / np.float32(255)
+        for key in ('x_train', 'x_test')
+    )
   x_test = _test_features(task)
   assert x_test.dtype == np.float32
-  assert x_test.shape == (10, 8, 8)
-  assert x_test.min() >= 0.0
-  assert x_test.max() == 1.0
-  client = task.train_data.create_tf_dataset_for_client(
-      task.train_data.client_ids[0]
+  np.testing.assert_array_equal(x_test, expected_test)
+  assert x_test[0, 0, 0] == 1.0
+  # The clients' examples, in any order, are the 20 stored ones scaled.
+  x_train = np.stack(
+      [
+          example['x'].numpy()
+          for client_id in task.train_data.client_ids
+          for example in task.train_data.create_tf_dataset_for_client(client_id)
+      ]
   )
-  x_train = np.stack([example['x'].numpy() for example in client])
-  assert 0.0 <= x_train.min() and x_train.max() <= 1.0
+  assert x_train.dtype == np.float32
+  assert _sorted_rows(x_train) == _sorted_rows(expected_train)
 
 
 def test_npz_task_without_scaling_keeps_pixel_values(tmp_path):
@@ -110,7 +126,9 @@ def test_download_failure_raises_data_unavailable(
   del offline
   cache_dir = tmp_path / 'cache'
   cache_dir.mkdir()
-  with pytest.raises(registry.DataUnavailableError) as error:
+  with pytest.raises(
+      registry.DataUnavailableError, match=f'^Task {task}: '
+  ) as error:
     registry.create_task(task, batch_size=2, cache_dir=str(cache_dir))
   _assert_offline_message(error, task, files)
   assert str(cache_dir) in str(error.value)
@@ -128,10 +146,11 @@ def test_stackoverflow_word_counts_download_failure_raises_data_unavailable(
       'load_data',
       lambda cache_dir=None: (None, None, None),
   )
-  with pytest.raises(registry.DataUnavailableError) as error:
+  with pytest.raises(
+      registry.DataUnavailableError, match='URL fetch failure'
+  ) as error:
     registry.create_task('stackoverflow', batch_size=2, cache_dir=str(tmp_path))
   _assert_offline_message(error, 'stackoverflow', [])
-  assert 'URL fetch failure' in str(error.value)
 
 
 def test_errors_other_than_downloads_propagate(monkeypatch):
@@ -140,7 +159,8 @@ def test_errors_other_than_downloads_propagate(monkeypatch):
     raise KeyError('all_train')
 
   monkeypatch.setattr(tff.simulation.datasets.emnist, 'load_data', corrupt)
-  with pytest.raises(KeyError):
+  # The loader's own KeyError, unchanged (str of a KeyError is its repr).
+  with pytest.raises(KeyError, match="^'all_train'$"):
     registry.create_task('emnist', batch_size=2, cache_dir='/nonexistent')
 
 

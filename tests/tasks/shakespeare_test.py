@@ -178,14 +178,23 @@ def test_tff_forward_pass_on_a_batch():
 
 
 @pytest.mark.parametrize(
-    'kwargs',
+    'kwargs, message',
     [
-        dict(vocab_size=0),
-        dict(vocab_size=_VOCAB, lstm_units=0),
-        dict(vocab_size=_VOCAB, num_lstm_layers=0),
-        dict(vocab_size=_VOCAB, seq_length=1.5),
+        (dict(vocab_size=0), '`vocab_size` must be an integer >= 1, got 0'),
+        (
+            dict(vocab_size=_VOCAB, lstm_units=0),
+            '`lstm_units` must be an integer >= 1, got 0',
+        ),
+        (
+            dict(vocab_size=_VOCAB, num_lstm_layers=0),
+            '`num_lstm_layers` must be an integer >= 1, got 0',
+        ),
+        (
+            dict(vocab_size=_VOCAB, seq_length=1.5),
+            r'`seq_length` must be an integer >= 1, got 1\.5',
+        ),
     ],
 )
-def test_bad_arguments_raise(kwargs):
-  with pytest.raises(ValueError):
+def test_bad_arguments_raise(kwargs, message):
+  with pytest.raises(ValueError, match=message):
     shakespeare.create_char_model(**kwargs)

@@ -1,0 +1,368 @@
+"""The configurations `validate_config` must reject, with the flags it names.
+
+Each case breaks one field (or two) of `config_fixtures.BASE`; where a bound is
+numeric the case is the first value past it. Used by config_test.py.
+"""
+
+import pytest
+
+
+def _fails(name, flags, **overrides):
+  return pytest.param(overrides, flags, id=name)
+
+
+BAD_CONFIGS = [
+    _fails('unknown_task', ['--task'], task='cifar10', data_npz=None),
+    _fails('unknown_algorithm', ['--algorithm'], algorithm='fedsgd'),
+    _fails('unknown_client_loss', ['--client_loss'], client_loss='focal'),
+    _fails(
+        'unknown_client_states',
+        ['--client_states', 'memory', 'disk'],
+        client_states='ram',
+    ),
+    _fails(
+        'client_states_without_scaffold',
+        ['--client_states', '--algorithm=fedavg'],
+        client_states='disk',
+    ),
+    _fails(
+        'client_states_dir_without_scaffold',
+        ['--client_states_dir', '--algorithm=fedavg'],
+        client_states_dir='/tmp/states',
+    ),
+    _fails(
+        'unknown_client_state_transfer',
+        ['--client_state_transfer', 'auto', 'values', 'files'],
+        algorithm='scaffold',
+        client_state_transfer='disk',
+    ),
+    _fails(
+        'unknown_server_state_transfer',
+        ['--server_state_transfer', 'auto', 'values', 'files'],
+        server_state_transfer='disk',
+    ),
+    _fails(
+        'unknown_client_data_transfer',
+        ['--client_data_transfer', 'auto', 'values', 'files'],
+        client_data_transfer='bundle',
+    ),
+    _fails(
+        'client_state_transfer_without_scaffold',
+        ['--client_state_transfer', '--algorithm=fedavg'],
+        client_state_transfer='files',
+    ),
+    _fails(
+        'unknown_window_mode',
+        ['--window_mode'],
+        window_size=2,
+        window_mode='average',
+    ),
+    _fails(
+        'unknown_lr_schedule',
+        ['--client_lr_schedule'],
+        client_lr_schedule='cosine',
+    ),
+    _fails(
+        'window_start_after_last_round',
+        ['--window_start_round', '--total_rounds'],
+        window_size=2,
+        window_start_round=11,
+    ),
+    _fails(
+        'more_clients_per_round_than_clients',
+        ['--clients_per_round', '--num_clients'],
+        clients_per_round=11,
+    ),
+    _fails(
+        'client_lr_zero', ['--client_learning_rate'], client_learning_rate=0.0
+    ),
+    _fails(
+        'client_lr_negative',
+        ['--client_learning_rate'],
+        client_learning_rate=-0.1,
+    ),
+    _fails(
+        'client_lr_nan',
+        ['--client_learning_rate'],
+        client_learning_rate=float('nan'),
+    ),
+    _fails(
+        'server_lr_zero', ['--server_learning_rate'], server_learning_rate=0.0
+    ),
+    _fails(
+        'server_lr_negative',
+        ['--server_learning_rate'],
+        server_learning_rate=-1.0,
+    ),
+    _fails(
+        'window_mode_without_window_size',
+        ['--window_mode', '--window_size'],
+        window_mode='broadcast',
+    ),
+    _fails(
+        'window_start_round_without_window_size',
+        ['--window_start_round', '--window_size'],
+        window_start_round=3,
+    ),
+    _fails(
+        'window_read_every_without_window_size',
+        ['--window_read_every', '--window_size'],
+        window_read_every=2,
+    ),
+    _fails(
+        'eval_rounds_not_multiple_of_read_every',
+        ['--rounds_per_eval', '--window_read_every'],
+        window_size=4,
+        window_read_every=2,
+        rounds_per_eval=3,
+    ),
+    _fails(
+        'total_rounds_not_multiple_of_read_every',
+        ['--total_rounds', '--window_read_every'],
+        window_size=4,
+        window_read_every=3,
+        rounds_per_eval=3,
+    ),
+    _fails(
+        'broadcast_reads_every_second_round',
+        ['--window_read_every'],
+        window_size=4,
+        window_mode='broadcast',
+        window_read_every=2,
+    ),
+    _fails(
+        'wsm_on_shakespeare',
+        ['--client_loss', '--task'],
+        task='shakespeare',
+        data_npz=None,
+        client_loss='wsm',
+    ),
+    _fails(
+        'wsm_on_stackoverflow',
+        ['--client_loss', '--task'],
+        task='stackoverflow',
+        data_npz=None,
+        client_loss='wsm',
+    ),
+    _fails(
+        'ima_with_scaffold',
+        ['--client_lr_schedule', '--algorithm'],
+        algorithm='scaffold',
+        client_lr_schedule='ima',
+    ),
+    _fails(
+        'decay_with_scaffold',
+        ['--client_lr_schedule', '--algorithm'],
+        algorithm='scaffold',
+        client_lr_schedule='decay',
+    ),
+    _fails(
+        'ima_with_mime_lite',
+        ['--client_lr_schedule', '--algorithm'],
+        algorithm='mime_lite',
+        client_lr_schedule='ima',
+    ),
+    _fails(
+        'mime_lite_with_wsm',
+        ['--algorithm', '--client_loss'],
+        algorithm='mime_lite',
+        client_loss='wsm',
+    ),
+    _fails(
+        'mime_lite_window_needs_server_lr_1',
+        ['--server_learning_rate'],
+        algorithm='mime_lite',
+        window_size=2,
+        server_learning_rate=0.99,
+    ),
+    _fails('npz_without_data_npz', ['--data_npz'], data_npz=None),
+    _fails('npz_with_empty_data_npz', ['--data_npz'], data_npz=''),
+    _fails('data_npz_with_mnist', ['--data_npz'], task='mnist'),
+    _fails('unknown_eval_split', ['--eval_split'], eval_split='train'),
+    _fails(
+        'validation_split_without_mnist',
+        ['--eval_split=validation', '--task=npz'],
+        eval_split='validation',
+    ),
+    _fails('total_rounds_zero', ['--total_rounds'], total_rounds=0),
+    _fails('total_rounds_not_int', ['--total_rounds'], total_rounds=2.5),
+    _fails('total_rounds_bool', ['--total_rounds'], total_rounds=True),
+    _fails(
+        'clients_per_round_zero', ['--clients_per_round'], clients_per_round=0
+    ),
+    _fails('client_epochs_zero', ['--client_epochs'], client_epochs=0),
+    _fails(
+        'client_batch_size_zero', ['--client_batch_size'], client_batch_size=0
+    ),
+    _fails('rounds_per_eval_zero', ['--rounds_per_eval'], rounds_per_eval=0),
+    _fails(
+        'rounds_per_checkpoint_zero',
+        ['--rounds_per_checkpoint'],
+        rounds_per_checkpoint=0,
+    ),
+    _fails(
+        'num_clients_zero',
+        ['--num_clients'],
+        num_clients=0,
+        clients_per_round=1,
+    ),
+    _fails('summary_last_n_zero', ['--summary_last_n'], summary_last_n=0),
+    _fails(
+        'window_read_every_zero',
+        ['--window_read_every'],
+        window_size=2,
+        window_read_every=0,
+    ),
+    _fails('window_size_negative', ['--window_size'], window_size=-1),
+    _fails(
+        'window_start_round_negative',
+        ['--window_start_round'],
+        window_size=2,
+        window_start_round=-1,
+    ),
+    _fails('seed_negative', ['--seed'], seed=-1),
+    _fails(
+        'dirichlet_alpha_negative',
+        ['--dirichlet_alpha'],
+        dirichlet_alpha=-1e-9,
+    ),
+    _fails(
+        'proximal_strength_negative',
+        ['--proximal_strength'],
+        algorithm='fedprox',
+        proximal_strength=-1e-9,
+    ),
+    _fails('workers_zero', ['--workers'], workers='0'),
+    _fails('workers_word', ['--workers'], workers='many'),
+    _fails('workers_negative', ['--workers'], workers='-2'),
+    _fails('workers_no_port', ['--workers'], workers='localhost:'),
+    _fails('workers_no_host', ['--workers'], workers=':8000'),
+    _fails('workers_port_not_number', ['--workers'], workers='localhost:http'),
+    _fails(
+        'workers_empty_entry',
+        ['--workers'],
+        workers='localhost:8000,,localhost:8001',
+    ),
+    _fails('workers_port_above_65535', ['--workers'], workers='host:65536'),
+    _fails('workers_port_zero', ['--workers'], workers='host:0'),
+    _fails('workers_host_with_space', ['--workers'], workers='my host:8000'),
+    _fails('unknown_worker_bind', ['--worker_bind'], worker_bind='public'),
+    _fails(
+        'worker_bind_all_with_running_workers',
+        ['--worker_bind'],
+        worker_bind='all',
+        workers='localhost:8000',
+    ),
+    _fails(
+        'window_larger_than_total_rounds',
+        ['--window_size', '--total_rounds'],
+        window_size=11,
+    ),
+    _fails(
+        'window_read_every_with_scaffold',
+        ['--window_read_every', '--algorithm'],
+        algorithm='scaffold',
+        window_size=4,
+        window_read_every=2,
+        rounds_per_eval=2,
+    ),
+    _fails(
+        'unknown_window_location',
+        ['--window_location', 'auto', 'state', 'program'],
+        window_size=2,
+        window_location='driver',
+    ),
+    _fails(
+        'window_location_without_window_size',
+        ['--window_location', '--window_size'],
+        window_location='program',
+    ),
+    _fails(
+        'window_sizes_without_window_size',
+        ['--window_sizes', '--window_size'],
+        window_sizes='2,3',
+    ),
+    _fails(
+        'window_sizes_not_integers',
+        ['--window_sizes', 'comma list of distinct integers 1-10'],
+        window_size=2,
+        window_sizes='3,x',
+    ),
+    _fails(
+        'window_sizes_repeating_window_size',
+        ['--window_sizes', 'other than --window_size (2)', "'3,2'"],
+        window_size=2,
+        window_sizes='3,2',
+    ),
+    _fails(
+        'window_sizes_superscript_digit',
+        ['--window_sizes'],
+        window_size=2,
+        window_sizes='\u00b2',
+    ),
+    _fails(
+        'window_sizes_repeated',
+        ['--window_sizes'],
+        window_size=2,
+        window_sizes='3,3',
+    ),
+    _fails(
+        'window_sizes_zero', ['--window_sizes'], window_size=2, window_sizes='0'
+    ),
+    _fails(
+        'window_sizes_past_total_rounds',
+        ['--window_sizes', '--total_rounds'],
+        window_size=2,
+        window_sizes='11',
+    ),
+    _fails(
+        'window_sizes_in_the_state_above_window_size',
+        ['--window_sizes', '< --window_size (2)', 'got 5'],
+        window_size=2,
+        window_sizes='5',
+        window_location='state',
+    ),
+    _fails(
+        'window_sizes_in_the_state_off_the_segments',
+        ['--window_sizes', 'multiple of --window_read_every (2)', '2, 4;'],
+        window_size=6,
+        window_read_every=2,
+        rounds_per_eval=2,
+        window_sizes='2,3',
+        window_location='state',
+    ),
+    _fails(
+        'window_sizes_in_the_state_one_segment',
+        ['--window_sizes', 'none with these flags', 'got 1'],
+        window_size=2,
+        window_read_every=2,
+        rounds_per_eval=2,
+        window_sizes='1',
+        window_location='state',
+    ),
+    _fails(
+        'client_momentum_one',
+        ['--client_momentum', '[0, 1)', '1.0'],
+        client_momentum=1.0,
+    ),
+    _fails(
+        'client_momentum_negative',
+        ['--client_momentum', '[0, 1)'],
+        client_momentum=-0.1,
+    ),
+    _fails(
+        'client_momentum_with_scaffold',
+        ['--client_momentum', "'scaffold'"],
+        algorithm='scaffold',
+        client_momentum=0.9,
+    ),
+    _fails(
+        'experiment_name_with_slash',
+        ['--experiment_name'],
+        experiment_name='runs/a',
+    ),
+    _fails(
+        'experiment_name_parent', ['--experiment_name'], experiment_name='..'
+    ),
+    _fails('experiment_name_empty', ['--experiment_name'], experiment_name=''),
+]
