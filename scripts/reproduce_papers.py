@@ -388,5 +388,17 @@ def main(argv):
     )
 
 
+def _main_with_one_line_errors(argv):
+  """`main` with its user errors (e.g. a run directory another process holds,
+  a run resumed with other flags, a dead worker) as one line and exit code 1;
+  with `--verbosity` they keep their traceback."""
+  try:
+    main(argv)
+  except experiments.USER_ERRORS as e:
+    if log_levels.verbosity_requested(sys.argv):
+      raise
+    sys.exit(f'{os.path.basename(argv[0])}: {e}')
+
+
 if __name__ == '__main__':
-  log_levels.run(main)
+  log_levels.run(_main_with_one_line_errors)

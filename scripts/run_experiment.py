@@ -14,7 +14,9 @@ in the library. Examples:
       --client_lr_schedule=ima
 
 Outputs under --root_output_dir/--experiment_name: metrics.csv, TensorBoard
-events, summary.json and checkpoints (a rerun with the same flags resumes).
+events, summary.json and checkpoints (a rerun with the same flags resumes),
+run_config.json (the flags; a rerun with flags that change the numbers is
+refused) and .lock (one process at a time; docs/runtime.md, "A run directory").
 """
 
 import os

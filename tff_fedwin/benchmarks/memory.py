@@ -12,7 +12,6 @@ the same loop, is the baseline measured in the same run
 (scripts/benchmark_memory.py, docs/performance.md sec. 9).
 """
 
-import shutil
 import statistics
 import time
 from collections.abc import Sequence
@@ -28,6 +27,7 @@ from tff_fedwin.experiments import registry
 from tff_fedwin.experiments import run as run_lib
 from tff_fedwin.training import loop
 from tff_fedwin.training import outputs
+from tff_fedwin.training import run_lock
 
 # Run name -> (algorithm, window size). fedavg_wima reads its W=100 window
 # every round (the costly reading, docs/design.md sec. 1.6).
@@ -208,28 +208,30 @@ def run_curve(
   # The run's own files (SCAFFOLD's client state files) in its directory.
   config = attrs.evolve(config, root_output_dir=output_dir)
   config_lib.validate_config(config)
-  shutil.rmtree(outputs.RunPaths(output_dir, run).root, ignore_errors=True)
+  run_dir = outputs.RunPaths(output_dir, run).root
   task = run_lib.create_task(config)
   samples = []
-  with (
-      runtime.local_execution_context(),
-      run_lib.client_data_removed_at_exit(config),
-  ):
-    runner = _SampledRunner(
-        _build_runner(run, config, task), sample_every, samples
-    )
-    loop.run_training(
-        runner,
-        train_client_data=task.train_data,
-        preprocess_fn=task.preprocess_fn,
-        clients_per_round=config.clients_per_round,
-        total_rounds=total_rounds,
-        seed=seed,
-        evaluate_fn=task.build_evaluate_fn(),
-        rounds_per_eval=sample_every,
-        rounds_per_checkpoint=sample_every,
-        output_dir=output_dir,
-        experiment_name=run,
-        client_states='memory',
-    )
+  with run_lock.hold(run_dir):
+    run_lock.clear_held(run_dir)  # A leftover would be resumed.
+    with (
+        runtime.local_execution_context(),
+        run_lib.client_data_removed_at_exit(config),
+    ):
+      runner = _SampledRunner(
+          _build_runner(run, config, task), sample_every, samples
+      )
+      loop.run_training(
+          runner,
+          train_client_data=task.train_data,
+          preprocess_fn=task.preprocess_fn,
+          clients_per_round=config.clients_per_round,
+          total_rounds=total_rounds,
+          seed=seed,
+          evaluate_fn=task.build_evaluate_fn(),
+          rounds_per_eval=sample_every,
+          rounds_per_checkpoint=sample_every,
+          output_dir=output_dir,
+          experiment_name=run,
+          client_states='memory',
+      )
   return samples

@@ -42,6 +42,7 @@ from tff_fedwin.tasks import task as task_lib
 from tff_fedwin.training import checkpoints as checkpoints_lib
 from tff_fedwin.training import loop
 from tff_fedwin.training import outputs
+from tff_fedwin.training import run_lock
 from tff_fedwin.training import sampling
 
 VARIANTS = ('scaffold', 'scaffold_wsm_ima')
@@ -287,7 +288,6 @@ def run_row(
   would be resumed) and, unless `keep_outputs`, after the row.
   """
   paths = outputs.RunPaths(output_dir, spec.name)
-  shutil.rmtree(paths.root, ignore_errors=True)
   task = build_task(
       spec,
       examples_per_client=examples_per_client,
@@ -295,27 +295,29 @@ def run_row(
       seed=seed,
   )
   _reset_peak_rss()
-  with runtime.local_execution_context(), _MemorySampler() as sampler:
-    runner = build_runner(spec, task, output_dir)
-    with _timed_checkpoints() as raw:
-      summary = loop.run_training(
-          runner,
-          train_client_data=task.train_data,
-          preprocess_fn=task.preprocess_fn,
-          clients_per_round=spec.clients_per_round,
-          total_rounds=spec.rounds,
-          seed=seed,
-          evaluate_fn=task.build_evaluate_fn(),
-          rounds_per_eval=spec.rounds,
-          rounds_per_checkpoint=rounds_per_checkpoint,
-          output_dir=output_dir,
-          experiment_name=spec.name,
-          client_states=spec.client_states,
+  with run_lock.hold(paths.root):
+    run_lock.clear_held(paths.root)  # A leftover would be resumed.
+    with runtime.local_execution_context(), _MemorySampler() as sampler:
+      runner = build_runner(spec, task, output_dir)
+      with _timed_checkpoints() as raw:
+        summary = loop.run_training(
+            runner,
+            train_client_data=task.train_data,
+            preprocess_fn=task.preprocess_fn,
+            clients_per_round=spec.clients_per_round,
+            total_rounds=spec.rounds,
+            seed=seed,
+            evaluate_fn=task.build_evaluate_fn(),
+            rounds_per_eval=spec.rounds,
+            rounds_per_checkpoint=rounds_per_checkpoint,
+            output_dir=output_dir,
+            experiment_name=spec.name,
+            client_states=spec.client_states,
+        )
+      worker_gb = max(
+          (rounds_lib.peak_gb(w.pid) for w in runtime.running_workers()),
+          default=0.0,
       )
-    worker_gb = max(
-        (rounds_lib.peak_gb(w.pid) for w in runtime.running_workers()),
-        default=0.0,
-    )
   times = _round_times(paths.metrics_csv)
   if not keep_outputs:
     shutil.rmtree(paths.root, ignore_errors=True)

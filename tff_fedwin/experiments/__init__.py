@@ -22,3 +22,7 @@ from tff_fedwin.experiments.context import parse_workers
 from tff_fedwin.experiments.registry import build_runner
 from tff_fedwin.experiments.registry import RUNNER_BUILDERS
 from tff_fedwin.experiments.run import run_experiment
+from tff_fedwin.experiments.run_record import MAY_DIFFER
+from tff_fedwin.experiments.run_record import RunConfigMismatchError
+from tff_fedwin.experiments.run_record import WorkerLostError
+from tff_fedwin.training.run_lock import RunDirectoryLockedError

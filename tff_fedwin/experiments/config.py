@@ -15,12 +15,14 @@ from tff_fedwin.algorithms import client_training
 from tff_fedwin.algorithms import fed_win
 from tff_fedwin.algorithms import program_window_runner
 from tff_fedwin.experiments import context
+from tff_fedwin.experiments import run_record
 from tff_fedwin.tasks import registry
 from tff_fedwin.training import checkpoints
 from tff_fedwin.training import client_state_spec
 from tff_fedwin.training import client_state_stores
 from tff_fedwin.training import divergence
 from tff_fedwin.training import outputs
+from tff_fedwin.training import run_lock
 
 TASKS = registry.TASKS
 EVAL_SPLITS = registry.EVAL_SPLITS
@@ -77,6 +79,9 @@ USER_ERRORS = (
     program_window_runner.WindowFilesError,
     program_window_runner.WindowSizesMismatchError,
     checkpoints.CheckpointMismatchError,
+    run_lock.RunDirectoryLockedError,
+    run_record.RunConfigMismatchError,
+    run_record.WorkerLostError,
 )
 
 

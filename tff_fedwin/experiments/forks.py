@@ -22,11 +22,13 @@ from tff_fedwin.experiments import config as config_lib
 from tff_fedwin.experiments import context
 from tff_fedwin.experiments import registry
 from tff_fedwin.experiments import run as run_lib
+from tff_fedwin.experiments import run_record
 from tff_fedwin.training import checkpoints
 from tff_fedwin.training import divergence
 from tff_fedwin.training import forks
 from tff_fedwin.training import outputs
 from tff_fedwin.training import progress
+from tff_fedwin.training import run_lock
 
 # The fields forked configs may differ in (besides where the run is written).
 _FORK_FIELDS = (
@@ -140,10 +142,16 @@ def fork_config_run(
 ) -> None:
   """Writes `target`'s run directory from `trunk`'s checkpoint of round k.
 
+  The target's directory is held (`training.run_lock`) and gets the
+  target's `run_config.json` (`run_record`), so that its resume checks
+  its flags as any run's.
+
   Raises:
     ValueError: If k is not `fork_round(trunk, target)`, or a window is kept
       by the program (only state windows fork).
     FileExistsError: If the target has checkpoints already.
+    RunDirectoryLockedError: If another process holds the target's directory.
+    RunConfigMismatchError: If the target's directory records other flags.
   """
   if round_num != fork_round(trunk, target):
     raise ValueError(
@@ -153,6 +161,18 @@ def fork_config_run(
     )
   config_lib.validate_config(trunk)
   config_lib.validate_config(target)
+  with run_lock.hold(run_dir(target)):
+    # The target's record, as its own first start would write it.
+    run_record.check_or_write(target, run_dir(target))
+    _fork_held(trunk, target, round_num)
+
+
+def _fork_held(
+    trunk: config_lib.ExperimentConfig,
+    target: config_lib.ExperimentConfig,
+    round_num: int,
+) -> None:
+  """`fork_config_run`'s work, the target's directory held."""
   task = run_lib.create_task(trunk)
   num_clients = len(task.train_data.client_ids)
   with context.execution_context(trunk.workers, trunk.worker_bind):

@@ -4,12 +4,15 @@ import contextlib
 import shutil
 from typing import Any
 
+from tff_fedwin import runtime
 from tff_fedwin.experiments import config as config_lib
 from tff_fedwin.experiments import context
 from tff_fedwin.experiments import registry
+from tff_fedwin.experiments import run_record
 from tff_fedwin.tasks import registry as tasks_registry
 from tff_fedwin.training import loop
 from tff_fedwin.training import outputs
+from tff_fedwin.training import run_lock
 
 
 def create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
@@ -60,7 +63,12 @@ def run_experiment(
 
   The summary is `tff_fedwin.training.run_training`'s. Bad flags raise
   ValueError, data that does not fit `InputDataError`, both before any worker
-  starts or output is written.
+  starts or output is written. Then the run holds its directory
+  (`training.run_lock`: `RunDirectoryLockedError` if another process does)
+  and writes or checks its record (`run_record.check_or_write`:
+  `RunConfigMismatchError` for a resume with other flags), both before any
+  TFF work; a worker lost mid-run raises `run_record.WorkerLostError`, one
+  line naming it and the round a rerun resumes from.
 
   Args:
     config: The experiment.
@@ -85,6 +93,26 @@ def run_experiment(
         f'number of training clients of --task={config.task} '
         f'({num_train_clients}).'
     )
+  run_dir = outputs.RunPaths(config.root_output_dir, config.experiment_name)
+  with run_lock.hold(run_dir.root):
+    # Before any TFF work or change in the run directory but its lock.
+    run_record.check_or_write(config, run_dir.root)
+    try:
+      return _train(config, task, total_rounds)
+    except runtime.WorkerUnavailableError as e:
+      _, addresses = context.parse_workers(config.workers)
+      raise run_record.worker_lost(
+          e, e.address, run_dir.root, remote=bool(addresses)
+      ) from e
+
+
+def _train(
+    config: config_lib.ExperimentConfig,
+    task: tasks_registry.Task,
+    total_rounds: int,
+) -> dict[str, Any]:
+  """Starts the workers, builds the runner, runs the round loop."""
+  num_train_clients = len(task.train_data.client_ids)
   with (
       context.execution_context(config.workers, config.worker_bind),
       client_data_removed_at_exit(config),

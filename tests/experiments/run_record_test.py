@@ -1,0 +1,227 @@
+"""Tests for tff_fedwin.experiments.run_record: the flags a run is started with.
+
+In-process checks of the record and its comparison, one case per field; the
+subprocess runs of scripts/run_experiment.py are in
+tests/scripts/run_directory_test.py.
+"""
+
+import json
+import logging
+import os
+
+import attrs
+import pytest
+
+from tff_fedwin import experiments
+from tff_fedwin import runtime
+from tff_fedwin import version
+from tff_fedwin.experiments import run_record
+
+_BASE = experiments.ExperimentConfig()
+# Every field that changes the numbers, with a value other than the default's
+# (written here, not taken from the code under test): a resume with it is
+# refused. Each other field must be in MAY_DIFFER (test_every_field_decided).
+CHANGES = dict(
+    task='emnist',
+    data_npz='/data/other.npz',
+    scale_integer_features=False,
+    eval_split='validation',
+    use_synthetic_data=True,
+    num_clients=50,
+    dirichlet_alpha=0.5,
+    algorithm='scaffold',
+    client_loss='wsm',
+    proximal_strength=0.1,
+    window_size=10,
+    window_mode='broadcast',
+    window_start_round=5,
+    window_read_every=2,
+    window_location='program',
+    window_sizes='5,20',
+    client_lr_schedule='ima',
+    clients_per_round=5,
+    client_epochs=2,
+    client_batch_size=32,
+    client_learning_rate=0.5,
+    client_momentum=0.9,
+    server_learning_rate=0.5,
+    seed=1,
+    rounds_per_eval=1,
+    client_states='disk',
+    client_states_dir='/states',
+)
+# Fields a resume may change, with a value other than the default's.
+ALLOWED_CHANGES = dict(
+    total_rounds=200,
+    rounds_per_checkpoint=1,
+    summary_last_n=2,
+    client_state_transfer='values',
+    server_state_transfer='values',
+    client_data_transfer='values',
+    cache_dir='/cache',
+    root_output_dir='/elsewhere',
+    experiment_name='moved',
+    workers='localhost:8000',
+    worker_bind='all',
+)
+
+
+def _started(run_dir, config=_BASE):
+  """A run directory as a first start leaves it (the record)."""
+  run_record.check_or_write(config, str(run_dir))
+  return run_dir
+
+
+def test_every_field_decided():
+  fields = {f.name for f in attrs.fields(experiments.ExperimentConfig)}
+  assert set(run_record.MAY_DIFFER) == set(ALLOWED_CHANGES)
+  assert not set(CHANGES) & set(ALLOWED_CHANGES)
+  assert set(CHANGES) | set(ALLOWED_CHANGES) == fields
+  assert all(reason for reason in run_record.MAY_DIFFER.values())
+
+
+def test_first_start_records_every_field_and_the_version(tmp_path):
+  config = attrs.evolve(_BASE, dirichlet_alpha=float('inf'), seed=3)
+  _started(tmp_path, config)
+  with open(tmp_path / 'run_config.json') as f:
+    record = json.load(f)
+  assert record['tff_fedwin_version'] == version.__version__ == '0.2.0'
+  assert experiments.ExperimentConfig(**record['config']) == config
+  assert record['config']['dirichlet_alpha'] == float('inf')
+  assert os.listdir(tmp_path) == ['run_config.json']
+
+
+@pytest.mark.parametrize('field', sorted(CHANGES))
+def test_resume_with_a_number_changing_flag_is_refused(tmp_path, field):
+  _started(tmp_path)
+  before = (tmp_path / 'run_config.json').read_bytes()
+  changed = attrs.evolve(_BASE, **{field: CHANGES[field]})
+  with pytest.raises(
+      experiments.RunConfigMismatchError, match=f'[(]--{field} '
+  ) as info:
+    run_record.check_or_write(changed, str(tmp_path))
+  message = str(info.value)
+  assert '\n' not in message
+  was = getattr(_BASE, field)
+  shown = {None: '(unset)', '': "''"}
+  assert (
+      f'--{field} {shown.get(was, was)} there, {CHANGES[field]} now' in message
+  )
+  assert (tmp_path / 'run_config.json').read_bytes() == before
+
+
+def test_the_refusal_line(tmp_path):
+  _started(tmp_path)
+  changed = attrs.evolve(
+      _BASE, client_learning_rate=0.5, dirichlet_alpha=1.0, seed=7
+  )
+  with pytest.raises(experiments.RunConfigMismatchError) as info:
+    run_record.check_or_write(changed, str(tmp_path))
+  # All three, in the class's field order, with both values.
+  assert str(info.value) == (
+      f'{tmp_path} holds a run started with other flags (--dirichlet_alpha '
+      '0.05 there, 1.0 now; --client_learning_rate 0.05 there, 0.5 now; '
+      '--seed 0 there, 7 now); to resume it pass the flags recorded in '
+      f'{tmp_path}/run_config.json, or start a new run with another '
+      '--experiment_name.'
+  )
+
+
+def test_resume_with_only_allowed_changes_passes(tmp_path):
+  _started(tmp_path)
+  before = (tmp_path / 'run_config.json').read_bytes()
+  run_record.check_or_write(
+      attrs.evolve(_BASE, **ALLOWED_CHANGES), str(tmp_path)
+  )
+  assert (tmp_path / 'run_config.json').read_bytes() == before
+
+
+def test_a_field_the_record_lacks_is_compared_with_its_default(tmp_path):
+  # A record written before `client_momentum` existed: that run had 0.0.
+  _started(tmp_path)
+  path = tmp_path / 'run_config.json'
+  record = json.loads(path.read_text())
+  del record['config']['client_momentum']
+  path.write_text(json.dumps(record))
+  run_record.check_or_write(_BASE, str(tmp_path))
+  with pytest.raises(
+      experiments.RunConfigMismatchError,
+      match='--client_momentum 0.0 there, 0.9 now',
+  ):
+    run_record.check_or_write(
+        attrs.evolve(_BASE, client_momentum=0.9), str(tmp_path)
+    )
+
+
+def test_unreadable_record_is_one_line(tmp_path):
+  (tmp_path / 'run_config.json').write_text('{"config": ')
+  with pytest.raises(
+      experiments.RunConfigMismatchError,
+      match=f'Cannot read the run record {tmp_path}/run_config.json',
+  ):
+    run_record.check_or_write(_BASE, str(tmp_path))
+
+
+def test_old_run_directory_resumes_with_a_warning(tmp_path, caplog):
+  # Checkpoints but no record: written before the record existed.
+  (tmp_path / 'checkpoints' / 'program_state_4').mkdir(parents=True)
+  with caplog.at_level(logging.WARNING):
+    run_record.check_or_write(_BASE, str(tmp_path))
+  warnings = [r.getMessage() for r in caplog.records]
+  assert warnings == [
+      f'{tmp_path} has checkpoints but no run_config.json (started before '
+      'runs recorded their flags): this resume checks only --seed, '
+      '--clients_per_round and the population; pass the flags the run was '
+      'started with.'
+  ]
+  assert not (tmp_path / 'run_config.json').exists()
+
+
+def test_checkpoint_rounds_read_from_version_directories(tmp_path):
+  assert run_record.checkpoint_rounds(str(tmp_path)) == []
+  for name in (
+      'program_state_0',
+      'program_state_20',
+      'program_state_5',
+      'program_state_x',
+      'client_states',
+  ):
+    (tmp_path / 'checkpoints' / name).mkdir(parents=True)
+  assert run_record.checkpoint_rounds(str(tmp_path)) == [0, 5, 20]
+
+
+def _unavailable():
+  return runtime.WorkerUnavailableError(
+      'localhost:4321',
+      'TFF worker localhost:4321 is unreachable: compute failed\n'
+      '(UNAVAILABLE: gone). Has it died?',
+  )
+
+
+def test_worker_lost_names_worker_and_resume_round(tmp_path):
+  for name in ('program_state_0', 'program_state_10', 'program_state_20'):
+    (tmp_path / 'checkpoints' / name).mkdir(parents=True)
+  error = run_record.worker_lost(
+      _unavailable(), 'localhost:4321', str(tmp_path), remote=True
+  )
+  assert isinstance(error, experiments.USER_ERRORS)
+  assert (error.address, error.resume_round) == ('localhost:4321', 20)
+  assert str(error) == (
+      'TFF worker localhost:4321 is unreachable: compute failed '
+      '(UNAVAILABLE: gone). Has it died? The run stopped; a rerun resumes '
+      f'from the checkpoint of round 20 in {tmp_path}/checkpoints: restart '
+      'the worker at localhost:4321 (or list another in --workers) and rerun '
+      'the same command.'
+  )
+
+
+def test_worker_lost_before_a_checkpoint_and_local(tmp_path):
+  (tmp_path / 'checkpoints' / 'program_state_0').mkdir(parents=True)
+  error = run_record.worker_lost(
+      _unavailable(), 'localhost:4321', str(tmp_path), remote=False
+  )
+  assert error.resume_round == 0
+  assert str(error).endswith(
+      'The run stopped; no round is checkpointed yet: a rerun starts from '
+      'round 1: rerun the same command (it starts a new worker).'
+  )

@@ -1,0 +1,242 @@
+"""What a run directory records about its run: the configuration, the resume.
+
+At its first start a run writes `run_config.json` (every `ExperimentConfig`
+field and the package version); every resume compares its configuration with
+it (`check_or_write`) before any TFF work, and refuses a field that changes
+the numbers with one line naming every differing flag. The fields that may
+differ are `MAY_DIFFER`, each with its reason. `checkpoint_rounds` reads the
+rounds a rerun can resume from; `worker_lost` turns a dead worker into one
+line saying from which round a rerun goes on.
+"""
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from absl import logging
+import attrs
+
+from tff_fedwin import version
+from tff_fedwin.training import outputs
+
+RECORD_JSON = 'run_config.json'
+
+# The `ExperimentConfig` fields a resume may change, with the reason. Every
+# other field must equal the recorded one.
+MAY_DIFFER: Mapping[str, str] = {
+    'total_rounds': (
+        'the same rounds, more or fewer of them (the checkpoints refuse a '
+        'total below the newest checkpoint round)'
+    ),
+    'rounds_per_checkpoint': (
+        'when checkpoints are written, not what is trained: a resume from '
+        'any checkpoint equals an uninterrupted run (docs/design.md sec. 5)'
+    ),
+    'summary_last_n': (
+        'summary.json only, computed from metrics.csv at the end of each run'
+    ),
+    'client_state_transfer': (
+        'how the client states reach the workers, bit for bit the same '
+        '(docs/design.md sec. 3.3); per-round files, not checkpoints'
+    ),
+    'server_state_transfer': (
+        'how the server state travels, bit for bit the same (docs/design.md '
+        'sec. 7.4); per-round files, not checkpoints'
+    ),
+    'client_data_transfer': (
+        "how the clients' data reach the workers, the same datasets "
+        '(docs/design.md sec. 7.4); rewritten at every start'
+    ),
+    'cache_dir': "where TFF's published dataset files are read from",
+    'root_output_dir': 'names the run directory (a moved run resumes)',
+    'experiment_name': 'names the run directory (a moved run resumes)',
+    'workers': (
+        'where the run is computed, not what (a dead worker can be replaced '
+        'by another address)'
+    ),
+    'worker_bind': 'which interfaces local workers listen on',
+}
+
+# A program state version's directory (tff.program.FileProgramStateManager).
+_VERSION_DIR = re.compile(r'program_state_([0-9]+)')
+
+
+class RunConfigMismatchError(ValueError):
+  """A resume's configuration differs from the one its run was started with."""
+
+
+class WorkerLostError(RuntimeError):
+  """A TFF worker died or became unreachable during a run.
+
+  Attributes:
+    address: The worker's `host:port`.
+    resume_round: The round of the newest checkpoint (0: none after the
+      initial state); a rerun of the same command resumes after it.
+  """
+
+  def __init__(self, message: str, address: str, resume_round: int):
+    super().__init__(message)
+    self.address = address
+    self.resume_round = resume_round
+
+
+class Difference(NamedTuple):
+  """A field whose recorded and current values differ."""
+
+  field: str
+  recorded: Any
+  current: Any
+
+
+def record_path(run_dir: str) -> str:
+  return os.path.join(run_dir, RECORD_JSON)
+
+
+def checkpoint_rounds(run_dir: str) -> list[int]:
+  """The rounds of the program state versions in `run_dir/checkpoints`.
+
+  Read from the version directories' names (`program_state_<round>`),
+  ascending; [] if there are none.
+  """
+  directory = os.path.join(run_dir, outputs.CHECKPOINT_DIR)
+  try:
+    names = os.listdir(directory)
+  except FileNotFoundError:
+    return []
+  return sorted(
+      int(m.group(1)) for m in map(_VERSION_DIR.fullmatch, names) if m
+  )
+
+
+def _as_json(value: Any) -> Any:
+  """`value` as it reads back from JSON (tuples as lists, and so on)."""
+  return json.loads(json.dumps(value))
+
+
+def record_of(config: Any) -> dict[str, Any]:
+  """The record of `config` (an attrs instance): every field, the version."""
+  return dict(
+      config=_as_json(attrs.asdict(config)),
+      tff_fedwin_version=version.__version__,
+  )
+
+
+def differences(recorded: Mapping[str, Any], config: Any) -> list[Difference]:
+  """The fields of `config` outside `MAY_DIFFER` that differ from `recorded`.
+
+  Args:
+    recorded: The recorded fields (`record_of(...)['config']`). A field
+      missing there (added to the class after the record was written) is
+      compared with the field's default.
+    config: The current configuration (an attrs instance).
+  """
+  found = []
+  for field in attrs.fields(type(config)):
+    if field.name in MAY_DIFFER:
+      continue
+    current = _as_json(getattr(config, field.name))
+    default = field.default
+    if isinstance(default, attrs.Factory):
+      default = default.factory()
+    was = recorded.get(field.name, _as_json(default))
+    if was != current:
+      found.append(Difference(field.name, was, current))
+  return found
+
+
+def _shown(value: Any) -> str:
+  if value is None:
+    return '(unset)'
+  if value == '':
+    return "''"
+  return str(value)
+
+
+def mismatch_message(run_dir: str, found: list[Difference]) -> str:
+  """One line naming every differing flag with both values, and the way out."""
+  listed = '; '.join(
+      f'--{d.field} {_shown(d.recorded)} there, {_shown(d.current)} now'
+      for d in found
+  )
+  return (
+      f'{run_dir} holds a run started with other flags ({listed}); to resume '
+      f'it pass the flags recorded in {record_path(run_dir)}, or start a new '
+      'run with another --experiment_name.'
+  )
+
+
+def _read(run_dir: str) -> Mapping[str, Any]:
+  path = record_path(run_dir)
+  try:
+    with open(path) as f:
+      record = json.load(f)
+    return record['config']
+  except (OSError, ValueError, KeyError, TypeError) as e:
+    raise RunConfigMismatchError(
+        f'Cannot read the run record {path} ({e!r}); restore it, or move it '
+        'aside to resume with only the seed, clients per round and '
+        'population checked.'
+    ) from None
+
+
+def check_or_write(config: Any, run_dir: str) -> None:
+  """At a first start writes the record; at a resume compares with it.
+
+  A run directory with checkpoints but no record (written before the record
+  existed) resumes with a warning that only the seed, clients per round and
+  population are checked (by `training.checkpoints`); no record is written
+  then, as its first configuration is not known.
+
+  Raises:
+    RunConfigMismatchError: If a field outside `MAY_DIFFER` differs.
+  """
+  path = record_path(run_dir)
+  if os.path.exists(path):
+    found = differences(_read(run_dir), config)
+    if found:
+      raise RunConfigMismatchError(mismatch_message(run_dir, found))
+    return
+  if checkpoint_rounds(run_dir):
+    logging.warning(
+        '%s has checkpoints but no %s (started before runs recorded their '
+        'flags): this resume checks only --seed, --clients_per_round and the '
+        'population; pass the flags the run was started with.',
+        run_dir,
+        RECORD_JSON,
+    )
+    return
+  os.makedirs(run_dir, exist_ok=True)
+  outputs.write_json_atomically(record_of(config), path)
+
+
+def worker_lost(error: Exception, address: str, run_dir: str, remote: bool):
+  """The one-line `WorkerLostError` of a dead worker during the run.
+
+  Args:
+    error: The `runtime.WorkerUnavailableError` (its message, one line).
+    address: The worker's `host:port`.
+    run_dir: The run directory (its checkpoints say where a rerun resumes).
+    remote: Whether the worker was listed by --workers (else the run started
+      it, and a rerun starts a new one).
+  """
+  rounds = checkpoint_rounds(run_dir)
+  resume_round = rounds[-1] if rounds else 0
+  if resume_round:
+    where = (
+        f'a rerun resumes from the checkpoint of round {resume_round} in '
+        f'{os.path.join(run_dir, outputs.CHECKPOINT_DIR)}'
+    )
+  else:
+    where = 'no round is checkpointed yet: a rerun starts from round 1'
+  action = (
+      f'restart the worker at {address} (or list another in --workers) and '
+      'rerun the same command'
+      if remote
+      else 'rerun the same command (it starts a new worker)'
+  )
+  reason = ' '.join(str(error).split())
+  return WorkerLostError(
+      f'{reason} The run stopped; {where}: {action}.', address, resume_round
+  )
