@@ -57,10 +57,15 @@ KILL_POINTS = {
         'round3-model-not-renamed': _R3 + (r'replace \.round_3',),
         'ckpt2-syncing-window-models': _CHECKPOINT_2 + (r'fsync round_2',),
         'ckpt2-window-no-program-state': _CHECKPOINT_2 + _AFTER_STATE_2,
-        'ckpt4-half-deleted': (r'rename program_state_4_', r'remove round_2'),
-        'last-ckpt-not-deleted': (
+        # The program state is in place, its manifest (written last) not yet:
+        # the version is incomplete and the resume falls back a version.
+        'ckpt4-no-manifest': (
+            r'rename program_state_4_',
+            r'replace \.fedwin_manifest',
+        ),
+        'last-ckpt-no-manifest': (
             r'rename program_state_5_',
-            r'remove round_3',
+            r'replace \.fedwin_manifest',
         ),
     },
 }

@@ -291,9 +291,19 @@ class ProgramWindow:
   def finish_checkpoint(
       self, round_num: int, kept_rounds: Collection[int]
   ) -> None:
-    """Deletes the models of rounds <= t - W (the largest W): never read again."""
-    del kept_rounds  # Only the newest checkpoint is resumed from.
-    self._files.delete_through(round_num - self.largest_window_size)
+    """Deletes the models no kept checkpoint needs.
+
+    Those of rounds <= r - W for the oldest kept nonzero checkpoint r (the
+    largest W): a resume falls back to any kept version (docs/design.md sec.
+    5.3); version 0 needs none.
+    """
+    oldest = min([k for k in kept_rounds if 0 < k < round_num] + [round_num])
+    self._files.delete_through(oldest - self.largest_window_size)
+
+  def checkpoint_files(self, round_num: int) -> dict[str, list[str]]:
+    """The models of rounds t - W + 1..t: the window of checkpoint t."""
+    first = max(1, round_num - self.largest_window_size + 1)
+    return {'files': [self._files.path(r) for r in range(first, round_num + 1)]}
 
   def close(self) -> None:
     if self._files is not None:

@@ -10,6 +10,7 @@ from tff_fedwin.experiments import context
 from tff_fedwin.experiments import registry
 from tff_fedwin.experiments import run_record
 from tff_fedwin.tasks import registry as tasks_registry
+from tff_fedwin.training import disk_full
 from tff_fedwin.training import loop
 from tff_fedwin.training import outputs
 from tff_fedwin.training import run_lock
@@ -96,7 +97,8 @@ def run_experiment(
   run_dir = outputs.RunPaths(config.root_output_dir, config.experiment_name)
   with run_lock.hold(run_dir.root):
     # Before any TFF work or change in the run directory but its lock.
-    run_record.check_or_write(config, run_dir.root)
+    with disk_full.as_one_line(None):
+      run_record.check_or_write(config, run_dir.root)
     try:
       return _train(config, task, total_rounds)
     except runtime.WorkerUnavailableError as e:
@@ -117,7 +119,8 @@ def _train(
       context.execution_context(config.workers, config.worker_bind),
       client_data_removed_at_exit(config),
   ):
-    runner = registry.build_runner(config, task, num_train_clients)
+    with disk_full.as_one_line(None):  # It may write client_data/.
+      runner = registry.build_runner(config, task, num_train_clients)
     return loop.run_training(
         runner,
         train_client_data=task.train_data,

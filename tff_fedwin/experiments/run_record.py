@@ -19,6 +19,7 @@ from absl import logging
 import attrs
 
 from tff_fedwin import version
+from tff_fedwin.training import checkpoint_manifest as manifest
 from tff_fedwin.training import outputs
 
 RECORD_JSON = 'run_config.json'
@@ -222,6 +223,10 @@ def worker_lost(error: Exception, address: str, run_dir: str, remote: bool):
       it, and a rerun starts a new one).
   """
   rounds = checkpoint_rounds(run_dir)
+  checkpoint_dir = os.path.join(run_dir, outputs.CHECKPOINT_DIR)
+  manifested = [r for r in rounds if manifest.has_manifest(checkpoint_dir, r)]
+  # The resume takes the newest version with a manifest, when any has one.
+  rounds = manifested or rounds
   resume_round = rounds[-1] if rounds else 0
   if resume_round:
     where = (

@@ -9,8 +9,11 @@ import collections
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, NamedTuple, Optional, Protocol
 
+from absl import logging
 import numpy as np
 import tensorflow_federated as tff
+
+from tff_fedwin.training import checkpoint_manifest as manifest_lib
 
 # Program states kept on disk (tff.program.FileProgramStateManager keeps the
 # first one, version 0, as well).
@@ -22,6 +25,8 @@ class CheckpointSteps(Protocol):
 
   `prepare_checkpoint(t)` runs before the program state of round t is saved,
   `finish_checkpoint(t, kept_rounds)` after it, `close()` when the run ends.
+  Optionally `checkpoint_files(t)`: group (`checkpoint_manifest.GROUPS`) ->
+  the paths of the files version t needs, listed in its manifest.
   """
 
   def prepare_checkpoint(self, round_num: int) -> None:
@@ -52,9 +57,25 @@ class _CombinedSteps:
     for part in self._parts:
       part.finish_checkpoint(round_num, kept_rounds)
 
+  def checkpoint_files(self, round_num: int) -> dict[str, list[str]]:
+    return checkpoint_files(self._parts, round_num)
+
   def close(self) -> None:
     for part in self._parts:
       part.close()
+
+
+def checkpoint_files(
+    parts: Sequence[Any], round_num: int
+) -> dict[str, list[str]]:
+  """The merged `checkpoint_files(t)` of those `parts` that have one."""
+  groups: dict[str, list[str]] = {}
+  for part in parts:
+    method = getattr(part, 'checkpoint_files', None)
+    if callable(method):
+      for group, paths in method(round_num).items():
+        groups.setdefault(group, []).extend(paths)
+  return groups
 
 
 def combine_steps(
@@ -71,6 +92,16 @@ def combine_steps(
 
 class CheckpointMismatchError(ValueError):
   """The newest checkpoint was made by a run with other arguments."""
+
+
+# The two below subclass CheckpointMismatchError only so that the scripts,
+# which print it as one line (`experiments.USER_ERRORS`), print them so too.
+class NoIntactCheckpointError(CheckpointMismatchError):
+  """No checkpoint version of the run is intact (the message lists them)."""
+
+
+class DiskFullError(CheckpointMismatchError):
+  """The disk filled while the run wrote a file (the message names it)."""
 
 
 class RunIdentity(NamedTuple):
@@ -105,7 +136,9 @@ class Checkpoints:
   """Saves and restores one run's checkpoints in `checkpoint_dir`.
 
   The `tff.program` state manager's methods are coroutines; `run` runs one to
-  completion (e.g. `asyncio.AbstractEventLoop.run_until_complete`).
+  completion (e.g. `asyncio.AbstractEventLoop.run_until_complete`). Every
+  version gets a manifest, written last (`checkpoint_manifest`); a resume
+  takes the newest intact version (docs/design.md sec. 5.3).
   """
 
   def __init__(
@@ -114,10 +147,12 @@ class Checkpoints:
       *,
       identity: RunIdentity,
       run: Callable[[Any], Any],
+      metrics_csv: Optional[str] = None,
   ):
     self.directory = checkpoint_dir
     self._identity = identity
     self._run = run
+    self._metrics_csv = metrics_csv
     self._manager = tff.program.FileProgramStateManager(
         checkpoint_dir, keep_total=CHECKPOINTS_TO_KEEP
     )
@@ -130,7 +165,8 @@ class Checkpoints:
   ) -> None:
     """Prepares `store`'s checkpoint, saves version t, finishes the store's.
 
-    `store`: the client-state store, or any `CheckpointSteps`
+    Then writes version t's manifest: until it is there, version t is
+    incomplete. `store`: the client-state store, or any `CheckpointSteps`
     (`combine_steps`), or None.
     """
     if store is not None:
@@ -143,23 +179,144 @@ class Checkpoints:
     if store is not None:
       kept = self._run(self._manager.get_versions()) or []
       store.finish_checkpoint(round_num, set(kept))
+    manifest_lib.write(
+        self.directory,
+        round_num,
+        checkpoint_files([store], round_num),
+        self._metrics_csv,
+    )
+
+  def versions(self) -> list[int]:
+    """The kept versions, ascending."""
+    return sorted(self._run(self._manager.get_versions()) or [])
+
+  def last_checkpoint_bytes(self) -> Optional[int]:
+    """The size of the newest version with a manifest, or None."""
+    for version in reversed(self.versions()):
+      manifest, _ = manifest_lib.read(self.directory, version)
+      if manifest is not None:
+        return manifest_lib.listed_bytes(manifest)
+    return None
 
   def load_latest(
       self, initial_state: Any, *, total_rounds: int
   ) -> Optional[Restored]:
-    """The newest program state, or None.
+    """The newest intact program state, or None (`resume` without a store)."""
+    restored, _ = self.resume(initial_state, total_rounds=total_rounds)
+    return restored
+
+  def resume(
+      self,
+      initial_state: Any,
+      *,
+      total_rounds: int,
+      open_store: Optional[Callable[[int], Any]] = None,
+  ) -> tuple[Optional[Restored], Any]:
+    """The newest intact version and `open_store(t)` of it; (None, None).
+
+    Walks the versions newest first. One is intact when its manifest lists
+    it whole (the files, then the store `open_store(t)` rolled back to t)
+    and its program state loads. Newer versions are moved to
+    `<run dir>/damaged/` with a warning naming each and why; metrics.csv
+    loses its rows after t. Versions older than the oldest with a manifest
+    were written before manifests existed: the newest that loads is used,
+    with a warning that it is unverified.
 
     Raises:
-      CheckpointMismatchError: If it does not fit this run: another server
-        state structure (algorithm, window, `--window_location`, model),
-        seed, clients per round or population, or a round past
-        `total_rounds`.
+      CheckpointMismatchError: As `_check`, or a structure mismatch.
+      NoIntactCheckpointError: If no version is intact (nothing is moved).
     """
-    loaded, version = self._load(initial_state, self._manager.load_latest)
-    if loaded is None:
-      return None
+    versions = self.versions()
+    with_manifest = [
+        v for v in versions if manifest_lib.has_manifest(self.directory, v)
+    ]
+    oldest_verified = min(with_manifest) if with_manifest else None
+    problems = []
+    for version in reversed(versions):
+      legacy = oldest_verified is None or version < oldest_verified
+      found, store, problem = self._try_version(
+          initial_state, version, legacy, total_rounds, open_store
+      )
+      if found is not None:
+        self._set_aside(problems)
+        manifest_lib.roll_back_csv(self._metrics_csv, found.round_num)
+        if legacy:
+          logging.warning(
+              'The checkpoint of round %d in %s has no manifest (written '
+              'before checkpoints were verified): resuming from it '
+              'unverified.',
+              found.round_num,
+              self.directory,
+          )
+        return found, store
+      problems.append((version, problem))
+    if not problems:
+      return None, None
+    raise NoIntactCheckpointError(
+        f'No checkpoint in {self.directory} is intact, so the run cannot '
+        'resume: '
+        + '; '.join(f'version {v}: {why}' for v, why in problems)
+        + '. Restore a good copy of the run directory or use another '
+        '`experiment_name`.'
+    )
+
+  def _try_version(
+      self, initial_state, version, legacy, total_rounds, open_store
+  ):
+    """(Restored, store, None) if `version` is intact, else (None, None, why)."""
+    manifest = None
+    if not legacy:
+      manifest, problem = manifest_lib.read(self.directory, version)
+      problem = problem or manifest_lib.check_group(
+          self.directory, manifest, manifest_lib.FILES
+      )
+      problem = problem or manifest_lib.check_csv(self._metrics_csv, manifest)
+      if problem:
+        return None, None, problem
+
+    async def load(structure):
+      return await self._manager.load(version, structure), version
+
+    try:
+      loaded, _ = self._load(initial_state, load)
+    except CheckpointMismatchError:
+      raise
+    except Exception as e:  # pylint: disable=broad-except
+      return (
+          None,
+          None,
+          f'its program state cannot be read ({e})'.replace('\n', ' '),
+      )
     round_num = self._check(loaded, total_rounds=total_rounds)
-    return Restored(loaded['server_state'], round_num, version)
+    store = None
+    if open_store is not None:
+      try:
+        store = open_store(round_num)
+      except (OSError, ValueError) as e:
+        if not legacy or version == 0:
+          raise
+        return None, None, f'its client states cannot be restored ({e})'
+      if manifest is not None:
+        problem = manifest_lib.check_group(
+            self.directory, manifest, manifest_lib.CLIENT_STATES
+        )
+        if problem:
+          if store is not None:
+            store.close()
+          return None, None, problem
+    return Restored(loaded['server_state'], round_num, version), store, None
+
+  def _set_aside(self, problems: Sequence[tuple[int, str]]) -> None:
+    for version, why in problems:
+      target = manifest_lib.move_aside(self.directory, version)
+      logging.warning(
+          'The checkpoint of round %d in %s is damaged or incomplete (%s); '
+          'moved it to %s and resuming from an older one.',
+          version,
+          self.directory,
+          why,
+          target,
+      )
 
   def load_version(self, initial_state: Any, version: int) -> Restored:
     """The program state of round `version` (e.g. a fork's round).

@@ -84,6 +84,10 @@ class MemoryClientStates:
       if match and int(match.group(1)) not in kept_rounds:
         os.remove(os.path.join(self._checkpoint_dir, entry))
 
+  def checkpoint_files(self, round_num: int) -> dict[str, list[str]]:
+    """Round t's snapshot, checked before it is loaded."""
+    return {'files': [snapshot_file(self._checkpoint_dir, round_num)]}
+
   def close(self) -> None:
     pass
 
@@ -137,7 +141,8 @@ def open_client_states(
     return MemoryClientStates(store, checkpoint_dir)
   directory = directory or os.path.join(checkpoint_dir, DEFAULT_DISK_SUBDIR)
   owner = os.path.abspath(checkpoint_dir)
-  if round_num is None:
+  # Round 0's states are the template's: a fresh store (no undo logs back to 0).
+  if round_num is None or round_num == 0:
     store = disk_client_states.DiskClientStateStore.create(
         directory, template, client_ids, owner=owner
     )

@@ -73,6 +73,7 @@ class DiskClientStateStore:
     self._pending_fds: Optional[list[int]] = None
     self._pending_slots: dict[int, int] = {}  # row -> slot in pending/
     self._prepared: Optional[int] = None
+    self._applied: Optional[int] = None  # The round the base files hold.
 
   @property
   def num_clients(self) -> int:
@@ -144,7 +145,8 @@ class DiskClientStateStore:
     """The store as of the checkpoint of round `round_num`.
 
     Drops the updates made after that checkpoint and completes its own, if a
-    run was killed in the middle of it.
+    run was killed in the middle of it; rolls the base files back (`undo_<u>`)
+    if they hold a later kept checkpoint's states.
 
     Raises:
       FileNotFoundError: If `directory` holds no store, or not the states of
@@ -171,8 +173,9 @@ class DiskClientStateStore:
           [store._path(layout.CREATED)]
       )
       store._created = np.fromfile(store._path(layout.CREATED), np.uint8)
+      store._applied = layout.read_json(store._path(layout.APPLIED))['round']
       shutil.rmtree(store._path(layout.PENDING), ignore_errors=True)
-      store._roll_forward(round_num)
+      store._roll_to(round_num)
     except BaseException:
       store.close()
       raise
@@ -244,19 +247,37 @@ class DiskClientStateStore:
   ) -> None:
     """Applies `delta_<t>/` to the base files, after the program state.
 
+    First saves the rows it replaces as `undo_<t>/`, so that the store can
+    be rolled back to every kept version but the oldest nonzero one (version
+    0 is a fresh store); deletes the undo logs no kept version needs.
+
     Args:
       round_num: The round of the `prepare_checkpoint` call before.
-      kept_rounds: Unused (the program states on disk): the store keeps only
-        the newest checkpoint's states.
+      kept_rounds: The program states on disk (none given: no undo logs).
     """
-    del kept_rounds
     if self._prepared != round_num:
       raise ValueError(
           f'`finish_checkpoint({round_num})` without '
           f'`prepare_checkpoint({round_num})` (prepared: {self._prepared}).'
       )
+    self._write_undo(round_num)
     self._apply_delta(round_num)
     self._prepared = None
+    floor = min([k for k in kept_rounds if 0 < k < round_num] + [round_num])
+    for undo in layout.undo_rounds(self.directory):
+      if undo <= floor:
+        shutil.rmtree(layout.undo_dir(self.directory, undo))
+
+  def checkpoint_files(self, round_num: int) -> dict[str, list[str]]:
+    """The files of round t's states (none for round 0: a fresh store)."""
+    if round_num == 0:
+      return {}
+    names = [layout.MANIFEST, layout.APPLIED, layout.CREATED]
+    names += [
+        os.path.basename(layout.leaf_file(self.directory, j))
+        for j in range(len(self._leaf_bytes))
+    ]
+    return {'client_states': [self._path(name) for name in names]}
 
   def close(self) -> None:
     """Closes the files and releases the directory's lock."""
@@ -317,20 +338,24 @@ class DiskClientStateStore:
           '(or delete it if that run is over).'
       )
 
-  def _roll_forward(self, round_num: int) -> None:
-    """Applies the deltas up to `round_num`, drops the later ones."""
-    applied = layout.read_json(self._path(layout.APPLIED))['round']
+  def _roll_to(self, round_num: int) -> None:
+    """Undoes the checkpoints after `round_num`, applies the deltas up to it."""
+    layout.remove_incomplete_undos(self.directory)
+    for undo in reversed(layout.undo_rounds(self.directory)):
+      if undo > round_num:
+        self._apply_undo(undo)
+    applied = self._applied
     if applied is not None and applied > round_num:
       raise client_state_spec.ClientStatesError(
           f'The client states in {self.directory} are those of round '
           f'{applied}, newer than the checkpoint of round {round_num}; they '
           'cannot be rolled back.'
       )
-    deltas = layout.delta_rounds(self.directory)
-    for delta in deltas:
+    for delta in layout.delta_rounds(self.directory):
       if (applied is not None and delta <= applied) or delta > round_num:
         shutil.rmtree(layout.delta_dir(self.directory, delta))
       else:
+        self._write_undo(delta)
         self._apply_delta(delta)
         applied = delta
     if applied != round_num:
@@ -338,6 +363,70 @@ class DiskClientStateStore:
           f'The client states of the checkpoint of round {round_num} are '
           f'missing in {self.directory} (it holds those of round {applied}).'
       )
+
+  def _write_undo(self, round_num: int) -> None:
+    """Saves the base rows `delta_<t>/` will replace as `undo_<t>/`."""
+    target = layout.undo_dir(self.directory, round_num)
+    if os.path.exists(target):
+      return  # Written before a crash; the base may be changed since.
+    rows = np.load(
+        os.path.join(layout.delta_dir(self.directory, round_num), layout.ROWS)
+    )
+    temporary = target + '.tmp'
+    shutil.rmtree(temporary, ignore_errors=True)
+    os.makedirs(temporary, mode=0o700)
+    fds = row_files.open_leaf_files(
+        [layout.leaf_file(temporary, j) for j in range(len(self._leaf_bytes))],
+        [0] * len(self._leaf_bytes),
+    )
+    try:
+      for slot, row in enumerate(rows.tolist()):
+        self._write(fds, slot, self._read(self._base_fds, row))
+      row_files.sync_and_close(fds, close=False)
+    finally:
+      for fd in fds:
+        os.close(fd)
+    for name, array in (
+        (layout.ROWS, rows),
+        (layout.CREATED_ROWS, self._created[rows]),
+    ):
+      client_states_lib.atomic_write(
+          os.path.join(temporary, name),
+          lambda f, a=array: np.save(f, a),
+          binary=True,
+      )
+    layout.write_json(
+        os.path.join(temporary, layout.PREVIOUS), {'round': self._applied}
+    )
+    os.rename(temporary, target)
+    row_files.fsync_directory(self.directory)
+
+  def _apply_undo(self, round_num: int) -> None:
+    """Puts back the rows of `undo_<t>/`: the base of the checkpoint before."""
+    undo = layout.undo_dir(self.directory, round_num)
+    rows = np.load(os.path.join(undo, layout.ROWS)).tolist()
+    created = np.load(os.path.join(undo, layout.CREATED_ROWS)).tolist()
+    previous = layout.read_json(os.path.join(undo, layout.PREVIOUS))['round']
+    fds = row_files.open_leaf_files(
+        [layout.leaf_file(undo, j) for j in range(len(self._leaf_bytes))]
+    )
+    try:
+      for slot, row in enumerate(rows):
+        self._write(self._base_fds, row, self._read(fds, slot))
+    finally:
+      for fd in fds:
+        os.close(fd)
+    for row, flag in zip(rows, created):
+      self._created[row] = flag
+      os.pwrite(self._created_fd, bytes([flag]), row)
+    row_files.sync_and_close(self._base_fds + [self._created_fd], close=False)
+    layout.write_json(self._path(layout.APPLIED), {'round': previous})
+    self._applied = previous
+    shutil.rmtree(
+        layout.delta_dir(self.directory, round_num), ignore_errors=True
+    )
+    shutil.rmtree(undo)
+    row_files.fsync_directory(self.directory)
 
   def _apply_delta(self, round_num: int) -> None:
     """Copies `delta_<t>/` into the base files; idempotent; then deletes it."""
@@ -359,6 +448,7 @@ class DiskClientStateStore:
         os.pwrite(self._created_fd, b'\x01', row)
     row_files.sync_and_close(self._base_fds + [self._created_fd], close=False)
     layout.write_json(self._path(layout.APPLIED), {'round': round_num})
+    self._applied = round_num
     shutil.rmtree(delta)
     row_files.fsync_directory(self.directory)
 

@@ -6,6 +6,9 @@ created.bin        uint8 [num_clients]: 1 once a client's row is written
 leaf_<j>.bin       leaf j of every client, [num_clients, *shape], sparse
 pending/           rows updated since the last checkpoint (slots)
 delta_<t>/         pending/ of the checkpoint of round t, + rows.npy
+undo_<t>/          the base rows delta_<t> replaced, + rows.npy, created.npy
+                   and previous.json: rolls the base back to the checkpoint
+                   before t (kept for every kept version but the oldest)
 .lock              flock while a store is open
 """
 
@@ -30,6 +33,9 @@ PENDING = 'pending'
 ROWS = 'rows.npy'
 _LEAF_PATTERN = re.compile(r'^leaf_\d+\.bin$')
 DELTA_PATTERN = re.compile(r'^delta_(\d+)$')
+UNDO_PATTERN = re.compile(r'^undo_(\d+)(\.tmp)?$')
+CREATED_ROWS = 'created.npy'
+PREVIOUS = 'previous.json'
 
 
 def leaf_file(directory: str, leaf_index: int) -> str:
@@ -45,9 +51,30 @@ def is_store_entry(name: str) -> bool:
       name in (MANIFEST, APPLIED, CREATED, LOCK, PENDING)
       or _LEAF_PATTERN.match(name)
       or DELTA_PATTERN.match(name)
+      or UNDO_PATTERN.match(name)
       # atomic_write's temporary files.
       or name.startswith(('.' + MANIFEST, '.' + APPLIED))
   )
+
+
+def undo_dir(directory: str, round_num: int) -> str:
+  return os.path.join(directory, f'undo_{round_num}')
+
+
+def undo_rounds(directory: str) -> list[int]:
+  """The rounds of the complete `undo_<t>` directories, ascending."""
+  return sorted(
+      int(m.group(1))
+      for m in map(UNDO_PATTERN.match, os.listdir(directory))
+      if m and not m.group(2)
+  )
+
+
+def remove_incomplete_undos(directory: str) -> None:
+  for name in os.listdir(directory):
+    match = UNDO_PATTERN.match(name)
+    if match and match.group(2):
+      shutil.rmtree(os.path.join(directory, name))
 
 
 def ids_digest(client_ids: Sequence[str]) -> str:

@@ -117,5 +117,8 @@ def fork_run(
         target.fork_json,
     )
     checkpoints_lib.Checkpoints(
-        target.checkpoints, identity=identity, run=run
+        target.checkpoints,
+        identity=identity,
+        run=run,
+        metrics_csv=target.metrics_csv,
     ).save(state, round_num, None)

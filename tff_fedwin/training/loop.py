@@ -16,6 +16,7 @@ import tensorflow_federated as tff
 
 from tff_fedwin.training import checkpoints as checkpoints_lib
 from tff_fedwin.training import client_state_stores
+from tff_fedwin.training import disk_full
 from tff_fedwin.training import divergence
 from tff_fedwin.training import loop_arguments
 from tff_fedwin.training import metrics as metrics_lib
@@ -54,19 +55,24 @@ def _start(
   """Restores the newest checkpoint, or saves the initial state as version 0."""
   initial_state = runner.initialize()
   template = runner.initial_client_state()
-  restored = checkpoints.load_latest(
-      initial_state, total_rounds=args.total_rounds
-  )
-  store = None
-  if template is not None:
-    store = client_state_stores.open_client_states(
+
+  def open_store(round_num: Optional[int]):
+    if template is None:
+      return None
+    return client_state_stores.open_client_states(
         args.client_states,
         template,
         list(args.train_client_data.client_ids),
         checkpoint_dir=checkpoints.directory,
         directory=args.client_states_dir,
-        round_num=None if restored is None else restored.round_num,
+        round_num=round_num,
     )
+
+  restored, store = checkpoints.resume(
+      initial_state, total_rounds=args.total_rounds, open_store=open_store
+  )
+  if restored is None:
+    store = open_store(None)
   state = initial_state if restored is None else restored.server_state
   round_num = None if restored is None else restored.round_num
   files = None
@@ -329,9 +335,13 @@ def run_training(
   )
   with event_loop() as run:
     checkpoints = checkpoints_lib.Checkpoints(
-        paths.checkpoints, identity=identity, run=run
+        paths.checkpoints,
+        identity=identity,
+        run=run,
+        metrics_csv=paths.metrics_csv,
     )
-    start = _start(runner, checkpoints, args)
+    with disk_full.as_one_line(checkpoints):
+      start = _start(runner, checkpoints, args)
     try:
       rounds = _Rounds(
           runner,
@@ -341,12 +351,13 @@ def run_training(
           checkpoints=checkpoints,
           run=run,
       )
-      _train_rounds(
-          rounds,
-          start,
-          total_rounds=total_rounds,
-          experiment_name=experiment_name,
-      )
+      with disk_full.as_one_line(checkpoints):
+        _train_rounds(
+            rounds,
+            start,
+            total_rounds=total_rounds,
+            experiment_name=experiment_name,
+        )
     finally:
       if start.steps is not None:
         start.steps.close()
@@ -360,5 +371,6 @@ def run_training(
       resumed_from_round=start.resumed_from,
       wall_time_seconds=time.monotonic() - start_time,
   )
-  outputs.write_json_atomically(summary, paths.summary_json)
+  with disk_full.as_one_line(None):
+    outputs.write_json_atomically(summary, paths.summary_json)
   return summary

@@ -1,0 +1,163 @@
+"""Tests for tff_fedwin.training.checkpoint_manifest: what "intact" means.
+
+A version directory of hand-written files gets a manifest; each kind of damage
+(truncated, zero-filled, a flipped byte, a missing file) is named, and the
+listed sizes and CRC-32s are those `zlib.crc32` gives over the bytes the test
+wrote (independent of the module's chunked reading).
+"""
+
+import json
+import os
+import re
+import zlib
+
+import pytest
+
+from tff_fedwin.training import checkpoint_manifest as manifest
+
+_FILES = {
+    'saved_model.pb': b'program state \x00\x01' * 300,
+    os.path.join('variables', 'variables.data-00000-of-00001'): bytes(
+        range(256)
+    )
+    * 50,
+}
+
+
+@pytest.fixture(name='checkpoint_dir')
+def _checkpoint_dir(tmp_path):
+  version = tmp_path / 'checkpoints' / 'program_state_3'
+  for relative, content in _FILES.items():
+    (version / relative).parent.mkdir(parents=True, exist_ok=True)
+    (version / relative).write_bytes(content)
+  with open(tmp_path / 'metrics.csv', 'w') as f:
+    f.write('round_num,loss\n1,0.5\n2,0.25\n3,0.125\n4,0.0625\n')
+  directory = str(tmp_path / 'checkpoints')
+  manifest.write(directory, 3, {}, str(tmp_path / 'metrics.csv'))
+  return directory
+
+
+def test_manifest_lists_every_file_with_its_size_and_crc32(checkpoint_dir):
+  loaded, problem = manifest.read(checkpoint_dir, 3)
+
+  assert problem is None
+  expected = {
+      os.path.join('program_state_3', relative): [
+          len(content),
+          zlib.crc32(content),
+      ]
+      for relative, content in _FILES.items()
+  }
+  assert loaded[manifest.FILES] == expected
+  assert loaded[manifest.CLIENT_STATES] == {}
+  # Rows 1..3 of the 4 in metrics.csv; round 4 came after the checkpoint.
+  assert loaded['metrics_csv']['rows'] == 3
+  assert manifest.listed_bytes(loaded) == sum(map(len, _FILES.values()))
+  assert manifest.check_group(checkpoint_dir, loaded, manifest.FILES) is None
+
+
+def _damage(path, kind):
+  content = open(path, 'rb').read()
+  if kind == 'truncated':
+    content = content[: len(content) // 2]
+  elif kind == 'zero_filled':
+    content = bytes(len(content))
+  elif kind == 'flipped_byte':
+    content = content[:7] + bytes([content[7] ^ 0xFF]) + content[8:]
+  if kind == 'missing':
+    os.remove(path)
+  else:
+    with open(path, 'wb') as f:
+      f.write(content)
+
+
+@pytest.mark.parametrize(
+    'kind, problem',
+    [
+        # b'program state \x00\x01' is 16 bytes, x 300 = 4800; half: 2400.
+        ('truncated', r'^truncated or resized file .*saved_model\.pb \(2400 '),
+        ('zero_filled', r'^checksum mismatch of .*saved_model\.pb$'),
+        ('flipped_byte', r'^checksum mismatch of .*saved_model\.pb$'),
+        ('missing', r'^missing file .*saved_model\.pb$'),
+    ],
+)
+def test_each_damage_is_named(checkpoint_dir, kind, problem):
+  _damage(
+      os.path.join(checkpoint_dir, 'program_state_3', 'saved_model.pb'), kind
+  )
+  loaded, _ = manifest.read(checkpoint_dir, 3)
+
+  found = manifest.check_group(checkpoint_dir, loaded, manifest.FILES)
+
+  assert found is not None and re.search(problem, found), found
+
+
+def test_a_changed_metrics_row_is_found_and_a_later_one_is_not(
+    checkpoint_dir, tmp_path
+):
+  loaded, _ = manifest.read(checkpoint_dir, 3)
+  csv_path = str(tmp_path / 'metrics.csv')
+  with open(csv_path, 'a') as f:
+    f.write('5,0.03125\n')  # After the checkpoint: not its business.
+  assert manifest.check_csv(csv_path, loaded) is None
+
+  with open(csv_path, 'w') as f:
+    f.write('round_num,loss\n1,0.5\n2,0.75\n3,0.125\n')
+  assert manifest.check_csv(csv_path, loaded) == (
+      f'{csv_path} rows 1..3 differ from those of the checkpoint (3 rows, 3 '
+      'listed)'
+  )
+
+
+def test_roll_back_csv_keeps_rows_up_to_the_round(tmp_path):
+  csv_path = str(tmp_path / 'metrics.csv')
+  with open(csv_path, 'w') as f:
+    f.write('round_num,loss\n1,0.5\n2,0.25\n3,0.125\n')
+
+  manifest.roll_back_csv(csv_path, 2)
+
+  assert open(csv_path).read().splitlines() == [
+      'round_num,loss',
+      '1,0.5',
+      '2,0.25',
+  ]
+
+
+@pytest.mark.parametrize(
+    'content, problem',
+    [
+        (None, r'^no manifest \(fedwin_manifest\.json\)'),
+        ('{"format_version": 1, "round', r'cannot be read'),
+        (
+            {'format_version': 1, 'round_num': 4, 'files': {}},
+            r'is of another round$',
+        ),
+        (
+            {'format_version': 2, 'round_num': 3},
+            r'has another format version$',
+        ),
+    ],
+)
+def test_an_unusable_manifest_says_why(checkpoint_dir, content, problem):
+  path = manifest.manifest_path(checkpoint_dir, 3)
+  os.remove(path)
+  if content is not None:
+    with open(path, 'w') as f:
+      f.write(content if isinstance(content, str) else json.dumps(content))
+
+  loaded, found = manifest.read(checkpoint_dir, 3)
+
+  assert loaded is None
+  assert re.search(problem, found), found
+
+
+def test_move_aside_keeps_the_version_under_damaged(checkpoint_dir):
+  target = manifest.move_aside(checkpoint_dir, 3)
+
+  assert not os.path.exists(os.path.join(checkpoint_dir, 'program_state_3'))
+  run_dir = os.path.dirname(checkpoint_dir)
+  assert os.path.dirname(target) == os.path.join(run_dir, 'damaged')
+  assert os.path.basename(target).startswith('program_state_3-')
+  assert open(os.path.join(target, 'saved_model.pb'), 'rb').read() == (
+      _FILES['saved_model.pb']
+  )

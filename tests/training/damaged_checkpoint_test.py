@@ -1,0 +1,179 @@
+"""A damaged newest checkpoint never ends a run (issue 43, deliverable 3).
+
+What a user does: `scripts/run_experiment.py` to round 2 (a checkpoint every
+round), damage a file of the newest checkpoint, rerun the same command to
+round 3. The rerun must resume from round 1's checkpoint, move round 2's aside
+to `damaged/`, and end with the metrics of an uninterrupted run to the bit
+(times aside). One run to round 2 per algorithm is copied for every case.
+"""
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+_SCRIPT = os.path.join(_ROOT, 'scripts', 'run_experiment.py')
+_NAME = 'run'
+_ALGORITHM_FLAGS = {
+    'fedavg_window': ['--window_size=2', '--window_location=program'],
+    'scaffold_disk': ['--algorithm=scaffold', '--client_states=disk'],
+}
+
+
+def _flags(data_npz, algorithm, total_rounds):
+  return [
+      '--task=npz',
+      f'--data_npz={data_npz}',
+      '--num_clients=4',
+      '--clients_per_round=2',
+      '--rounds_per_eval=1',
+      '--rounds_per_checkpoint=1',
+      '--client_batch_size=10',
+      f'--experiment_name={_NAME}',
+      f'--total_rounds={total_rounds}',
+      *_ALGORITHM_FLAGS[algorithm],
+  ]
+
+
+def run_script(root, data_npz, algorithm, total_rounds, *extra):
+  """Runs the script with `--root_output_dir=root`; the CompletedProcess."""
+  return subprocess.run(
+      [
+          sys.executable,
+          _SCRIPT,
+          f'--root_output_dir={root}',
+          *_flags(data_npz, algorithm, total_rounds),
+          *extra,
+      ],
+      capture_output=True,
+      text=True,
+      timeout=600,
+      check=False,
+      cwd=_ROOT,
+  )
+
+
+def numbers(run_dir):
+  """metrics.csv rows and summary.json without the times (str values)."""
+  with open(os.path.join(run_dir, 'metrics.csv'), newline='') as f:
+    rows = [
+        {k: v for k, v in row.items() if not k.endswith('_seconds')}
+        for row in csv.DictReader(f)
+    ]
+  with open(os.path.join(run_dir, 'summary.json')) as f:
+    summary = json.load(f)
+  kept = {k: summary[k] for k in ('window', 'global', 'eval_rounds')}
+  return rows, kept
+
+
+@pytest.fixture(scope='module')
+def data_npz(tmp_path_factory):
+  """A tiny `.npz` task (as tests/scripts/conftest.py's): 60/20 8x8 images."""
+  rng = np.random.default_rng(3)
+  path = str(tmp_path_factory.mktemp('data') / 'tiny.npz')
+  np.savez(
+      path,
+      x_train=rng.random((60, 8, 8), dtype=np.float32),
+      y_train=np.arange(60) % 10,
+      x_test=rng.random((20, 8, 8), dtype=np.float32),
+      y_test=np.arange(20) % 10,
+  )
+  return path
+
+
+@pytest.fixture(scope='module')
+def runs(tmp_path_factory, data_npz):
+  """algorithm -> (uninterrupted numbers, root stopped at 2, its copy)."""
+  made = {}
+
+  def get(algorithm):
+    if algorithm not in made:
+      base = tmp_path_factory.mktemp(algorithm)
+      reference = run_script(base / 'reference', data_npz, algorithm, 3)
+      assert reference.returncode == 0, reference.stderr[-2000:]
+      stopped = run_script(base / 'stopped', data_npz, algorithm, 2)
+      assert stopped.returncode == 0, stopped.stderr[-2000:]
+      # The disk store belongs to its checkpoint directory's path: each case
+      # resumes in the same place, from a fresh copy of this pristine one.
+      shutil.copytree(base / 'stopped' / _NAME, base / 'pristine')
+      made[algorithm] = (
+          numbers(base / 'reference' / _NAME),
+          base / 'stopped',
+          base / 'pristine',
+      )
+    return made[algorithm]
+
+  return get
+
+
+def _truncate(path):
+  os.truncate(path, os.path.getsize(path) // 2)
+
+
+def _zero_fill(path):
+  with open(path, 'r+b') as f:
+    f.write(b'\0' * os.path.getsize(path))
+
+
+def _flip_changed_row(path):
+  """Flips a byte of a row that round 2 wrote (the rows of `undo_2/`)."""
+  store = os.path.dirname(path)
+  rows = np.load(os.path.join(store, 'undo_2', 'rows.npy'))
+  assert rows.size, 'round 2 updated no client'
+  row_bytes = os.path.getsize(path) // 4  # 4 clients.
+  with open(path, 'r+b') as f:
+    f.seek(int(rows[0]) * row_bytes)
+    byte = f.read(1)
+    f.seek(int(rows[0]) * row_bytes)
+    f.write(bytes([byte[0] ^ 0xFF]))
+
+
+_DAMAGES = {
+    'truncate': _truncate,
+    'zero_fill': _zero_fill,
+    'delete': os.remove,
+    'flip': _flip_changed_row,
+}
+_V2 = 'checkpoints/program_state_2'
+
+
+@pytest.mark.parametrize(
+    'algorithm, relative, damage',
+    [
+        ('fedavg_window', f'{_V2}/saved_model.pb', 'truncate'),
+        ('fedavg_window', f'{_V2}/variables/variables.index', 'zero_fill'),
+        ('fedavg_window', 'checkpoints/window_models/round_2.bin', 'delete'),
+        ('fedavg_window', f'{_V2}/fedwin_manifest.json', 'delete'),
+        (
+            'scaffold_disk',
+            f'{_V2}/variables/variables.data-00000-of-00001',
+            'delete',
+        ),
+        ('scaffold_disk', 'checkpoints/client_states/leaf_0.bin', 'flip'),
+    ],
+)
+def test_a_damaged_newest_checkpoint_falls_back_to_the_previous(
+    runs, data_npz, algorithm, relative, damage
+):
+  expected, root, pristine = runs(algorithm)
+  run_dir = root / _NAME
+  shutil.rmtree(run_dir)
+  shutil.copytree(pristine, run_dir)
+  _DAMAGES[damage](str(run_dir / relative))
+
+  result = run_script(root, data_npz, algorithm, 3)
+
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert 'resuming from the checkpoint of round 1 (version 1)' in result.stdout
+  assert 'The checkpoint of round 2' in result.stderr
+  assert 'damaged or incomplete' in result.stderr
+  assert [n.split('-')[0] for n in os.listdir(run_dir / 'damaged')] == [
+      'program_state_2'
+  ]
+  assert numbers(run_dir) == expected

@@ -1,0 +1,206 @@
+"""Manifests of checkpoint versions: what makes a version intact.
+
+A checkpoint of round t is complete once `program_state_<t>/MANIFEST` exists:
+written last (after the program state, the client states and the window's
+models of round t), atomically, it lists every file the version needs with
+its size and CRC-32, and a digest of the metrics.csv rows 1..t. A version is
+*intact* when its manifest parses and every listed file has that size and
+checksum (docs/design.md sec. 5.3). CRC-32 (zlib), not SHA-256: it detects
+truncation, zero-filling and flipped bytes, and ran at 2.4 GB/s here against
+SHA-256's 1.1 GB/s, which matters for large client-state files.
+
+Two groups of files: `files` are checked as they are; `client_states` (a
+disk client-state store, which holds only its newest round's states and is
+rolled back to round t first) are checked after that rollback.
+"""
+
+import csv
+import json
+import os
+import shutil
+import time
+import zlib
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
+
+from tff_fedwin.training import client_states as client_states_lib
+
+MANIFEST = 'fedwin_manifest.json'
+FORMAT_VERSION = 1
+FILES = 'files'
+CLIENT_STATES = 'client_states'
+GROUPS = (FILES, CLIENT_STATES)
+DAMAGED_DIR = 'damaged'
+_CHUNK = 1 << 22
+
+
+def file_checksum(path: str) -> tuple[int, int]:
+  """(size, CRC-32) of the file at `path`."""
+  crc, size = 0, 0
+  with open(path, 'rb') as f:
+    while chunk := f.read(_CHUNK):
+      crc = zlib.crc32(chunk, crc)
+      size += len(chunk)
+  return size, crc
+
+
+def version_dir(checkpoint_dir: str, round_num: int) -> str:
+  """The directory of program state version t (tff.program's default name)."""
+  return os.path.join(checkpoint_dir, f'program_state_{round_num}')
+
+
+def manifest_path(checkpoint_dir: str, round_num: int) -> str:
+  return os.path.join(version_dir(checkpoint_dir, round_num), MANIFEST)
+
+
+def has_manifest(checkpoint_dir: str, round_num: int) -> bool:
+  return os.path.exists(manifest_path(checkpoint_dir, round_num))
+
+
+def csv_digest(csv_path: Optional[str], round_num: int) -> dict[str, int]:
+  """Rows 1..t of metrics.csv: their count and a CRC-32 of their values.
+
+  Over the non-empty values of each row, not the file's bytes: the CSV is
+  rewritten with more columns when eval columns first appear.
+  """
+  rows = []
+  if csv_path is not None and os.path.exists(csv_path):
+    with open(csv_path, newline='') as f:
+      rows = [r for r in csv.DictReader(f) if int(r['round_num']) <= round_num]
+  rows.sort(key=lambda row: int(row['round_num']))
+  crc = 0
+  for row in rows:
+    items = sorted((k, v) for k, v in row.items() if v not in (None, ''))
+    crc = zlib.crc32(json.dumps(items).encode(), crc)
+  return {'rows': len(rows), 'crc32': crc}
+
+
+def roll_back_csv(csv_path: Optional[str], round_num: int) -> None:
+  """Drops the rows after round t from metrics.csv (atomically)."""
+  if csv_path is None or not os.path.exists(csv_path):
+    return
+  with open(csv_path, newline='') as f:
+    reader = csv.DictReader(f)
+    fieldnames = list(reader.fieldnames or ['round_num'])
+    rows = list(reader)
+  kept = [row for row in rows if int(row['round_num']) <= round_num]
+  if len(kept) == len(rows):
+    return
+
+  def write(f):
+    writer = csv.DictWriter(f, fieldnames=fieldnames)
+    writer.writeheader()
+    writer.writerows(kept)
+
+  client_states_lib.atomic_write(csv_path, write, binary=False)
+
+
+def _version_files(directory: str) -> list[str]:
+  paths = []
+  for parent, _, names in os.walk(directory):
+    paths.extend(os.path.join(parent, n) for n in names if n != MANIFEST)
+  return sorted(paths)
+
+
+def write(
+    checkpoint_dir: str,
+    round_num: int,
+    groups: Mapping[str, Sequence[str]],
+    metrics_csv: Optional[str],
+) -> None:
+  """Writes version t's manifest, last and atomically (fsync, rename)."""
+  listed = {FILES: _version_files(version_dir(checkpoint_dir, round_num))}
+  for group, paths in groups.items():
+    listed.setdefault(group, []).extend(paths)
+  manifest = {
+      'format_version': FORMAT_VERSION,
+      'round_num': round_num,
+      'metrics_csv': csv_digest(metrics_csv, round_num),
+  }
+  for group in GROUPS:
+    manifest[group] = {
+        os.path.relpath(path, checkpoint_dir): list(file_checksum(path))
+        for path in listed.get(group, ())
+    }
+  client_states_lib.atomic_write(
+      manifest_path(checkpoint_dir, round_num),
+      lambda f: f.write(json.dumps(manifest, indent=1, sort_keys=True)),
+      binary=False,
+  )
+
+
+def read(checkpoint_dir: str, round_num: int) -> tuple[Any, Optional[str]]:
+  """(manifest, None), or (None, why it cannot be used)."""
+  path = manifest_path(checkpoint_dir, round_num)
+  if not os.path.exists(path):
+    return None, f'no manifest ({MANIFEST}): the checkpoint is incomplete'
+  try:
+    with open(path) as f:
+      manifest = json.load(f)
+    if manifest.get('format_version') != FORMAT_VERSION:
+      return None, f'manifest {path} has another format version'
+    if manifest.get('round_num') != round_num:
+      return None, f'manifest {path} is of another round'
+    for group in GROUPS:
+      if not isinstance(manifest.get(group), dict):
+        return None, f'manifest {path} lacks its {group!r} list'
+  except (OSError, ValueError, AttributeError) as e:
+    return None, f'manifest {path} cannot be read ({e})'
+  return manifest, None
+
+
+def check_group(
+    checkpoint_dir: str, manifest: Any, group: str
+) -> Optional[str]:
+  """None if every file of `group` is as listed, else what is wrong."""
+  for relative, (size, crc) in sorted(manifest[group].items()):
+    path = os.path.normpath(os.path.join(checkpoint_dir, relative))
+    if not os.path.isfile(path):
+      return f'missing file {path}'
+    actual_size = os.path.getsize(path)
+    if actual_size != size:
+      return (
+          f'truncated or resized file {path} ({actual_size} bytes, {size} '
+          'listed)'
+      )
+    if file_checksum(path)[1] != crc:
+      return f'checksum mismatch of {path}'
+  return None
+
+
+def check_csv(metrics_csv: Optional[str], manifest: Any) -> Optional[str]:
+  """None if metrics.csv holds the manifest's rows 1..t unchanged."""
+  if metrics_csv is None:
+    return None
+  expected = manifest['metrics_csv']
+  try:
+    actual = csv_digest(metrics_csv, int(manifest['round_num']))
+  except (OSError, ValueError, KeyError, csv.Error) as e:
+    return f'{metrics_csv} cannot be read ({e})'
+  if actual != expected:
+    return (
+        f'{metrics_csv} rows 1..{manifest["round_num"]} differ from those '
+        f'of the checkpoint ({actual["rows"]} rows, {expected["rows"]} listed)'
+    )
+  return None
+
+
+def listed_bytes(manifest: Any) -> int:
+  """Bytes of every file the manifest lists (a checkpoint's size)."""
+  return sum(size for group in GROUPS for size, _ in manifest[group].values())
+
+
+def move_aside(checkpoint_dir: str, round_num: int) -> str:
+  """Moves version t to `<run dir>/damaged/program_state_<t>-<time>`."""
+  run_dir = os.path.dirname(os.path.abspath(checkpoint_dir))
+  damaged = os.path.join(run_dir, DAMAGED_DIR)
+  os.makedirs(damaged, exist_ok=True)
+  source = version_dir(checkpoint_dir, round_num)
+  stamp = time.strftime('%Y%m%d-%H%M%S')
+  target = os.path.join(damaged, f'{os.path.basename(source)}-{stamp}')
+  suffix = 0
+  while os.path.exists(target + (f'-{suffix}' if suffix else '')):
+    suffix += 1
+  target += f'-{suffix}' if suffix else ''
+  shutil.move(source, target)
+  return target
