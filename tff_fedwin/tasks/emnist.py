@@ -16,9 +16,22 @@ IMAGE_SHAPE = (28, 28, 1)
 
 
 def create_cnn_dropout_model(
-    num_classes: int = 62, seed: int = 0
+    num_classes: int = 62,
+    seed: int = 0,
+    input_shape: tuple[int, ...] = IMAGE_SHAPE,
 ) -> tf.keras.Model:
-  """Keras CNN with logits output (no softmax); deterministic with `seed`."""
+  """Keras CNN with logits output (no softmax); deterministic with `seed`.
+
+  Args:
+    num_classes: The number of logits.
+    seed: Seeds the kernel initializers and the dropout layers.
+    input_shape: `(height, width, channels)` of the images; EMNIST's by
+      default. The model is built for it as it is, so images other than
+      28x28x1 get a wider first convolution (channels) and dense layer.
+
+  Returns:
+    A built `tf.keras.Sequential` outputting logits.
+  """
   init = lambda i: tf.keras.initializers.GlorotUniform(seed=seed + i)
   return tf.keras.Sequential(
       [
@@ -26,7 +39,7 @@ def create_cnn_dropout_model(
               32,
               3,
               activation='relu',
-              input_shape=IMAGE_SHAPE,
+              input_shape=tuple(input_shape),
               kernel_initializer=init(0),
           ),
           tf.keras.layers.Conv2D(
