@@ -96,6 +96,16 @@ def _benchmark_scale_args(tmp_path):
   ]
 
 
+def _benchmark_leaf_args(tmp_path):
+  return [
+      'benchmark_leaf.py',
+      '--num_users=4',
+      '--num_examples=40',
+      '--num_files=2',
+      f'--work_dir={tmp_path / "leaf"}',
+  ]
+
+
 def _finished_shakespeare_run(run_dir):
   """Writes what run_experiment leaves in `run_dir`: summary and metrics."""
   run_dir.mkdir(parents=True)
@@ -145,6 +155,7 @@ _RUNS = {
     'benchmark_window': (_benchmark_window_args, '| process | s/round |'),
     'benchmark_memory': (_benchmark_memory_args, '| tff_fedavg | 1 | 1 |'),
     'benchmark_scale': (_benchmark_scale_args, '| clients | s/round (loop) |'),
+    'benchmark_leaf': (_benchmark_leaf_args, '| later start (cache hit) |'),
     'reproduce_papers': (_reproduce_papers_args, '| fedavg shakespeare W=10 |'),
     'plot_runs': (_plot_runs_args, 'Wrote '),
 }

@@ -1,0 +1,119 @@
+r"""LEAF at FEMNIST's size (issue 44 item 4): first start, later start, RSS.
+
+Writes a FEMNIST-shaped synthetic LEAF directory
+(`tff_fedwin.benchmarks.synthetic_leaf`: 3,500 users, 800k examples, 36
+files per split, about 5.5 GB of JSON), then measures, each in a fresh
+Python process: the imports alone, the first start (`leaf_task`: the JSON
+checked and converted into the binary cache, about 2.5 GB) and a later start
+(the cache found; the JSON files only read for their CRC-32s): wall time and
+the driver's peak RSS (VmHWM). Prints a markdown table; deletes what it
+wrote unless --keep.
+
+  .venv/bin/python scripts/benchmark_leaf.py --work_dir=/tmp/leafbench
+
+A tiny run (seconds):
+
+  .venv/bin/python scripts/benchmark_leaf.py --num_users=4 \
+    --num_examples=40 --num_files=2
+"""
+
+import sys
+
+from tff_fedwin import log_levels
+
+log_levels.quiet_native_logs(sys.argv)  # Before TensorFlow is imported.
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+import os
+import shutil
+import tempfile
+import time
+
+from absl import app
+from absl import flags
+
+from tff_fedwin.benchmarks import synthetic_leaf
+
+# pylint: enable=g-import-not-at-top,wrong-import-position
+
+_NUM_USERS = flags.DEFINE_integer(
+    'num_users', synthetic_leaf.FEMNIST_USERS, 'LEAF users (clients).'
+)
+_NUM_EXAMPLES = flags.DEFINE_integer(
+    'num_examples', synthetic_leaf.FEMNIST_EXAMPLES, 'Examples, both splits.'
+)
+_NUM_FILES = flags.DEFINE_integer(
+    'num_files', synthetic_leaf.LEAF_FILES, 'JSON files per split.'
+)
+_WORK_DIR = flags.DEFINE_string(
+    'work_dir', None, 'Where to write (default: a new temporary directory).'
+)
+_KEEP = flags.DEFINE_bool('keep', False, 'Keep the JSON and the cache.')
+_OUTPUT = flags.DEFINE_string('output', None, 'Also write the table here.')
+
+_MB = 2**20
+
+
+def _row(name, result):
+  return (
+      f'| {name} | {result["wall_seconds"]:.1f} | '
+      f'{result["start_seconds"]:.1f} | {result["peak_rss_mb"]:.0f} |'
+  )
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  work_dir = _WORK_DIR.value or tempfile.mkdtemp(prefix='leafbench')
+  os.makedirs(work_dir, exist_ok=True)
+  data_dir = os.path.join(work_dir, 'leaf')
+  cache_dir = os.path.join(work_dir, 'cache')
+  try:
+    started = time.perf_counter()
+    written = synthetic_leaf.write_synthetic_femnist(
+        data_dir,
+        num_users=_NUM_USERS.value,
+        num_examples=_NUM_EXAMPLES.value,
+        num_files=_NUM_FILES.value,
+    )
+    print(
+        f'Wrote {written.json_bytes / _MB:.0f} MB of LEAF JSON '
+        f'({written.num_users} users, {written.num_train_examples} train + '
+        f'{written.num_test_examples} test examples) in '
+        f'{time.perf_counter() - started:.0f} s.',
+        flush=True,
+    )
+    imports = synthetic_leaf.measure_start(None, None)
+    first = synthetic_leaf.measure_start(data_dir, cache_dir)
+    later = synthetic_leaf.measure_start(data_dir, cache_dir)
+    cache_mb = synthetic_leaf.directory_bytes(cache_dir) / _MB
+    report = '\n'.join(
+        [
+            f'LEAF FEMNIST-shaped: {written.num_users} users, '
+            f'{written.num_train_examples + written.num_test_examples} '
+            'examples, '
+            f'{_NUM_FILES.value} files per split, '
+            f'{written.json_bytes / _MB:.0f} MB JSON, {cache_mb:.0f} MB cache.',
+            '',
+            '| start | wall time (s) | leaf_task + first reads (s) | driver '
+            'peak RSS (MB) |',
+            '|---|---|---|---|',
+            _row('imports only', imports),
+            _row('first start (conversion)', first),
+            _row('later start (cache hit)', later),
+        ]
+    )
+    print(report, flush=True)
+    if _OUTPUT.value:
+      with open(_OUTPUT.value, 'w') as f:
+        f.write(report + '\n')
+  finally:
+    if not _KEEP.value:
+      shutil.rmtree(data_dir, ignore_errors=True)
+      shutil.rmtree(cache_dir, ignore_errors=True)
+      if not _WORK_DIR.value:
+        shutil.rmtree(work_dir, ignore_errors=True)
+
+
+if __name__ == '__main__':
+  log_levels.run(main)

@@ -1,0 +1,344 @@
+"""LEAF's JSON data (Caldas et al. 2018), read and checked one file at a time.
+
+LEAF's `preprocess.sh` writes `DIR/train/*.json` and `DIR/test/*.json`; each
+file is `{"users": [...], "num_samples": [...], "user_data": {user: {"x":
+[...], "y": [...]}}}` (and an optional `"hierarchies"`, ignored). A user is
+one client, as LEAF partitioned it; both of LEAF's splits read the same way
+(by sample: the same users in train and test; by user: disjoint users).
+
+Kinds, recognized from the first row of a file's first user (or named):
+
+* `femnist`: `x` rows of 784 numbers (a 28x28 image, row-major), integer `y`
+  in `[0, 62)`. Kept as float32 `[n, 784]` exactly as written, int32 `[n]`.
+* `shakespeare`: `x` strings of 80 characters, `y` one character, all of
+  LEAF's `ALL_LETTERS` (`models/utils/language_utils.py` of the LEAF
+  repository, 80 characters). Kept as uint8 ids `1 + ALL_LETTERS.find(c)`
+  (`[n, 80]` and `[n]`); id 0 is left for padding (`PAD_ID`).
+* `sent140`: `x` rows (lists) whose last field is the tweet, `y` 0/1: it is
+  recognized, and rejected with a one-line `LeafDataError` (not supported
+  yet).
+
+Every problem is a one-line `LeafDataError` naming the file, the user (or
+index) and what is wrong, raised while reading (plain Python and numpy, no
+TensorFlow). Memory: `iter_leaf_file` holds one file's parsed JSON, and
+frees each user's Python lists as soon as they are numpy arrays.
+"""
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any, Optional
+
+import numpy as np
+
+KINDS = ('femnist', 'shakespeare', 'sent140')
+SUPPORTED_KINDS = ('femnist', 'shakespeare')
+SPLITS = ('train', 'test')
+FEMNIST_PIXELS = 784
+FEMNIST_CLASSES = 62
+# LEAF's `models/utils/language_utils.py`, verbatim.
+ALL_LETTERS = (
+    '\n !"&\'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrs'
+    'tuvwxyz}'
+)
+SHAKESPEARE_SEQ_LENGTH = 80
+PAD_ID = 0
+# Character ids: PAD_ID, then 1 + LEAF's index of each letter.
+SHAKESPEARE_VOCAB_SIZE = len(ALL_LETTERS) + 1
+
+_CHAR_TO_ID = np.full(128, -1, np.int16)
+for _i, _c in enumerate(ALL_LETTERS):
+  _CHAR_TO_ID[ord(_c)] = _i + 1
+
+
+class LeafDataError(ValueError):
+  """A LEAF directory or file that cannot be read.
+
+  The message is one line naming the file, the user (or index) and the
+  problem.
+  """
+
+
+def _error(path: str, where: Optional[str], problem: str) -> LeafDataError:
+  where = f'{where}: ' if where else ''
+  return LeafDataError(f'{path}: {where}{problem}'.replace('\n', '\\n'))
+
+
+def leaf_json_files(data_dir: str, split: str) -> list[str]:
+  """The sorted `.json` files of `DIR/<split>/`.
+
+  Args:
+    data_dir: A LEAF data directory (holding `train/` and `test/`).
+    split: 'train' or 'test'.
+
+  Returns:
+    Absolute paths, sorted by name.
+
+  Raises:
+    LeafDataError: If the directory is missing or holds no `.json` file.
+  """
+  directory = os.path.join(os.path.abspath(data_dir), split)
+  if not os.path.isdir(directory):
+    raise _error(
+        directory,
+        None,
+        'missing: a LEAF directory holds train/ and test/ with .json files',
+    )
+  names = sorted(
+      n
+      for n in os.listdir(directory)
+      if n.endswith('.json') and os.path.isfile(os.path.join(directory, n))
+  )
+  if not names:
+    raise _error(directory, None, 'holds no .json file')
+  return [os.path.join(directory, n) for n in names]
+
+
+class _SharedFloats(dict):
+  """JSON float text -> one shared float object (at most `_SHARED_FLOATS`).
+
+  `json.load`'s `parse_float`: LEAF's FEMNIST pixels are few distinct
+  values, so one float object each instead of one per pixel (measured on a
+  123 MB file of 20k rows: peak RSS 269 MB instead of 884 MB, and no slower).
+  """
+
+  def __missing__(self, text: str) -> float:
+    value = float(text)
+    if len(self) < _SHARED_FLOATS:
+      self[text] = value
+    return value
+
+
+_SHARED_FLOATS = 100_000
+
+
+def _load_json(path: str) -> Any:
+  """The parsed file (read as text: the bytes are not held beside it)."""
+  try:
+    with open(path, encoding='utf-8') as f:
+      return json.load(f, parse_float=_SharedFloats().__getitem__)
+  except json.JSONDecodeError as e:
+    raise _error(
+        path, None, f'invalid JSON at line {e.lineno} column {e.colno}: {e.msg}'
+    ) from None
+  except UnicodeDecodeError as e:
+    raise _error(path, None, f'invalid JSON: not UTF-8 ({e.reason})') from None
+
+
+def detect_kind(path: str, user: str, row: Any) -> str:
+  """The kind (one of `KINDS`) of an `x` row; `path`, `user` for errors."""
+  if isinstance(row, str):
+    return 'shakespeare'
+  if isinstance(row, list) and row and isinstance(row[-1], str):
+    return 'sent140'
+  if isinstance(row, list):
+    return 'femnist'
+  raise _error(
+      path,
+      f'user {user!r}',
+      f'x row 0 is a {type(row).__name__}; LEAF rows are lists of 784 numbers '
+      '(FEMNIST), 80-character strings (Shakespeare) or lists ending in the '
+      'tweet (Sent140)',
+  )
+
+
+def _check_structure(path: str, data: Any) -> tuple[list, list, dict]:
+  """`users`, `num_samples`, `user_data`, checked against each other."""
+  if not isinstance(data, dict):
+    raise _error(path, None, 'the JSON is not an object with "users", ...')
+  for key, typ in (('users', list), ('num_samples', list), ('user_data', dict)):
+    if not isinstance(data.get(key), typ):
+      raise _error(
+          path, None, f'"{key}" is missing or not a JSON {typ.__name__}'
+      )
+  users, num_samples, user_data = (
+      data['users'],
+      data['num_samples'],
+      data['user_data'],
+  )
+  seen = set()
+  for user in users:
+    if not isinstance(user, str):
+      raise _error(path, None, f'"users" holds {user!r}, not a string')
+    if user in seen:
+      raise _error(path, f'user {user!r}', 'appears twice in "users"')
+    seen.add(user)
+  for user in user_data:
+    if user not in seen:
+      raise _error(
+          path, f'user {user!r}', 'is in "user_data" but not in "users"'
+      )
+  for user in users:
+    if user not in user_data:
+      raise _error(
+          path, f'user {user!r}', 'is in "users" but not in "user_data"'
+      )
+  if len(num_samples) != len(users):
+    raise _error(
+        path,
+        None,
+        f'"num_samples" has {len(num_samples)} entries for {len(users)} users',
+    )
+  return users, num_samples, user_data
+
+
+def _is_number(value: Any) -> bool:
+  """A JSON number numpy reads as one (no bool, no int beyond int64)."""
+  if isinstance(value, float):
+    return True
+  return (
+      isinstance(value, int)
+      and not isinstance(value, bool)
+      and abs(value) < 2**63
+  )
+
+
+def _femnist_arrays(path, where, x, y) -> tuple[np.ndarray, np.ndarray]:
+  """float32 `[n, 784]` and int32 `[n]` of FEMNIST rows, checked."""
+  for i, row in enumerate(x):
+    if not isinstance(row, list) or len(row) != FEMNIST_PIXELS:
+      size = len(row) if isinstance(row, (list, str)) else type(row).__name__
+      raise _error(
+          path, where, f'x row {i} has {size} values; FEMNIST rows have 784'
+      )
+  try:
+    pixels = np.asarray(x)  # float64 (or int64) for numbers only.
+  except (ValueError, TypeError):
+    pixels = None
+  if pixels is None or pixels.dtype.kind not in 'fiu':
+    i = next((i for i, row in enumerate(x) if not all(map(_is_number, row))), 0)
+    raise _error(path, where, f'x row {i} holds a value that is not a number')
+  pixels = pixels.astype(np.float32)
+  bad = np.flatnonzero(~np.isfinite(pixels).all(axis=1))
+  if bad.size:
+    raise _error(path, where, f'x row {bad[0]} holds a non-finite value')
+  for i, label in enumerate(y):
+    if type(label) is not int:  # pylint: disable=unidiomatic-typecheck
+      raise _error(
+          path, where, f'y[{i}] = {label!r} is not an integer label in [0, 62)'
+      )
+    if not 0 <= label < FEMNIST_CLASSES:
+      raise _error(path, where, f'y[{i}] = {label} is out of range [0, 62)')
+  return pixels, np.asarray(y, dtype=np.int32)
+
+
+def encode_letters(text: str) -> tuple[np.ndarray, int]:
+  """uint8 ids of `text` (`1 + ALL_LETTERS.find(c)`), and the first bad index.
+
+  The bad index is -1 when every character is one of `ALL_LETTERS`.
+  """
+  code_points = np.frombuffer(text.encode('utf-32-le'), dtype=np.uint32)
+  ids = _CHAR_TO_ID[np.minimum(code_points, 127)]
+  ids = np.where(code_points < 128, ids, -1)
+  bad = np.flatnonzero(ids < 0)
+  return ids.astype(np.uint8), int(bad[0]) if bad.size else -1
+
+
+def _shakespeare_arrays(path, where, x, y) -> tuple[np.ndarray, np.ndarray]:
+  """uint8 ids `[n, 80]` and `[n]` of Shakespeare rows, checked."""
+  for name, rows, length in (('x', x, SHAKESPEARE_SEQ_LENGTH), ('y', y, 1)):
+    for i, row in enumerate(rows):
+      if not isinstance(row, str) or len(row) != length:
+        got = f'{len(row)} characters' if isinstance(row, str) else repr(row)
+        raise _error(
+            path,
+            where,
+            f'{name}[{i}] has {got}; Shakespeare {name} is a string of '
+            f'{length} character{"s" if length > 1 else ""}',
+        )
+  out = []
+  for name, rows, length in (('x', x, SHAKESPEARE_SEQ_LENGTH), ('y', y, 1)):
+    ids, bad = encode_letters(''.join(rows))
+    if bad >= 0:
+      row, col = divmod(bad, length)
+      char = rows[row][col]
+      raise _error(
+          path,
+          where,
+          f"{name}[{row}] character {col} ({char!r}) is not in LEAF's "
+          'Shakespeare character set ALL_LETTERS',
+      )
+    out.append(ids.reshape([len(rows), length]) if length > 1 else ids)
+  return out[0], out[1]
+
+
+def iter_leaf_file(
+    path: str, kind: str = 'auto'
+) -> tuple[str, Iterator[tuple[str, np.ndarray, np.ndarray]]]:
+  """Reads a LEAF JSON file: its kind and an iterator of `(user, x, y)`.
+
+  The whole file is parsed and its structure checked at once; each user's
+  rows are checked and converted (femnist: float32 `[n, 784]`, int32 `[n]`;
+  shakespeare: uint8 `[n, 80]`, `[n]`, see the module docstring) when the
+  iterator reaches them, in the file's `users` order, and their Python lists
+  are freed.
+
+  Args:
+    path: The JSON file.
+    kind: One of `KINDS`, or 'auto' to recognize it from the first row.
+
+  Returns:
+    `(kind, users)`.
+
+  Raises:
+    LeafDataError: One line naming the file, the user and the problem (also
+      from the iterator): invalid JSON, `users` and `user_data` that
+      disagree, a `num_samples` that does not match, `x` and `y` of different
+      lengths, a user with no examples, rows of the wrong length, labels out
+      of range, characters outside `ALL_LETTERS`, data of another kind than
+      `kind`, or Sent140 data (not supported).
+  """
+  data = _load_json(path)
+  users, num_samples, user_data = _check_structure(path, data)
+  if not users:
+    raise _error(path, None, '"users" is empty')
+  first = user_data[users[0]]
+  if (
+      isinstance(first, dict)
+      and isinstance(first.get('x'), list)
+      and first['x']
+  ):
+    found = detect_kind(path, users[0], first['x'][0])
+  else:  # Raises the first user's problem.
+    _user_arrays(path, 'femnist', users[0], num_samples[0], dict(user_data))
+  if kind not in ('auto', found):
+    raise _error(
+        path, f'user {users[0]!r}', f'holds {found}-style data, not {kind}'
+    )
+  if found == 'sent140':
+    raise _error(
+        path,
+        None,
+        'Sent140-style data (x rows ending in the tweet) is not supported '
+        f'yet; supported kinds: {", ".join(SUPPORTED_KINDS)}',
+    )
+
+  def users_iter():
+    for i, user in enumerate(users):
+      yield (user, *_user_arrays(path, found, user, num_samples[i], user_data))
+
+  return found, users_iter()
+
+
+def _user_arrays(path, kind, user, num_samples, user_data):
+  """One user's checked arrays; pops the user's lists from `user_data`."""
+  where = f'user {user!r}'
+  record = user_data.pop(user)
+  if not isinstance(record, dict):
+    raise _error(path, where, 'user_data entry is not an object with x and y')
+  x, y = record.get('x'), record.get('y')
+  if not isinstance(x, list) or not isinstance(y, list):
+    raise _error(path, where, '"x" or "y" is missing or not a JSON list')
+  if len(x) != len(y):
+    raise _error(path, where, f'x has {len(x)} rows but y has {len(y)} labels')
+  if num_samples != len(x):
+    raise _error(
+        path, where, f'num_samples is {num_samples!r} but x has {len(x)} rows'
+    )
+  if not x:
+    raise _error(path, where, 'has no examples')
+  if kind == 'auto':
+    kind = detect_kind(path, user, x[0])
+  if kind == 'femnist':
+    return _femnist_arrays(path, where, x, y)
+  return _shakespeare_arrays(path, where, x, y)

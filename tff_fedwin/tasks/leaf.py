@@ -1,0 +1,202 @@
+"""Task `leaf`: one's own LEAF directory, one client per LEAF user.
+
+Reads LEAF's `preprocess.sh` output as it is (`DIR/train/*.json`,
+`DIR/test/*.json`, either of LEAF's splits; `tff_fedwin.data.leaf`),
+converted once into a binary cache that later starts reuse
+(`tff_fedwin.data.leaf_cache`); the workers build each client's dataset from
+its id (`tff_fedwin.data.leaf_client_data`). The test split is pooled, as
+the other tasks' test sets.
+
+* FEMNIST-style (Caldas et al. 2018, sec. 3): 28x28x1 float32 images exactly
+  as written (LEAF's row-major 784 values), 62 classes, model `cnn_dropout`
+  (EMNIST's, `tff_fedwin.tasks.emnist`) by default, or any of
+  `image_models.IMAGE_MODELS` (`leaf_cnn`: LEAF's own CNN).
+* Shakespeare-style: LEAF predicts ONE next character from 80. Our model is
+  the character LSTM of `tff_fedwin.tasks.shakespeare` (logits at every
+  position) over LEAF's 80 characters (`leaf.ALL_LETTERS`): input id
+  `1 + ALL_LETTERS.find(c)`, id 0 padding (never in the input: LEAF's
+  inputs are all 80 characters), no OOV id (a character outside the set is a
+  `LeafDataError`); 81 ids. The target sequence is padding at the first 79
+  positions and LEAF's next character at the last, so the masked loss and
+  accuracy (`pad_label=0`) score only the LSTM's last position: LEAF's loss
+  (cross-entropy of the next character) and LEAF's accuracy.
+* Sent140-style data are recognized and rejected with a one-line
+  `LeafDataError`: not supported yet (it needs a vocabulary from the training
+  split and LEAF's LSTM classifier).
+
+All checks (`check_leaf_dir`) run in plain Python and numpy while the cache
+is written, before any TensorFlow or TFF work; `leaf_task` calls it first.
+"""
+
+import collections
+from typing import Optional
+
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_fedwin import checks
+from tff_fedwin.data import from_ids
+from tff_fedwin.data import leaf as leaf_data
+from tff_fedwin.data import leaf_cache
+from tff_fedwin.data import leaf_client_data
+from tff_fedwin.tasks import image_models
+from tff_fedwin.tasks import shakespeare as shakespeare_lib
+from tff_fedwin.tasks import task as task_lib
+
+LeafDataError = leaf_data.LeafDataError
+DEFAULT_FEMNIST_MODEL = 'cnn_dropout'
+FEMNIST_INPUT_SHAPE = (28, 28, 1)
+
+
+def _femnist_model(model: Optional[str]) -> str:
+  return DEFAULT_FEMNIST_MODEL if model in (None, 'auto') else model
+
+
+def check_leaf_dir(
+    data_dir: str,
+    kind: str = 'auto',
+    *,
+    model: Optional[str] = None,
+    cache_dir: Optional[str] = None,
+) -> leaf_cache.LeafCache:
+  """Checks (and on the first start converts) a LEAF directory; no TF work.
+
+  Args:
+    data_dir: The LEAF directory (`train/*.json`, `test/*.json`).
+    kind: 'auto' or one of `leaf.KINDS`.
+    model: For FEMNIST-style data, one of `image_models.IMAGE_MODELS`, or
+      None / 'auto' for `cnn_dropout`; Shakespeare-style data take None or
+      'auto' only.
+    cache_dir: Where the conversion lives (`leaf_cache.load_leaf_cache`).
+
+  Returns:
+    The `leaf_cache.LeafCache` (its `class_counts` are each client's own).
+
+  Raises:
+    LeafDataError: One line naming the file, user and problem, or a `model`
+      given for Shakespeare-style data.
+    image_models.ImageModelError: If `model` is not an image model.
+  """
+  cache = leaf_cache.load_leaf_cache(data_dir, kind, cache_dir)
+  if cache.kind == 'femnist':
+    image_models.check_image_model(_femnist_model(model), FEMNIST_INPUT_SHAPE)
+  elif model not in (None, 'auto'):
+    raise LeafDataError(
+        f'{data_dir}: --model={model} applies to FEMNIST-style LEAF data only; '
+        'this directory holds Shakespeare-style data (the character LSTM)'
+    )
+  return cache
+
+
+def _last_target(element):
+  """LEAF's next character as the last of 80 targets, padding before it."""
+  y = tf.concat(
+      [
+          tf.fill([leaf_data.SHAKESPEARE_SEQ_LENGTH - 1], leaf_data.PAD_ID),
+          tf.reshape(element['y'], [1]),
+      ],
+      axis=0,
+  )
+  return collections.OrderedDict(x=element['x'], y=y)
+
+
+def _shakespeare_model_fn(seed: int):
+  seq_length = leaf_data.SHAKESPEARE_SEQ_LENGTH
+
+  def model_fn():
+    return tff.learning.models.from_keras_model(
+        shakespeare_lib.create_char_model(
+            leaf_data.SHAKESPEARE_VOCAB_SIZE, seq_length=seq_length, seed=seed
+        ),
+        loss=shakespeare_lib.MaskedSparseCategoricalCrossentropy(
+            pad_id=leaf_data.PAD_ID
+        ),
+        input_spec=shakespeare_lib.shakespeare_input_spec(seq_length),
+        metrics=[
+            shakespeare_lib.MaskedSparseCategoricalAccuracy(
+                pad_id=leaf_data.PAD_ID, name='accuracy'
+            )
+        ],
+    )
+
+  return model_fn
+
+
+def leaf_task(
+    data_dir: str,
+    *,
+    kind: str = 'auto',
+    model: Optional[str] = None,
+    batch_size: int,
+    epochs: int,
+    seed: int,
+    cache_dir: Optional[str] = None,
+    eval_batch_size: int = 1000,
+) -> task_lib.Task:
+  """The `Task` of a LEAF directory (see the module docstring).
+
+  Args:
+    data_dir: The LEAF directory (`train/*.json`, `test/*.json`).
+    kind: 'auto' (recognized from the data) or one of `leaf.KINDS`.
+    model: FEMNIST-style only: one of `image_models.IMAGE_MODELS`; None or
+      'auto' for `cnn_dropout`.
+    batch_size: Client batch size.
+    epochs: Local epochs per round.
+    seed: Seed of the client shuffling and the model initialization.
+    cache_dir: Where the binary conversion lives; None for
+      `leaf_cache.default_cache_dir()`. The workers read it.
+    eval_batch_size: Batch size of the test set.
+
+  Returns:
+    A `Task` named 'leaf': FEMNIST-style `x` float32 `[28, 28, 1]`, `y`
+    int32, 62 classes; Shakespeare-style `x`, `y` int32 `[80]`, 81 ids,
+    `pad_label=0`. `train_data` builds each client's dataset from its id.
+
+  Raises:
+    LeafDataError: see `check_leaf_dir`, before any TensorFlow work.
+    image_models.ImageModelError: If `model` is not an image model.
+    ValueError: If `batch_size`, `epochs` or `eval_batch_size` is not a
+      positive integer.
+  """
+  for name, value in (
+      ('batch_size', batch_size),
+      ('epochs', epochs),
+      ('eval_batch_size', eval_batch_size),
+  ):
+    checks.check_int(name, value, minimum=1)
+  cache = check_leaf_dir(data_dir, kind, model=model, cache_dir=cache_dir)
+  client_data = leaf_client_data.LeafClientData(cache)
+  test_data = leaf_client_data.test_dataset(cache)
+  preprocess_fn = task_lib.batching_fn(batch_size, epochs, seed)
+  if cache.kind == 'femnist':
+    element_spec = collections.OrderedDict(
+        x=tf.TensorSpec([None, *FEMNIST_INPUT_SHAPE], tf.float32),
+        y=tf.TensorSpec([None], tf.int32),
+    )
+    name = _femnist_model(model)
+    model_fn = task_lib.classification_model_fn(
+        lambda: image_models.create_image_model(
+            name, FEMNIST_INPUT_SHAPE, leaf_data.FEMNIST_CLASSES, seed
+        ),
+        element_spec,
+    )
+    return task_lib.Task(
+        'leaf',
+        model_fn,
+        client_data,
+        preprocess_fn,
+        test_data.batch(eval_batch_size),
+        leaf_data.FEMNIST_CLASSES,
+    )
+  train_data = from_ids.datasets_from_ids(
+      client_data.preprocess(lambda ds: ds.map(_last_target))
+  )
+  return task_lib.Task(
+      'leaf',
+      _shakespeare_model_fn(seed),
+      train_data,
+      preprocess_fn,
+      test_data.map(_last_target).batch(eval_batch_size),
+      leaf_data.SHAKESPEARE_VOCAB_SIZE,
+      pad_label=leaf_data.PAD_ID,
+  )
