@@ -28,7 +28,10 @@ setuptools.setup(
         'TensorFlow Federated.'
     ),
     packages=setuptools.find_packages(include=['tff_fedwin', 'tff_fedwin.*']),
-    package_data={'tff_fedwin.runtime': ['loopback_bind.c', 'malloc_trim.c']},
+    package_data={
+        'tff_fedwin.runtime': ['loopback_bind.c', 'malloc_trim.c'],
+        'tff_fedwin.data': ['samples/*.jsonl', 'samples/*.csv'],
+    },
     python_requires='>=3.9,<3.12',
     install_requires=[
         'tensorflow==2.14.1',

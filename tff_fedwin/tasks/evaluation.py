@@ -48,6 +48,7 @@ def _batch_sums(
     model: tff.learning.models.VariableModel,
     batch: Any,
     pad_label: Optional[int],
+    excluded_labels: tuple[int, ...] = (),
 ) -> tf.Tensor:
   """float64 [4]: loss x n, n, correct, scored positions of one batch."""
   output = model.forward_pass(batch, training=False)
@@ -63,6 +64,8 @@ def _batch_sums(
       if pad_label is None
       else tf.not_equal(labels, pad_label)
   )
+  for label in excluded_labels:  # Left out of the accuracy only.
+    mask = tf.logical_and(mask, tf.not_equal(labels, label))
   n = tf.cast(output.num_examples, tf.float64)
   return tf.stack(
       [
@@ -87,7 +90,8 @@ class TestSetEvaluator:
 
   `loss` is the model's own loss (plain cross-entropy) averaged over test
   examples; `accuracy` is the fraction of argmax predictions equal to the
-  label, ignoring `pad_label` positions of sequence tasks. Runs the TFF
+  label, ignoring `pad_label` positions of sequence tasks and, for the
+  accuracy only, those labelled one of `accuracy_excluded_labels`. Runs the TFF
   model's forward pass in this process (no TFF call). The test batches are
   materialized once, at construction.
 
@@ -102,9 +106,12 @@ class TestSetEvaluator:
       model_fn: Callable[[], tff.learning.models.VariableModel],
       test_data: tf.data.Dataset,
       pad_label: Optional[int] = None,
+      *,
+      accuracy_excluded_labels: Sequence[int] = (),
   ):
     self._model_fn = model_fn
     self._pad_label = pad_label
+    self._excluded = tuple(int(label) for label in accuracy_excluded_labels)
     self._runs = _stack_runs(list(test_data))
     self._models = []
     self._passes = {}
@@ -132,7 +139,7 @@ class TestSetEvaluator:
 
   def _build_pass(self, models):
     """A `tf.function`: stacked runs -> float64 [len(models), 4] sums."""
-    pad_label = self._pad_label
+    pad_label, excluded = self._pad_label, self._excluded
 
     @tf.function
     def test_pass(runs):
@@ -140,7 +147,9 @@ class TestSetEvaluator:
       for run in runs:
         for i in tf.range(tf.shape(tf.nest.flatten(run)[0])[0]):
           batch = tf.nest.map_structure(lambda t, i=i: t[i], run)
-          totals += tf.stack([_batch_sums(m, batch, pad_label) for m in models])
+          totals += tf.stack(
+              [_batch_sums(m, batch, pad_label, excluded) for m in models]
+          )
       return totals
 
     return test_pass

@@ -27,6 +27,9 @@ class Task:
     test_data: Batched centralized `tf.data.Dataset` for evaluation.
     num_classes: Number of output classes (vocabulary size for text tasks).
     pad_label: Label id of padding in sequence tasks (not scored), or None.
+    accuracy_excluded_labels: Further label ids the test accuracy leaves out
+      (e.g. the text task's OOV and EOS, as TFF's StackOverflow task reports
+      accuracy); the loss still leaves out `pad_label` only.
   """
 
   name: str
@@ -36,6 +39,7 @@ class Task:
   test_data: tf.data.Dataset
   num_classes: int
   pad_label: Optional[int] = None
+  accuracy_excluded_labels: tuple[int, ...] = ()
 
   def build_evaluate_fn(self) -> evaluation.TestSetEvaluator:
     """Returns `ModelWeights -> {'loss', 'accuracy'}` on the test set.
@@ -44,7 +48,10 @@ class Task:
     models in one pass over the test set.
     """
     return evaluation.TestSetEvaluator(
-        self.model_fn, self.test_data, self.pad_label
+        self.model_fn,
+        self.test_data,
+        self.pad_label,
+        accuracy_excluded_labels=self.accuracy_excluded_labels,
     )
 
 

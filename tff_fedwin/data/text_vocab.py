@@ -1,0 +1,185 @@
+"""Tokens, vocabulary and id sequences of the text task, TFF's layout.
+
+Follows TFF's StackOverflow next-word preprocessing
+(`tensorflow_federated/python/simulation/baselines/stackoverflow/
+word_prediction_preprocessing.py`: `get_special_tokens`, `build_to_ids_fn`,
+`batch_and_split`, `split_input_target`) with one out-of-vocabulary bucket
+(TFF's default), done in numpy on the records instead of in `tf.data`.
+
+Tokenizer (`tokenize`):
+
+* `level='word'`: `text.split()`, Python's split on runs of whitespace
+  (spaces, tabs, newlines); nothing else: no lowercasing, punctuation stays
+  part of its word (`"Hi, you."` -> `['Hi,', 'you.']`). TFF splits its
+  StackOverflow text, which is already lowercased with punctuation
+  separated by spaces, on single spaces; on such text the two agree. Prepare
+  one's own text the same way for StackOverflow-like tokens.
+* `level='char'`: every Unicode code point, whitespace included
+  (`"a b"` -> `['a', ' ', 'b']`).
+
+Vocabulary (`build_vocabulary`): the `vocab_size` most frequent tokens of the
+training texts (all their tokens, before any cut to the sequence length);
+ties are broken by first occurrence in the training texts, in order. Fewer
+distinct tokens than `vocab_size` give a smaller vocabulary `V`.
+
+Ids (TFF's `get_special_tokens` with one OOV bucket): `PAD_ID = 0`, the
+vocabulary's tokens `1..V` in vocabulary order, OOV `V + 1`, BOS `V + 2`,
+EOS `V + 3`; `V + 4` ids in all.
+
+Sequences (`text_to_sequences`), `L = sequence_length`:
+
+* word level, TFF's `to_ids` per text: `[BOS] + ids[:L]`, then `[EOS]` only
+  if the text had fewer than `L` tokens; padded with `PAD_ID` to `L + 1`,
+  and `x = seq[:-1]`, `y = seq[1:]`. One example per text; longer texts are
+  cut (TFF's truncation).
+* char level, as TFF's Shakespeare baseline packs characters: the stream
+  `[BOS] + ids + [EOS]` of a text cut into consecutive chunks of `L + 1`,
+  the last padded with `PAD_ID`; `x = chunk[:-1]`, `y = chunk[1:]`. No text
+  is cut off; a text gives `ceil((len + 2) / (L + 1))` examples.
+
+BOS is never a target (it is only ever the first input token) and padding
+only follows EOS (or the end of a cut text), so a padded input always has a
+padded target.
+"""
+
+import collections
+import math
+from collections.abc import Iterable, Sequence
+
+import attrs
+import numpy as np
+
+from tff_fedwin import checks
+
+LEVELS = ('word', 'char')
+PAD_ID = 0
+# Ids after the vocabulary's V tokens: OOV = V + 1, BOS = V + 2, EOS = V + 3.
+NUM_SPECIAL_IDS = 4
+
+
+def check_level(level: str) -> str:
+  """Returns `level` if it is one of `LEVELS`, else raises ValueError."""
+  if level not in LEVELS:
+    raise ValueError(f'`level` must be one of {LEVELS}, got {level!r}.')
+  return level
+
+
+def tokenize(text: str, level: str = 'word') -> list[str]:
+  """The tokens of `text` at `level` (module docstring)."""
+  if check_level(level) == 'word':
+    return text.split()
+  return list(text)
+
+
+@attrs.frozen
+class Vocabulary:
+  """Tokens `1..V` of the id space, and the special ids after them.
+
+  Attributes:
+    tokens: The vocabulary's tokens, token `tokens[i]` has id `i + 1`.
+    level: `'word'` or `'char'`, how texts are tokenized.
+  """
+
+  tokens: tuple[str, ...]
+  level: str = 'word'
+  _ids: dict[str, int] = attrs.field(
+      init=False,
+      eq=False,
+      repr=False,
+      default=attrs.Factory(
+          lambda self: {t: i + 1 for i, t in enumerate(self.tokens)},
+          takes_self=True,
+      ),
+  )
+
+  @property
+  def oov_id(self) -> int:
+    return len(self.tokens) + 1
+
+  @property
+  def bos_id(self) -> int:
+    return len(self.tokens) + 2
+
+  @property
+  def eos_id(self) -> int:
+    return len(self.tokens) + 3
+
+  @property
+  def num_ids(self) -> int:
+    """Size of the id space, `V + 4`: the model's number of logits."""
+    return len(self.tokens) + NUM_SPECIAL_IDS
+
+  def ids(self, tokens: Iterable[str]) -> list[int]:
+    """The id of each token (`oov_id` for tokens not in the vocabulary)."""
+    return [self._ids.get(t, self.oov_id) for t in tokens]
+
+
+def build_vocabulary(
+    texts: Iterable[str], *, vocab_size: int, level: str = 'word'
+) -> Vocabulary:
+  """The `vocab_size` most frequent tokens of `texts` (module docstring).
+
+  Args:
+    texts: The training texts, in order (the order breaks count ties).
+    vocab_size: The largest vocabulary, >= 1.
+    level: One of `LEVELS`.
+
+  Returns:
+    The `Vocabulary`: tokens by count, descending, then first occurrence.
+
+  Raises:
+    ValueError: If `vocab_size` is not a positive integer, `level` is not in
+      `LEVELS`, or the texts have no token.
+  """
+  vocab_size = checks.check_int('vocab_size', vocab_size, minimum=1)
+  check_level(level)
+  counts = collections.Counter()
+  for text in texts:
+    counts.update(tokenize(text, level))
+  if not counts:
+    raise ValueError(f'The training texts have no {level} token.')
+  # Counter keeps first-insertion order; sorted() is stable.
+  ranked = sorted(counts, key=lambda t: -counts[t])
+  return Vocabulary(tuple(ranked[:vocab_size]), level)
+
+
+def text_to_sequences(
+    text: str, vocab: Vocabulary, sequence_length: int
+) -> tuple[np.ndarray, np.ndarray]:
+  """`(x, y)` int32 `[n, sequence_length]` examples of one text.
+
+  Word level: `n = 1`; char level: `n = ceil((len + 2) / (L + 1))` (module
+  docstring).
+  """
+  length = checks.check_int('sequence_length', sequence_length, minimum=1)
+  ids = vocab.ids(tokenize(text, vocab.level))
+  if vocab.level == 'word':
+    stream = [vocab.bos_id] + ids[:length]
+    if len(ids) < length:
+      stream.append(vocab.eos_id)
+  else:
+    stream = [vocab.bos_id] + ids + [vocab.eos_id]
+  width = length + 1
+  num_examples = math.ceil(len(stream) / width)
+  chunks = np.full([num_examples * width], PAD_ID, np.int32)
+  chunks[: len(stream)] = stream
+  chunks = chunks.reshape([num_examples, width])
+  return chunks[:, :-1], chunks[:, 1:]
+
+
+def texts_to_arrays(
+    texts: Sequence[str], vocab: Vocabulary, sequence_length: int
+) -> tuple[np.ndarray, np.ndarray]:
+  """`(x, y)` of all `texts`' examples, concatenated in order.
+
+  Shapes `[num_examples, sequence_length]`, int32; zero rows for no texts.
+  """
+  length = checks.check_int('sequence_length', sequence_length, minimum=1)
+  pieces = [text_to_sequences(t, vocab, length) for t in texts]
+  if not pieces:
+    empty = np.zeros([0, length], np.int32)
+    return empty, empty.copy()
+  return (
+      np.concatenate([x for x, _ in pieces]),
+      np.concatenate([y for _, y in pieces]),
+  )
