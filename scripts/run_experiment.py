@@ -46,6 +46,55 @@ flags.DEFINE_string(
     None,
     'With --task=npz: .npz with x_train, ' 'y_train, x_test, y_test.',
 )
+flags.DEFINE_string(
+    'data_dir',
+    None,
+    'With --task=leaf: a LEAF data directory (train/*.json, test/*.json, '
+    "as LEAF's preprocess.sh writes them); one client per user.",
+)
+flags.DEFINE_enum(
+    'leaf_kind',
+    _DEFAULTS.leaf_kind,
+    list(experiments.LEAF_KINDS),
+    'leaf: femnist (784-pixel rows, 62 classes), shakespeare (80 '
+    'characters -> the next), sent140 (tweets, 0/1), or auto (from the data).',
+)
+flags.DEFINE_string(
+    'data_jsonl',
+    None,
+    'With --task=text: a .jsonl (one {"client_id", "text", "split"?} per '
+    'line) or .csv (header client_id,text[,split]) file; one client per id.',
+)
+flags.DEFINE_enum(
+    'text_level',
+    _DEFAULTS.text_level,
+    list(experiments.TEXT_LEVELS),
+    'text: next-word (word) or next-character (char) prediction.',
+)
+flags.DEFINE_integer(
+    'vocab_size',
+    _DEFAULTS.vocab_size,
+    'text (word level): the most frequent training words kept; others are '
+    'out-of-vocabulary.',
+)
+flags.DEFINE_integer(
+    'sequence_length',
+    _DEFAULTS.sequence_length,
+    'text: tokens per example (longer texts are cut, shorter padded).',
+)
+flags.DEFINE_float(
+    'test_fraction',
+    _DEFAULTS.test_fraction,
+    "text without a split field: the last fraction of each client's "
+    'examples that go to the test set, in [0, 1).',
+)
+flags.DEFINE_enum(
+    'model',
+    _DEFAULTS.model,
+    list(experiments.MODELS),
+    'Image tasks (npz, leaf femnist): the model; auto: the small CNN for '
+    'npz, cnn_dropout for leaf.',
+)
 flags.DEFINE_bool(
     'scale_integer_features',
     _DEFAULTS.scale_integer_features,
@@ -251,6 +300,15 @@ flags.DEFINE_enum(
     'Interfaces the workers this run starts listen on: '
     'loopback (default; refuses to start if that cannot be '
     'enforced) or all (unauthenticated; trusted networks only).',
+)
+flags.DEFINE_string(
+    'shared_dir',
+    _DEFAULTS.shared_dir,
+    'A directory the driver and every worker see at this path (a shared '
+    'mount), where the files transfer modes put their files (client and '
+    'server states, client data; default: the run directory, fine for the '
+    'workers this run starts). Checked before the first round. With it, '
+    'auto transfers are files also with --workers=host:port,...',
 )
 
 

@@ -128,6 +128,32 @@ GOOD_CONFIGS = [
         id='wsm_on_emnist',
     ),
     pytest.param(dict(task='shakespeare', data_npz=None), id='shakespeare'),
+    pytest.param(
+        dict(task='leaf', data_npz=None, data_dir='/leaf', model='leaf_cnn'),
+        id='leaf_with_a_model',
+    ),
+    pytest.param(
+        dict(
+            task='leaf', data_npz=None, data_dir='/l', leaf_kind='shakespeare'
+        ),
+        id='leaf_kind_named',
+    ),
+    pytest.param(
+        dict(
+            task='text',
+            data_npz=None,
+            data_jsonl='own.JSONL',
+            vocab_size=1,
+            sequence_length=1,
+            test_fraction=0.0,
+        ),
+        id='text_lowest_bounds',
+    ),
+    pytest.param(
+        dict(task='text', data_npz=None, data_jsonl='o.csv', text_level='char'),
+        id='text_csv_char_level',
+    ),
+    pytest.param(dict(model='resnet20_gn'), id='npz_with_a_model'),
     pytest.param(dict(clients_per_round=10), id='all_clients_per_round'),
     pytest.param(dict(dirichlet_alpha=0.0), id='one_class_per_client'),
     pytest.param(dict(dirichlet_alpha=float('inf')), id='equal_proportions'),
@@ -175,5 +201,24 @@ GOOD_CONFIGS = [
     pytest.param(
         dict(workers='2', worker_bind='all'),
         id='two_local_workers_on_all_interfaces',
+    ),
+    pytest.param(
+        dict(workers='host:8000', shared_dir='/mnt/shared'),
+        id='remote_workers_auto_with_shared_dir',
+    ),
+    pytest.param(
+        dict(
+            algorithm='scaffold',
+            workers='host:8000',
+            shared_dir='/mnt/shared',
+            client_state_transfer='files',
+            server_state_transfer='values',
+            client_data_transfer='values',
+        ),
+        id='remote_workers_one_files_mode_with_shared_dir',
+    ),
+    pytest.param(
+        dict(workers='host:8000', client_data_transfer='values'),
+        id='remote_workers_values_without_shared_dir',
     ),
 ]

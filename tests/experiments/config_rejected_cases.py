@@ -178,6 +178,74 @@ BAD_CONFIGS = [
     _fails('npz_without_data_npz', ['--data_npz'], data_npz=None),
     _fails('npz_with_empty_data_npz', ['--data_npz'], data_npz=''),
     _fails('data_npz_with_mnist', ['--data_npz'], task='mnist'),
+    _fails(
+        'leaf_without_data_dir',
+        ['--data_dir', '--task=leaf'],
+        task='leaf',
+        data_npz=None,
+    ),
+    _fails('data_dir_with_npz', ['--data_dir', '--task=leaf'], data_dir='/d'),
+    _fails(
+        'text_without_data_jsonl',
+        ['--data_jsonl', '--task=text'],
+        task='text',
+        data_npz=None,
+    ),
+    _fails(
+        'data_jsonl_not_jsonl_or_csv',
+        ['--data_jsonl', '.jsonl or .csv', 'a.txt'],
+        task='text',
+        data_npz=None,
+        data_jsonl='a.txt',
+    ),
+    _fails(
+        'leaf_kind_with_npz',
+        ['--leaf_kind', '--task=leaf'],
+        leaf_kind='femnist',
+    ),
+    _fails('unknown_leaf_kind', ['--leaf_kind'], leaf_kind='sent140'),
+    _fails(
+        'vocab_size_with_npz', ['--vocab_size', '--task=text'], vocab_size=500
+    ),
+    _fails(
+        'text_level_with_npz',
+        ['--text_level', '--task=text'],
+        text_level='char',
+    ),
+    _fails('unknown_text_level', ['--text_level'], text_level='byte'),
+    _fails(
+        'model_with_emnist',
+        ['--model', '--task=emnist'],
+        task='emnist',
+        data_npz=None,
+        model='cnn',
+    ),
+    _fails('unknown_model', ['--model'], model='vgg11'),
+    *[
+        _fails(
+            f'text_{flag}_{value}',
+            [f'--{flag}'],
+            task='text',
+            data_npz=None,
+            data_jsonl='own.jsonl',
+            **{flag: value},
+        )
+        for flag, value in (
+            ('vocab_size', 0),
+            ('sequence_length', 0),
+            ('test_fraction', 1.0),
+            ('test_fraction', -0.1),
+        )
+    ],
+    _fails(
+        'vocab_size_with_char_level',
+        ['--vocab_size', '--text_level=word'],
+        task='text',
+        data_npz=None,
+        data_jsonl='own.csv',
+        text_level='char',
+        vocab_size=500,
+    ),
     _fails('unknown_eval_split', ['--eval_split'], eval_split='train'),
     _fails(
         'validation_split_without_mnist',
@@ -365,4 +433,35 @@ BAD_CONFIGS = [
         'experiment_name_parent', ['--experiment_name'], experiment_name='..'
     ),
     _fails('experiment_name_empty', ['--experiment_name'], experiment_name=''),
+    # Files with running workers (maybe on other hosts) need a shared mount.
+    _fails(
+        'files_with_remote_workers_without_shared_dir',
+        [
+            '--server_state_transfer=files',
+            '--workers=host:8000',
+            '--shared_dir=DIR',
+            'values',
+        ],
+        workers='host:8000',
+        server_state_transfer='files',
+    ),
+    _fails(
+        'scaffold_files_with_remote_workers_without_shared_dir',
+        [
+            '--client_state_transfer=files, --client_data_transfer=files',
+            '--shared_dir',
+        ],
+        algorithm='scaffold',
+        workers='10.0.0.2:8000,10.0.0.3:8000',
+        client_state_transfer='files',
+        client_data_transfer='files',
+    ),
+    _fails(
+        'shared_dir_with_all_values',
+        ['--shared_dir', 'none of them files'],
+        shared_dir='/mnt/shared',
+        server_state_transfer='values',
+        client_data_transfer='values',
+    ),
+    _fails('shared_dir_empty', ['--shared_dir', "got ''"], shared_dir=''),
 ]

@@ -24,6 +24,14 @@ _BASE = experiments.ExperimentConfig()
 CHANGES = dict(
     task='emnist',
     data_npz='/data/other.npz',
+    data_dir='/data/leaf',
+    leaf_kind='shakespeare',
+    data_jsonl='/data/text.jsonl',
+    text_level='char',
+    vocab_size=500,
+    sequence_length=30,
+    test_fraction=0.1,
+    model='resnet20_gn',
     scale_integer_features=False,
     eval_split='validation',
     use_synthetic_data=True,
@@ -63,6 +71,7 @@ ALLOWED_CHANGES = dict(
     experiment_name='moved',
     workers='localhost:8000',
     worker_bind='all',
+    shared_dir='/mnt/shared',
 )
 
 

@@ -8,10 +8,13 @@ from tff_fedwin.experiments.config import CLIENT_LOSSES
 from tff_fedwin.experiments.config import EVAL_SPLITS
 from tff_fedwin.experiments.config import ExperimentConfig
 from tff_fedwin.experiments.config import InputDataError
+from tff_fedwin.experiments.config import LEAF_KINDS
 from tff_fedwin.experiments.config import LR_SCHEDULES
+from tff_fedwin.experiments.config import MODELS
 from tff_fedwin.experiments.config import parse_window_sizes
 from tff_fedwin.experiments.config import SERVER_STATE_TRANSFERS
 from tff_fedwin.experiments.config import TASKS
+from tff_fedwin.experiments.config import TEXT_LEVELS
 from tff_fedwin.experiments.config import USER_ERRORS
 from tff_fedwin.experiments.config import validate_config
 from tff_fedwin.experiments.config import WINDOW_LOCATIONS

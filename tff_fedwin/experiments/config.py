@@ -15,7 +15,10 @@ from tff_fedwin.algorithms import client_training
 from tff_fedwin.algorithms import fed_win
 from tff_fedwin.algorithms import program_window_runner
 from tff_fedwin.experiments import context
+from tff_fedwin.experiments import data_flags
 from tff_fedwin.experiments import run_record
+from tff_fedwin.experiments import window_flags
+from tff_fedwin.runtime import shared_dir
 from tff_fedwin.tasks import registry
 from tff_fedwin.training import checkpoints
 from tff_fedwin.training import client_state_spec
@@ -26,6 +29,10 @@ from tff_fedwin.training import run_lock
 
 TASKS = registry.TASKS
 EVAL_SPLITS = registry.EVAL_SPLITS
+LEAF_KINDS = registry.LEAF_KINDS
+TEXT_LEVELS = registry.TEXT_LEVELS
+# --model: 'auto' (the task's default) or one of the image models.
+MODELS = ('auto', *registry.IMAGE_MODELS)
 ALGORITHMS = (
     'fedavg',
     'fedavgm',
@@ -47,7 +54,8 @@ CLIENT_STATES = client_state_stores.KINDS
 # How SCAFFOLD's sampled client states reach the workers: 'values' (TFF
 # values), 'files' (files the driver and the workers share,
 # tff_fedwin.algorithms.scaffold.state_files), 'auto' (files with the local
-# workers this run starts, values with --workers listing running ones).
+# workers this run starts or with --shared_dir, values with --workers listing
+# running ones and no --shared_dir).
 CLIENT_STATE_TRANSFERS = ('auto', 'values', 'files')
 # How the server state travels between rounds: 'values' (TFF values, both
 # ways, every round), 'files' (kept in files the driver and the workers share,
@@ -59,6 +67,9 @@ SERVER_STATE_TRANSFERS = ('auto', 'values', 'files')
 # client's dataset by id, tff_fedwin.algorithms.client_data_bundle), 'auto'
 # (as CLIENT_STATE_TRANSFERS).
 CLIENT_DATA_TRANSFERS = ('auto', 'values', 'files')
+
+# `--window_sizes` parsed (used by the registry and the scripts).
+parse_window_sizes = window_flags.parse_window_sizes
 
 
 class InputDataError(ValueError):
@@ -82,6 +93,7 @@ USER_ERRORS = (
     run_lock.RunDirectoryLockedError,
     run_record.RunConfigMismatchError,
     run_record.WorkerLostError,
+    shared_dir.SharedDirError,
 )
 
 
@@ -91,6 +103,14 @@ class ExperimentConfig:
 
   task: str = 'mnist'
   data_npz: Optional[str] = None
+  data_dir: Optional[str] = None
+  leaf_kind: str = 'auto'
+  data_jsonl: Optional[str] = None
+  text_level: str = 'word'
+  vocab_size: int = 10000
+  sequence_length: int = 20
+  test_fraction: float = 0.2
+  model: str = 'auto'
   scale_integer_features: bool = True
   eval_split: str = 'test'
   cache_dir: Optional[str] = None
@@ -127,6 +147,7 @@ class ExperimentConfig:
   experiment_name: str = 'experiment'
   workers: str = ''
   worker_bind: str = 'loopback'
+  shared_dir: Optional[str] = None
 
 
 def _check_values(config: ExperimentConfig) -> None:
@@ -144,6 +165,9 @@ def _check_values(config: ExperimentConfig) -> None:
       ('server_state_transfer', SERVER_STATE_TRANSFERS),
       ('client_data_transfer', CLIENT_DATA_TRANSFERS),
       ('eval_split', EVAL_SPLITS),
+      ('leaf_kind', LEAF_KINDS),
+      ('text_level', TEXT_LEVELS),
+      ('model', MODELS),
   ):
     checks.check_choice(f'--{flag}', getattr(config, flag), allowed)
   if not outputs.is_directory_name(config.experiment_name):
@@ -187,11 +211,8 @@ def _check_values(config: ExperimentConfig) -> None:
 
 
 def _check_data(config: ExperimentConfig) -> None:
-  """--data_npz (npz only), --eval_split=validation (mnist only), clients."""
-  if config.task == 'npz' and not config.data_npz:
-    raise ValueError('--data_npz is required with --task=npz.')
-  if config.data_npz and config.task != 'npz':
-    raise ValueError('--data_npz is only used with --task=npz.')
+  """Data flags (`data_flags`), --eval_split=validation (mnist only), clients."""
+  data_flags.check_data_flags(config, ExperimentConfig())
   if config.eval_split == 'validation' and config.task != 'mnist':
     raise ValueError(
         '--eval_split=validation needs --task=mnist (its 10,000-example '
@@ -210,145 +231,60 @@ def client_state_transfer(config: ExperimentConfig) -> str:
   """`'values'` or `'files'`: `--client_state_transfer`, `auto` resolved.
 
   `auto` is `'files'` when this run starts its workers (they share its file
-  system) and `'values'` when `--workers` lists running ones, which may be on
-  other machines.
+  system) or `--shared_dir` names a directory every worker sees (checked
+  before the first round), and `'values'` when `--workers` lists running
+  ones, which may be on other machines, without `--shared_dir`.
   """
-  return _resolve_transfer(config.client_state_transfer, config.workers)
+  return _resolve_transfer(config.client_state_transfer, config)
 
 
 def server_state_transfer(config: ExperimentConfig) -> str:
   """`'values'` or `'files'`: `--server_state_transfer`, `auto` resolved
   as `--client_state_transfer`'s (files with the workers this run starts)."""
-  return _resolve_transfer(config.server_state_transfer, config.workers)
+  return _resolve_transfer(config.server_state_transfer, config)
 
 
 def client_data_transfer(config: ExperimentConfig) -> str:
   """`'values'` or `'files'`: `--client_data_transfer`, `auto` resolved as
   `--client_state_transfer`'s (files with the workers this run starts)."""
-  return _resolve_transfer(config.client_data_transfer, config.workers)
+  return _resolve_transfer(config.client_data_transfer, config)
 
 
-def _resolve_transfer(transfer: str, workers: str) -> str:
-  """`transfer`, or for `'auto'` `'files'` unless `workers` lists running
-  workers (which may be on other machines)."""
+def _resolve_transfer(transfer: str, config: ExperimentConfig) -> str:
+  """`transfer`, or for `'auto'` `'files'` unless `--workers` lists running
+  workers (which may be on other machines) and no `--shared_dir` is given;
+  `run_experiment` checks a `--shared_dir` before the first round."""
   if transfer != 'auto':
     return transfer
-  _, addresses = context.parse_workers(workers)
-  return 'values' if addresses else 'files'
+  _, addresses = context.parse_workers(config.workers)
+  return 'values' if addresses and config.shared_dir is None else 'files'
 
 
-def parse_window_sizes(config: ExperimentConfig) -> tuple[int, ...]:
-  """`--window_sizes` '5,50,200' -> (5, 50, 200); '' -> ().
+def files_transfer_flags(config: ExperimentConfig) -> tuple[str, ...]:
+  """The `--*_transfer` flags of `config` that resolve to `'files'`.
 
-  Raises:
-    ValueError: naming `--window_sizes`, unless a comma list of distinct
-      integers 1..--total_rounds other than --window_size.
+  `--client_state_transfer` counts only with `--algorithm=scaffold`, the one
+  algorithm with client states.
   """
-  text = config.window_sizes.strip()
-  if not text:
-    return ()
-  items = [item.strip() for item in text.split(',')]
-  allowed = (
-      f'a comma list of distinct integers 1-{config.total_rounds} '
-      '(--total_rounds) other than --window_size '
-      f'({config.window_size})'
+  found = []
+  if config.algorithm == 'scaffold' and client_state_transfer(config) == (
+      'files'
+  ):
+    found.append('--client_state_transfer')
+  for flag, resolve in (
+      ('--server_state_transfer', server_state_transfer),
+      ('--client_data_transfer', client_data_transfer),
+  ):
+    if resolve(config) == 'files':
+      found.append(flag)
+  return tuple(found)
+
+
+def _check_shared_dir(config: ExperimentConfig) -> None:
+  """`--shared_dir` fits the transfers (`context.check_shared_dir_flags`)."""
+  context.check_shared_dir_flags(
+      config.workers, config.shared_dir, files_transfer_flags(config)
   )
-  if not all(item.isdecimal() and item.isascii() for item in items):
-    raise ValueError(f'--window_sizes must be {allowed}; got {text!r}.')
-  sizes = tuple(int(item) for item in items)
-  if (
-      len(set(sizes)) != len(sizes)
-      or config.window_size in sizes
-      or not all(1 <= size <= config.total_rounds for size in sizes)
-  ):
-    raise ValueError(f'--window_sizes must be {allowed}; got {text!r}.')
-  return sizes
-
-
-def _kept_by_program(config: ExperimentConfig) -> bool:
-  """The window is surely kept by the program (`--window_sizes` needs it)."""
-  return config.window_location == 'program' or (
-      config.window_location == 'auto' and bool(config.window_sizes.strip())
-  )
-
-
-def _readable_hint(size: int, every: int) -> str:
-  """The extra sizes a state window of W = `size`, E = `every` holds."""
-  sizes = list(range(size - every, 0, -every))[::-1]
-  if not sizes:
-    return 'none with these flags'
-  return ', '.join(map(str, sizes[:3])) + (', ...' if len(sizes) > 3 else '')
-
-
-def _check_state_window_sizes(config: ExperimentConfig) -> None:
-  """Extra sizes the state's window holds: W' < W, W - W' a multiple of E.
-
-  The state keeps the last W models in ceil(W/E) segment sums; a window of
-  W' is whole segments exactly then (docs/design.md sec. 1.11).
-  """
-  size, every = config.window_size, config.window_read_every
-  for extra in parse_window_sizes(config):
-    if extra > size or (size - extra) % every:
-      raise ValueError(
-          f'--window_sizes ({config.window_sizes}) with '
-          f'--window_location=state must each be < --window_size ({size}) '
-          f'with --window_size minus it a multiple of --window_read_every '
-          f'({every}), i.e. {_readable_hint(size, every)}; got {extra}. Use '
-          '--window_location=program for any sizes.'
-      )
-
-
-def _check_window(config: ExperimentConfig) -> None:
-  """The window flags fit the run (docs/design.md sec. 1)."""
-  if config.window_size > config.total_rounds:
-    raise ValueError(
-        f'--window_size ({config.window_size}) must be <= --total_rounds '
-        f'({config.total_rounds}): the window model is active from round '
-        'max(W, --window_start_round) on, so it would never be used.'
-    )
-  if config.window_start_round > config.total_rounds:
-    raise ValueError(
-        f'--window_start_round ({config.window_start_round}) must be <= '
-        f'--total_rounds ({config.total_rounds}).'
-    )
-  if config.window_size == 0 and (
-      config.window_mode != 'evaluate'
-      or config.window_start_round
-      or config.window_read_every != 1
-      or config.window_location != 'auto'
-      or config.window_sizes.strip()
-  ):
-    raise ValueError(
-        '--window_mode, --window_start_round, --window_read_every, '
-        '--window_location and --window_sizes need --window_size >= 1.'
-    )
-  parse_window_sizes(config)
-  if config.window_location == 'state':
-    _check_state_window_sizes(config)
-  if config.window_read_every > 1 and (
-      config.rounds_per_eval % config.window_read_every
-      or config.total_rounds % config.window_read_every
-  ):
-    raise ValueError(
-        f'--rounds_per_eval ({config.rounds_per_eval}) and --total_rounds '
-        f'({config.total_rounds}) must be multiples of --window_read_every '
-        f'({config.window_read_every}): the window model exists only at those '
-        'rounds.'
-    )
-  if (
-      config.algorithm == 'scaffold'
-      and config.window_read_every != 1
-      and not _kept_by_program(config)
-  ):
-    raise ValueError(
-        '--window_read_every is not supported with --algorithm=scaffold and '
-        'the window in the state (it keeps W slots); use '
-        '--window_location=program.'
-    )
-  if config.window_mode == 'broadcast' and config.window_read_every != 1:
-    raise ValueError(
-        '--window_read_every must be 1 with ' '--window_mode=broadcast.'
-    )
 
 
 def _check_algorithm(config: ExperimentConfig) -> None:
@@ -389,7 +325,7 @@ def _check_algorithm(config: ExperimentConfig) -> None:
   if (
       config.algorithm == 'mime_lite'
       and config.window_size
-      and not _kept_by_program(config)
+      and not window_flags.kept_by_program(config)
       and config.server_learning_rate != 1.0
   ):
     raise ValueError(
@@ -403,7 +339,7 @@ def validate_config(config: ExperimentConfig) -> None:
   """Raises ValueError naming the flag for any bad or inconsistent value."""
   _check_values(config)
   _check_data(config)
-  _check_window(config)
+  window_flags.check_window(config)
   _check_algorithm(config)
   _, addresses = context.parse_workers(config.workers)
   if addresses and config.worker_bind != 'loopback':
@@ -411,3 +347,4 @@ def validate_config(config: ExperimentConfig) -> None:
         '--worker_bind applies to the workers this run starts; '
         '--workers lists running ones.'
     )
+  _check_shared_dir(config)

@@ -43,6 +43,38 @@ def parse_workers(workers: str) -> tuple[Optional[int], tuple[str, ...]]:
   return None, addresses
 
 
+def check_shared_dir_flags(
+    workers: str, shared_dir: Optional[str], files_flags: tuple[str, ...]
+) -> None:
+  """`--shared_dir` is a path a files mode uses; remote files need it.
+
+  Args:
+    workers: `--workers` (str).
+    shared_dir: `--shared_dir` (str or None).
+    files_flags: The `--*_transfer` flags (strs) that resolve to files.
+
+  Raises:
+    ValueError: naming `--shared_dir`, if it is empty or no transfer is
+      files; naming the files flags, `--workers` and `--shared_dir`, for
+      files with `--workers=host:port,...` and no `--shared_dir`.
+  """
+  if shared_dir is not None and (not shared_dir.strip() or not files_flags):
+    raise ValueError(
+        '--shared_dir must be a directory path and is used only by the files '
+        'transfer modes (--client_state_transfer, --server_state_transfer, '
+        f'--client_data_transfer = files or auto); got {shared_dir!r} with '
+        'none of them files.'
+    )
+  _, addresses = parse_workers(workers)
+  if addresses and files_flags and shared_dir is None:
+    listed = ', '.join(f'{flag}=files' for flag in files_flags)
+    raise ValueError(
+        f'{listed} with --workers={workers} needs --shared_dir=DIR, a '
+        'directory the driver and every worker see at the same path (a '
+        'shared mount); or set those flags to values (or auto).'
+    )
+
+
 def execution_context(
     workers: str, worker_bind: str = 'loopback'
 ) -> ContextManager[None]:

@@ -5,11 +5,12 @@ training clients and returns a `tff_fedwin.training.RoundRunner`.
 """
 
 from collections.abc import Callable, Mapping
+import hashlib
 import math
 import os
 import time
 import types
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from absl import logging
 import attrs
@@ -77,14 +78,56 @@ def _window_arguments(config: config_lib.ExperimentConfig) -> dict[str, Any]:
   )
 
 
+class TransferDirs(NamedTuple):
+  """Where the files transfer modes put their files (none is a checkpoint).
+
+  Attributes:
+    root: Their parent: the run directory, or the run's directory in
+      `--shared_dir`.
+    client_state_files: SCAFFOLD's sampled client states, every round.
+    server_state_files: The server state between rounds.
+    client_data: The training examples' bundle, written at every start.
+  """
+
+  root: str
+  client_state_files: str
+  server_state_files: str
+  client_data: str
+
+
+def transfer_dirs(config: config_lib.ExperimentConfig) -> TransferDirs:
+  """The directories of the files transfer modes of `config`.
+
+  Without `--shared_dir`, the run directory's `client_state_files/`,
+  `server_state_files/` and `client_data/` (seen by the workers this run
+  starts). With it, the same names under `<shared_dir>/<experiment_name>-
+  <12 hex digits of the SHA-256 of the run directory's absolute path>`: one
+  directory per run directory, so runs sharing a `--shared_dir` and an
+  `--experiment_name` under other roots do not meet.
+  """
+  run_dir = outputs.RunPaths(config.root_output_dir, config.experiment_name)
+  if config.shared_dir is None:
+    root = run_dir.root
+  else:
+    digest = hashlib.sha256(os.path.abspath(run_dir.root).encode()).hexdigest()
+    root = os.path.join(
+        os.path.abspath(config.shared_dir),
+        f'{config.experiment_name}-{digest[:12]}',
+    )
+  return TransferDirs(
+      root=root,
+      client_state_files=os.path.join(root, outputs.CLIENT_STATE_FILES_DIR),
+      server_state_files=os.path.join(root, outputs.SERVER_STATE_FILES_DIR),
+      client_data=os.path.join(root, outputs.CLIENT_DATA_DIR),
+  )
+
+
 def _server_state_dir(config: config_lib.ExperimentConfig) -> Optional[str]:
-  """The run's `server_state_files/` if `--server_state_transfer` resolves to
-  files (the state between rounds; not a checkpoint), else None."""
+  """`transfer_dirs(config).server_state_files` if `--server_state_transfer`
+  resolves to files (the state between rounds; not a checkpoint), else None."""
   if config_lib.server_state_transfer(config) != 'files':
     return None
-  return outputs.RunPaths(
-      config.root_output_dir, config.experiment_name
-  ).server_state_files
+  return transfer_dirs(config).server_state_files
 
 
 def _dataset_computation(
@@ -96,14 +139,13 @@ def _dataset_computation(
   no examples (`client_data_bundle.builds_datasets_from_ids`: EMNIST and
   StackOverflow's `SqlClientData`, a query per id; synthetic populations)
   is used as it is; any other is first written to the run's `client_data/`
-  as a tensor bundle (`run_experiment` removes it when the run ends)."""
+  (`transfer_dirs`) as a tensor bundle (`run_experiment` removes it when the
+  run ends)."""
   if config_lib.client_data_transfer(config) != 'files':
     return None
   if client_data_bundle.builds_datasets_from_ids(task.train_data):
     return task.train_data.preprocess(task.preprocess_fn).dataset_computation
-  directory = outputs.RunPaths(
-      config.root_output_dir, config.experiment_name
-  ).client_data
+  directory = transfer_dirs(config).client_data
   os.makedirs(directory, mode=0o700, exist_ok=True)
   start = time.monotonic()
   bundle = client_data_bundle.write_client_data_bundle(
@@ -185,7 +227,8 @@ def _scaffold_runner(
   """`build_scaffold` with its window; the clients start from c_i = 0.
 
   With `client_state_transfer` 'files' the round's client states go through
-  the run's `client_state_files/` (rewritten every round; not a checkpoint).
+  the run's `client_state_files/` (`transfer_dirs`; rewritten every round;
+  not a checkpoint).
   """
   transfer = config_lib.client_state_transfer(config)
   process = scaffold.build_scaffold(
@@ -207,9 +250,7 @@ def _scaffold_runner(
       server_state_dir=_server_state_dir(config),
       dataset_computation=_dataset_computation(config, task),
       state_files_dir=(
-          outputs.RunPaths(
-              config.root_output_dir, config.experiment_name
-          ).client_state_files
+          transfer_dirs(config).client_state_files
           if transfer == 'files'
           else None
       ),

@@ -4,11 +4,14 @@ import contextlib
 import shutil
 from typing import Any
 
+from absl import logging
+
 from tff_fedwin import runtime
 from tff_fedwin.experiments import config as config_lib
 from tff_fedwin.experiments import context
 from tff_fedwin.experiments import registry
 from tff_fedwin.experiments import run_record
+from tff_fedwin.runtime import shared_dir
 from tff_fedwin.tasks import registry as tasks_registry
 from tff_fedwin.training import disk_full
 from tff_fedwin.training import loop
@@ -19,7 +22,7 @@ from tff_fedwin.training import run_lock
 def create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
   """The task of `config`; its data errors name the file or the flags."""
   try:
-    return tasks_registry.create_task(
+    task = tasks_registry.create_task(
         config.task,
         batch_size=config.client_batch_size,
         epochs=config.client_epochs,
@@ -27,6 +30,14 @@ def create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
         num_clients=config.num_clients,
         dirichlet_alpha=config.dirichlet_alpha,
         data_npz=config.data_npz,
+        data_dir=config.data_dir,
+        leaf_kind=config.leaf_kind,
+        data_jsonl=config.data_jsonl,
+        text_level=config.text_level,
+        vocab_size=config.vocab_size,
+        sequence_length=config.sequence_length,
+        test_fraction=config.test_fraction,
+        model=config.model,
         cache_dir=config.cache_dir,
         use_synthetic_data=config.use_synthetic_data,
         scale_integer_features=config.scale_integer_features,
@@ -38,6 +49,12 @@ def create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
     raise tasks_registry.DataUnavailableError(
         f'{e} (flags: --cache_dir, --use_synthetic_data)'
     ) from e
+  if config.client_loss == 'wsm' and task.pad_label is not None:
+    raise config_lib.InputDataError(
+        f'--client_loss=wsm needs one label per example; --task={config.task}'
+        ' here predicts a sequence of tokens (use --client_loss=ce).'
+    )
+  return task
 
 
 @contextlib.contextmanager
@@ -46,11 +63,10 @@ def client_data_removed_at_exit(config: config_lib.ExperimentConfig):
 
   It is derived data: the training examples' bundle that
   `registry.build_runner` writes at every start when the clients' data go
-  by id (`--client_data_transfer`); a resumed run writes it again.
+  by id (`--client_data_transfer`); a resumed run writes it again. It is in
+  `registry.transfer_dirs` (under `--shared_dir` when that is given).
   """
-  directory = outputs.RunPaths(
-      config.root_output_dir, config.experiment_name
-  ).client_data
+  directory = registry.transfer_dirs(config).client_data
   try:
     yield
   finally:
@@ -108,6 +124,41 @@ def run_experiment(
       ) from e
 
 
+def check_shared_dir(
+    config: config_lib.ExperimentConfig, execution_context: Any
+) -> None:
+  """With `--shared_dir` (and a files mode), every worker must see it.
+
+  Logs what each `--*_transfer` resolved to, then runs
+  `runtime.shared_dir.check_shared_dir` on the workers of
+  `execution_context` (a `runtime.MultiWorkerContext`'s addresses, else the
+  installed single worker's context). Before the first round.
+
+  Raises:
+    SharedDirError: One line naming the worker, the directory, the way out.
+  """
+  files_flags = config_lib.files_transfer_flags(config)
+  if not files_flags:
+    logging.info('Transfers: all values.')
+    return
+  logging.info(
+      'Transfers: %s files (in %s), the rest values.',
+      ', '.join(files_flags),
+      registry.transfer_dirs(config).root,
+  )
+  if config.shared_dir is None:
+    return
+  addresses = ()
+  if isinstance(execution_context, runtime.MultiWorkerContext):
+    addresses = execution_context.addresses
+  *others, last = files_flags
+  shared_dir.check_shared_dir(
+      config.shared_dir,
+      addresses,
+      flags=f'{", ".join(others)} and {last}' if others else last,
+  )
+
+
 def _train(
     config: config_lib.ExperimentConfig,
     task: tasks_registry.Task,
@@ -116,9 +167,12 @@ def _train(
   """Starts the workers, builds the runner, runs the round loop."""
   num_train_clients = len(task.train_data.client_ids)
   with (
-      context.execution_context(config.workers, config.worker_bind),
+      context.execution_context(
+          config.workers, config.worker_bind
+      ) as execution_context,
       client_data_removed_at_exit(config),
   ):
+    check_shared_dir(config, execution_context)
     with disk_full.as_one_line(None):  # It may write client_data/.
       runner = registry.build_runner(config, task, num_train_clients)
     return loop.run_training(

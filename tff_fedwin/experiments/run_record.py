@@ -58,6 +58,11 @@ MAY_DIFFER: Mapping[str, str] = {
         'by another address)'
     ),
     'worker_bind': 'which interfaces local workers listen on',
+    'shared_dir': (
+        'where the files transfer modes put their per-round files, not what '
+        'they hold (the same bits as values); none is a checkpoint: a resume '
+        'writes them again from the checkpoint (docs/runtime.md sec. 7)'
+    ),
 }
 
 # A program state version's directory (tff.program.FileProgramStateManager).

@@ -21,78 +21,50 @@ tuning hyperparameters without the test set.
 """
 
 import collections
+import os
 from typing import Optional
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_fedwin.data import leaf as leaf_data
 from tff_fedwin.data import partition as partition_lib
 from tff_fedwin.data import shakespeare as shakespeare_data
 from tff_fedwin.data import sources
+from tff_fedwin.tasks import image_models
+from tff_fedwin.tasks import leaf as leaf_lib
 from tff_fedwin.tasks import shakespeare as shakespeare_lib
 from tff_fedwin.tasks import task as task_lib
+from tff_fedwin.tasks import text as text_lib
 from tff_fedwin.tasks import tff_baselines
 
 Task = task_lib.Task
 DataUnavailableError = tff_baselines.DataUnavailableError
 STACKOVERFLOW_VOCAB_SIZE = tff_baselines.STACKOVERFLOW_VOCAB_SIZE
 
-TASKS = ('mnist', 'npz', 'emnist', 'shakespeare', 'stackoverflow')
+TASKS = (
+    'mnist',
+    'npz',
+    'leaf',
+    'text',
+    'emnist',
+    'shakespeare',
+    'stackoverflow',
+)
+# `leaf`: what the LEAF directory holds; 'auto' recognizes it from the data.
+LEAF_KINDS = ('auto', *leaf_data.SUPPORTED_KINDS)
+# `text`: next-word or next-character prediction.
+TEXT_LEVELS = ('word', 'char')
+IMAGE_MODELS = image_models.IMAGE_MODELS
 # What a task evaluates on; 'validation' is `mnist`'s only.
 EVAL_SPLITS = sources.MNIST_HELD_OUT_SPLITS
 # Tasks whose labels are one class per example (WSM's class proportions).
-CLASSIFICATION_TASKS = ('mnist', 'npz', 'emnist')
+CLASSIFICATION_TASKS = ('mnist', 'npz', 'leaf', 'emnist')
 
 
-def create_mnist_cnn(
-    input_shape=(28, 28, 1), num_classes: int = 10, seed: int = 0
-) -> tf.keras.Model:
-  """A small CNN: conv 16 -> pool -> conv 32 -> pool -> dense logits (~13k).
-
-  Images smaller than 10x10 (e.g. 8x8 digits in a `.npz`) get 'same' padding,
-  which 'valid' convolutions and pools would shrink below 1x1; 1-D inputs get
-  an MLP.
-  """
-  init = lambda i: tf.keras.initializers.GlorotUniform(seed=seed + i)
-  if len(input_shape) == 1:
-    return tf.keras.Sequential(
-        [
-            tf.keras.layers.Dense(
-                128,
-                activation='relu',
-                input_shape=input_shape,
-                kernel_initializer=init(0),
-            ),
-            tf.keras.layers.Dense(num_classes, kernel_initializer=init(1)),
-        ]
-    )
-  if len(input_shape) == 2:
-    input_shape = (*input_shape, 1)
-  padding = 'valid' if min(input_shape[:2]) >= 10 else 'same'
-  return tf.keras.Sequential(
-      [
-          tf.keras.layers.Reshape(input_shape, input_shape=input_shape),
-          tf.keras.layers.Conv2D(
-              16,
-              3,
-              activation='relu',
-              padding=padding,
-              kernel_initializer=init(0),
-          ),
-          tf.keras.layers.MaxPool2D(2, padding=padding),
-          tf.keras.layers.Conv2D(
-              32,
-              3,
-              activation='relu',
-              padding=padding,
-              kernel_initializer=init(1),
-          ),
-          tf.keras.layers.MaxPool2D(2, padding=padding),
-          tf.keras.layers.Flatten(),
-          tf.keras.layers.Dense(num_classes, kernel_initializer=init(2)),
-      ]
-  )
+# The small CNN of `mnist` and `npz` (`--model=cnn`), by its old name.
+create_mnist_cnn = image_models.create_small_cnn
 
 
 def _array_task(
@@ -104,9 +76,12 @@ def _array_task(
     seed,
     batch_size,
     epochs,
+    model=image_models.DEFAULT_IMAGE_MODEL,
     eval_batch_size=1000,
 ) -> Task:
   (x_train, y_train), (x_test, y_test) = arrays
+  input_shape = tuple(x_train.shape[1:])
+  image_models.check_image_model(model, input_shape)
   # Features are float32 already (`load_npz` scales integer ones to [0, 1]).
   y_train = y_train.astype(np.int32).reshape(-1)
   y_test = y_test.astype(np.int32).reshape(-1)
@@ -121,9 +96,11 @@ def _array_task(
   element_spec = preprocess_fn(
       train_data.create_tf_dataset_for_client(train_data.client_ids[0])
   ).element_spec
-  input_shape = tuple(x_train.shape[1:])
   model_fn = task_lib.classification_model_fn(
-      lambda: create_mnist_cnn(input_shape, num_classes, seed), element_spec
+      lambda: image_models.create_image_model(
+          model, input_shape, num_classes, seed
+      ),
+      element_spec,
   )
   test_data = tf.data.Dataset.from_tensor_slices(
       collections.OrderedDict(x=x_test, y=y_test)
@@ -181,6 +158,14 @@ def create_task(
     num_clients: int = 100,
     dirichlet_alpha: float = 0.05,
     data_npz: Optional[str] = None,
+    data_dir: Optional[str] = None,
+    leaf_kind: str = 'auto',
+    data_jsonl: Optional[str] = None,
+    text_level: str = 'word',
+    vocab_size: int = 10000,
+    sequence_length: int = 20,
+    test_fraction: float = 0.2,
+    model: str = 'auto',
     cache_dir: Optional[str] = None,
     use_synthetic_data: bool = False,
     scale_integer_features: bool = True,
@@ -204,6 +189,17 @@ def create_task(
     num_clients: Clients of the `mnist` and `npz` partitions.
     dirichlet_alpha: Dirichlet concentration of those partitions.
     data_npz: The `.npz` file of task `npz` (see `sources.load_npz`).
+    data_dir: The LEAF directory of task `leaf` (see `tasks.leaf`).
+    leaf_kind: Task `leaf`: one of `LEAF_KINDS`; 'auto' recognizes it.
+    data_jsonl: The `.jsonl` or `.csv` file of task `text` (`tasks.text`).
+    text_level: Task `text`: one of `TEXT_LEVELS`.
+    vocab_size: Task `text`, word level: the most frequent training words.
+    sequence_length: Task `text`: tokens per example.
+    test_fraction: Task `text`, a file without `split`: the last fraction of
+      each client's examples that go to the test set.
+    model: Tasks `mnist`, `npz` and `leaf` (FEMNIST-style): one of
+      `IMAGE_MODELS`, or 'auto' for the task's default (`cnn`;
+      `cnn_dropout` for `leaf`).
     cache_dir: Where `emnist` and `stackoverflow` find (or download) TFF's
       files; None for TFF's default `~/.tff`.
     use_synthetic_data: Whether `emnist` and `stackoverflow` use TFF's small
@@ -228,6 +224,7 @@ def create_task(
   if name not in TASKS:
     raise ValueError(f'`task` must be one of {TASKS}, got {name!r}.')
   check_eval_split(eval_split, name)
+  array_model = image_models.DEFAULT_IMAGE_MODEL if model == 'auto' else model
   if name == 'mnist':
     return _array_task(
         'mnist',
@@ -237,6 +234,7 @@ def create_task(
         seed=seed,
         batch_size=batch_size,
         epochs=epochs,
+        model=array_model,
     )
   if name == 'npz':
     if not data_npz:
@@ -252,6 +250,36 @@ def create_task(
         seed=seed,
         batch_size=batch_size,
         epochs=epochs,
+        model=array_model,
+    )
+  if name == 'leaf':
+    if not data_dir:
+      raise ValueError(
+          '`data_dir` (a LEAF directory) is required for task ' 'leaf.'
+      )
+    return leaf_lib.leaf_task(
+        data_dir,
+        kind=leaf_kind,
+        model=None if model == 'auto' else model,
+        batch_size=batch_size,
+        epochs=epochs,
+        seed=seed,
+        cache_dir=os.path.join(cache_dir, 'leaf') if cache_dir else None,
+    )
+  if name == 'text':
+    if not data_jsonl:
+      raise ValueError(
+          '`data_jsonl` (a .jsonl or .csv path) is required for ' 'task text.'
+      )
+    return text_lib.text_task(
+        data_jsonl,
+        level=text_level,
+        vocab_size=vocab_size,
+        sequence_length=sequence_length,
+        test_fraction=test_fraction,
+        batch_size=batch_size,
+        epochs=epochs,
+        seed=seed,
     )
   if name == 'emnist':
     return tff_baselines.emnist_task(

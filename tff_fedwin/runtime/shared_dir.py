@@ -1,0 +1,172 @@
+"""Checks that every TFF worker sees a directory the driver writes to.
+
+The `files` transfer modes (docs/runtime.md sec. 4) pass paths, not values:
+the driver and the workers must see the same directory. Before the first
+round, `check_shared_dir` writes a file with fresh random content there and
+has each worker read it back with a tiny TensorFlow computation; a worker
+that cannot, or reads other bytes (another machine's directory of the same
+name), is named in one `SharedDirError` line, before any training.
+
+Usage:
+
+  check_shared_dir('/mnt/shared/fedwin', ['10.0.0.2:8000', '10.0.0.3:8000'])
+"""
+
+import functools
+import os
+import secrets
+import weakref
+from collections.abc import Sequence
+
+import grpc
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_fedwin.runtime import contexts
+from tff_fedwin.runtime import worker_stub
+
+CHECK_FILE_PREFIX = '.tff_fedwin_shared_dir_check-'
+_DETAIL_CHARS = 160
+_TRANSFER_FLAGS = (
+    '--client_state_transfer, --server_state_transfer and '
+    '--client_data_transfer'
+)
+
+
+class SharedDirError(RuntimeError):
+  """A TFF worker does not see the shared directory the driver writes.
+
+  Attributes:
+    address: The worker's `host:port`.
+    directory: The directory it does not see.
+  """
+
+  def __init__(self, message: str, address: str, directory: str):
+    super().__init__(message)
+    self.address = address
+    self.directory = directory
+
+
+@tff.tensorflow.computation(np.str_)
+def _read_file(path):
+  return tf.io.read_file(path)
+
+
+def _read_on_worker(
+    address: str, path: str, *, timeout_seconds: float
+) -> bytes:
+  """`path`'s content as the worker at `address` reads it.
+
+  A context of its own (as `contexts.create_remote_execution_context`), whose
+  executors and channel are closed before returning.
+
+  Raises:
+    WorkerUnavailableError: If the worker does not answer.
+    Exception: TFF's or TensorFlow's error if the read fails on the worker.
+  """
+  channel = grpc.insecure_channel(address, worker_stub.GRPC_CHANNEL_OPTIONS)
+  stub = worker_stub.WorkerStub(address, channel, timeout_seconds)
+  executors = weakref.WeakSet()
+  context = tff.framework.SyncExecutionContext(
+      **contexts.remote_context_args(
+          stub, default_num_clients=0, on_executor=executors.add
+      )
+  )
+  try:
+    with tff.framework.get_context_stack().install(context):
+      return bytes(_read_file(path))
+  finally:
+    for executor in list(executors):
+      try:
+        executor.close()
+      except Exception:  # pylint: disable=broad-except
+        pass  # Disposing of executors is best effort.
+    stub.close()
+    channel.close()
+
+
+def _one_line(error: Exception, path: str) -> str:
+  """The error's gist on one line: gRPC's details (TF's message) if any."""
+  details = getattr(error, 'details', None)
+  text = details() if callable(details) else str(error)
+  text = ' '.join(str(text).replace(path, '<file>').split())
+  text = text or type(error).__name__
+  if len(text) > _DETAIL_CHARS:
+    text = text[:_DETAIL_CHARS] + '...'
+  return text
+
+
+def check_shared_dir(
+    directory: str,
+    addresses: Sequence[str],
+    *,
+    flags: str = _TRANSFER_FLAGS,
+    timeout_seconds: float = 30.0,
+) -> None:
+  """Raises `SharedDirError` unless every worker reads the driver's file.
+
+  Writes `directory/.tff_fedwin_shared_dir_check-<random>` with
+  `secrets.token_hex(16)` (created with the directory if needed), reads it on
+  each worker in turn with `tf.io.read_file` and removes it, also on failure.
+
+  Args:
+    directory: The directory (str) the driver and the workers must share.
+    addresses: `host:port` (str) of each running TFF worker; empty: the one
+      worker of the installed TFF context (e.g. `local_execution_context`'s),
+      named `local`.
+    flags: The flags (str) whose `values` setting avoids the directory, named
+      in the error's way out.
+    timeout_seconds: How long (float) an unreachable worker may take.
+
+  Raises:
+    SharedDirError: One line naming the first worker that does not see the
+      file (or reads other content), the directory and the way out.
+    WorkerUnavailableError: If a worker does not answer at all.
+  """
+  if addresses:
+    readers = [
+        (
+            a,
+            functools.partial(
+                _read_on_worker, a, timeout_seconds=timeout_seconds
+            ),
+        )
+        for a in addresses
+    ]
+  else:
+    readers = [('local', lambda path: bytes(_read_file(path)))]
+  directory = os.path.abspath(directory)
+  os.makedirs(directory, exist_ok=True)
+  token = secrets.token_hex(16)
+  path = os.path.join(directory, CHECK_FILE_PREFIX + secrets.token_hex(4))
+  with open(path, 'w') as f:
+    f.write(token)
+  try:
+    for address, read in readers:
+      _check_one(address, read, path, token, directory, flags)
+  finally:
+    try:
+      os.remove(path)
+    except OSError:
+      pass
+
+
+def _check_one(address, read, path, token, directory, flags) -> None:
+  """Raises `SharedDirError` unless `read(path)` returns `token`."""
+  try:
+    seen = read(path)
+  except worker_stub.WorkerUnavailableError:
+    raise
+  except Exception as e:  # pylint: disable=broad-except
+    seen, detail = None, f'reading {path} failed: {_one_line(e, path)}'
+  else:
+    detail = f'it read other content from {path}'
+  if seen != token.encode():
+    raise SharedDirError(
+        f'TFF worker {address} does not see the shared directory '
+        f'{directory} ({detail}). Mount the same directory at {directory} '
+        f'on every worker host, or set {flags} to values.',
+        address,
+        directory,
+    )
