@@ -7,6 +7,8 @@ of the returned state is the numpy mean of the last 3 global models the
 evaluation callback saw.
 """
 
+import asyncio
+
 import numpy as np
 import pytest
 import tensorflow_federated as tff
@@ -29,6 +31,21 @@ def _process(builder):
       sgd,
       model_aggregator=WindowedModelAveragingFactory(WINDOW_SIZE),
   )
+
+
+@pytest.fixture(autouse=True)
+def _event_loop():
+  """A current event loop, which TFF's `run_training_process` needs.
+
+  It calls `asyncio.get_event_loop()`, which raises "There is no current
+  event loop" once an earlier `asyncio.run` in this process (e.g. a
+  `train_model` test on the same pytest worker) has set it to None.
+  """
+  loop = asyncio.new_event_loop()
+  asyncio.set_event_loop(loop)
+  yield
+  asyncio.set_event_loop(None)
+  loop.close()
 
 
 @pytest.mark.parametrize('builder', ['fed_win', 'tff_weighted_fed_avg'])
