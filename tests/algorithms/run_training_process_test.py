@@ -41,11 +41,9 @@ def _event_loop():
   event loop" once an earlier `asyncio.run` in this process (e.g. a
   `train_model` test on the same pytest worker) has set it to None.
   """
-  loop = asyncio.new_event_loop()
-  asyncio.set_event_loop(loop)
-  yield
-  asyncio.set_event_loop(None)
-  loop.close()
+  # Left current and open afterwards, as run_training_process leaves the
+  # default loop: later tests on this worker see what they saw before.
+  asyncio.set_event_loop(asyncio.new_event_loop())
 
 
 @pytest.mark.parametrize('builder', ['fed_win', 'tff_weighted_fed_avg'])
