@@ -25,23 +25,16 @@ added in another order and differ in the last bits (float32: relative
 ~1e-7 per addition).
 """
 
-import csv
 import hashlib
 import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
+from tests import script_runs
 from tests.runtime import netns
-from tff_fedwin import log_levels
 
-_ROOT = os.path.dirname(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-)
-_SCRIPT = os.path.join(_ROOT, 'scripts', 'run_experiment.py')
 _PORT = 8000
 _ROUNDS = 8
 _EVERY = 2  # Rounds per checkpoint.
@@ -49,13 +42,6 @@ _FEDAVG = dict(algorithm='fedavg', client_loss='wsm', window_size=2)
 _SCAFFOLD = dict(algorithm='scaffold', window_size=2)
 
 hosts = netns.hosts_fixture(2)
-
-
-def _env():
-  env = dict(os.environ)
-  for name in log_levels.QUIET_NATIVE_ENV:  # The script's own defaults.
-    env.pop(name, None)
-  return env
 
 
 def _command(data_npz, root, name, **overrides):
@@ -72,39 +58,12 @@ def _command(data_npz, root, name, **overrides):
       experiment_name=name,
   )
   values.update(overrides)
-  return [sys.executable, _SCRIPT] + [f'--{k}={v}' for k, v in values.items()]
+  return script_runs.command(**values)
 
 
-def _start(command):
-  return subprocess.Popen(
-      command,
-      stdout=subprocess.PIPE,
-      stderr=subprocess.PIPE,
-      text=True,
-      env=_env(),
-      cwd=_ROOT,
-  )
-
-
-def _run(command):
-  return subprocess.run(
-      command,
-      capture_output=True,
-      text=True,
-      timeout=600,
-      check=False,
-      env=_env(),
-      cwd=_ROOT,
-  )
-
-
-def _rows(run_dir):
-  """metrics.csv's rows without the time columns."""
-  with open(os.path.join(run_dir, 'metrics.csv'), newline='') as f:
-    return [
-        {k: v for k, v in row.items() if not k.endswith('_seconds')}
-        for row in csv.DictReader(f)
-    ]
+_start = script_runs.start
+_run = script_runs.run
+_rows = script_runs.rows
 
 
 @pytest.fixture(scope='module')

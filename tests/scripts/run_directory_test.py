@@ -9,34 +9,20 @@ uninterrupted one). Metrics are compared with the lone run's, every column
 but the times, as the strings metrics.csv holds.
 """
 
-import csv
 import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 import time
 
 import pytest
 
-from tff_fedwin import log_levels
+from tests import script_runs
 from tff_fedwin import runtime
 
-_ROOT = os.path.dirname(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-)
-_SCRIPT = os.path.join(_ROOT, 'scripts', 'run_experiment.py')
 # Rounds of a run (0.1-0.3 s each here), checkpointed every 20.
 _ROUNDS = 100
 _EVERY = 20
-
-
-def _env():
-  env = dict(os.environ)
-  for name in log_levels.QUIET_NATIVE_ENV:  # The script's own defaults.
-    env.pop(name, None)
-  return env
 
 
 def _command(data_npz, root, name='run', **overrides):
@@ -53,39 +39,12 @@ def _command(data_npz, root, name='run', **overrides):
       experiment_name=name,
   )
   values.update(overrides)
-  return [sys.executable, _SCRIPT] + [f'--{k}={v}' for k, v in values.items()]
+  return script_runs.command(**values)
 
 
-def _start(command):
-  return subprocess.Popen(
-      command,
-      stdout=subprocess.PIPE,
-      stderr=subprocess.PIPE,
-      text=True,
-      env=_env(),
-      cwd=_ROOT,
-  )
-
-
-def _run(command):
-  return subprocess.run(
-      command,
-      capture_output=True,
-      text=True,
-      timeout=600,
-      check=False,
-      env=_env(),
-      cwd=_ROOT,
-  )
-
-
-def _rows(run_dir):
-  """metrics.csv's rows without the time columns."""
-  with open(os.path.join(run_dir, 'metrics.csv'), newline='') as f:
-    return [
-        {k: v for k, v in row.items() if not k.endswith('_seconds')}
-        for row in csv.DictReader(f)
-    ]
+_start = script_runs.start
+_run = script_runs.run
+_rows = script_runs.rows
 
 
 def _files(run_dir):
