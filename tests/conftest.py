@@ -33,3 +33,10 @@ def keep_log_levels():
   yield
   absl_logging.set_verbosity(absl_level)
   logging.getLogger('tensorflow').setLevel(tf_level)
+
+
+# `pytest --file-costs=PATH`: the cost of every test file (tests/file_costs.py).
+from tests.file_costs import pytest_addoption  # pylint: disable=g-import-not-at-top,wrong-import-position,unused-import
+from tests.file_costs import pytest_configure  # pylint: disable=g-import-not-at-top,wrong-import-position,unused-import
+from tests.file_costs import pytest_runtest_protocol  # pylint: disable=g-import-not-at-top,wrong-import-position,unused-import
+from tests.file_costs import pytest_unconfigure  # pylint: disable=g-import-not-at-top,wrong-import-position,unused-import
