@@ -30,8 +30,10 @@ log_levels.quiet_native_logs(sys.argv)  # Before TensorFlow is imported.
 from absl import app
 from absl import flags
 
+# Without TensorFlow: the flags and their checks (`validate_config`) come first,
+# so a bad flag is refused in about a second; `experiments.run_experiment`
+# imports TensorFlow and TFF on first use.
 from tff_fedwin import experiments
-from tff_fedwin.reporting import summary_text
 
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
@@ -341,6 +343,8 @@ def main(argv):
     experiments.validate_config(config)
   except ValueError as e:
     raise app.UsageError(str(e)) from e
+  from tff_fedwin.reporting import summary_text  # pylint: disable=g-import-not-at-top
+
   summary = experiments.run_experiment(config)
   print(
       summary_text.format_summary(

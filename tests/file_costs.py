@@ -161,23 +161,41 @@ def merge(path):
     with open(part) as f:
       for line in f:
         row = json.loads(line)
-        total = rows.setdefault(row['file'], dict(row, tests=0, wall_s=0.0,
-                                                  cpu_s=0.0,
-                                                  python_subprocesses=0,
-                                                  tff_workers=0,
-                                                  computations=0))
+        total = rows.setdefault(
+            row['file'],
+            dict(
+                row,
+                tests=0,
+                wall_s=0.0,
+                cpu_s=0.0,
+                python_subprocesses=0,
+                tff_workers=0,
+                computations=0,
+            ),
+        )
         for key, value in row.items():
           if key != 'file':
             total[key] += value
     os.remove(part)
-  columns = ['file', 'tests', 'wall_s', 'cpu_s', 'python_subprocesses',
-             'tff_workers', 'computations']
+  columns = [
+      'file',
+      'tests',
+      'wall_s',
+      'cpu_s',
+      'python_subprocesses',
+      'tff_workers',
+      'computations',
+  ]
   with open(path, 'w') as f:
     f.write('\t'.join(columns) + '\n')
     for row in sorted(rows.values(), key=lambda r: -r['wall_s']):
-      f.write('\t'.join(
-          f'{row[c]:.1f}' if isinstance(row[c], float) else str(row[c])
-          for c in columns) + '\n')
+      f.write(
+          '\t'.join(
+              f'{row[c]:.1f}' if isinstance(row[c], float) else str(row[c])
+              for c in columns
+          )
+          + '\n'
+      )
 
 
 _COSTS_KEY = pytest.StashKey()

@@ -8,6 +8,7 @@ backquotes (a Python argument).
 
 import math
 import numbers
+import os
 from collections.abc import Collection
 from typing import Any, Optional
 
@@ -113,3 +114,14 @@ def check_choice(name: str, value: Any, allowed: Collection[str]) -> str:
         f'{", ".join(allowed)}; got {value!r}.'
     )
   return value
+
+
+def is_directory_name(name: Any) -> bool:
+  """Whether `name` is one non-empty directory name (no path separators)."""
+  return (
+      isinstance(name, str)
+      and bool(name)
+      and name not in ('.', '..')
+      and os.sep not in name
+      and not (os.altsep and os.altsep in name)
+  )

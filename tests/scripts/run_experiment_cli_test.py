@@ -153,3 +153,56 @@ def test_diverging_run_stops_with_one_line(tmp_path, data_npz):
   lines = result.stderr.splitlines()
   assert len(lines) == 1, result.stderr
   assert ' at round ' in lines[0] and 'learning rate' in lines[0]
+
+
+# Runs the script as `__main__` and prints which heavy modules it imported.
+_HEAVY_MODULES_PROBE = """
+import runpy, sys
+sys.argv = sys.argv[1:]
+try:
+  runpy.run_path(sys.argv[0], run_name='__main__')
+finally:
+  heavy = ('tensorflow', 'tensorflow_federated', 'numpy')
+  print(sorted(name for name in heavy if name in sys.modules))
+"""
+
+
+@pytest.mark.parametrize(
+    'args, first_line',
+    [
+        (
+            ['--windw_size=10'],
+            "FATAL Flags parsing error: Unknown command line flag 'windw_size'",
+        ),
+        (
+            ['--total_rounds=0'],
+            'run_experiment.py: --total_rounds must be an integer >= 1, got 0.',
+        ),
+        (
+            ['--task=shakespeare', '--client_loss=wsm'],
+            'run_experiment.py: --client_loss=wsm needs one label per example',
+        ),
+        (
+            ['--workers=host:0'],
+            'FATAL Flags parsing error: flag --workers=host:0: --workers must',
+        ),
+        (
+            ['--task=leaf'],
+            'run_experiment.py: --data_dir is required with --task=leaf.',
+        ),
+    ],
+)
+def test_bad_flags_are_refused_before_tensorflow_is_imported(
+    tmp_path, args, first_line
+):
+  result = subprocess.run(
+      [sys.executable, '-c', _HEAVY_MODULES_PROBE, _SCRIPT, *args],
+      capture_output=True,
+      text=True,
+      timeout=120,
+      check=False,
+      cwd=_ROOT,
+  )
+  assert result.returncode == 1
+  assert result.stderr.splitlines()[0].startswith(first_line), result.stderr
+  assert result.stdout == '[]\n'

@@ -17,9 +17,10 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_fedwin import checks
+from tff_fedwin import choices
 from tff_fedwin.aggregators.window_state import WindowBuffer
 
-MODES = ('evaluate', 'broadcast')
+MODES = choices.WINDOW_MODES
 
 
 # Argument checks.

@@ -16,10 +16,11 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_fedwin import checks
+from tff_fedwin import choices
 from tff_fedwin.losses import labels as labels_lib
 from tff_fedwin.losses import wsm
 
-CLIENT_LOSSES = ('ce', 'wsm')
+CLIENT_LOSSES = choices.CLIENT_LOSSES
 
 # (gradients, trainable weights, step_input) -> gradients.
 GradientTransform = Callable[[Any, Any, Any], Any]

@@ -31,8 +31,10 @@ from typing import Any, Optional
 
 import numpy as np
 
+from tff_fedwin import choices
+
 KINDS = ('femnist', 'shakespeare', 'sent140')
-SUPPORTED_KINDS = ('femnist', 'shakespeare')
+SUPPORTED_KINDS = choices.LEAF_DATA_KINDS
 SPLITS = ('train', 'test')
 FEMNIST_PIXELS = 784
 FEMNIST_CLASSES = 62

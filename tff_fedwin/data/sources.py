@@ -14,11 +14,13 @@ import pickle
 from absl import logging
 import numpy as np
 
+from tff_fedwin import choices
+
 _MNIST_PACKAGE = 'mnist'
 _MNIST_RESOURCE = ('data', 'mnist.pkl.gz')
 _MNIST_IMAGE_SHAPE = (28, 28, 1)
 # The held-out split `load_mnist` returns with the train split.
-MNIST_HELD_OUT_SPLITS = ('test', 'validation')
+MNIST_HELD_OUT_SPLITS = choices.MNIST_HELD_OUT_SPLITS
 _NPZ_KEYS = ('x_train', 'y_train', 'x_test', 'y_test')
 # Integer features whose values all lie in [0, _BYTE_MAX] are divided by it;
 # uint16 features with larger values by _UINT16_MAX.

@@ -2,7 +2,9 @@
 
 `ExperimentConfig` holds what scripts/run_experiment.py's flags say (library
 code never reads FLAGS); `validate_config` checks everything that can be
-checked before any TFF work and names the flag in every message.
+checked before any TFF work and names the flag in every message. Importable
+without TensorFlow: `scripts/run_experiment.py` runs `validate_config` before
+its heavy imports, so a bad flag is refused in about a second.
 """
 
 from typing import Optional
@@ -10,29 +12,17 @@ from typing import Optional
 import attrs
 
 from tff_fedwin import checks
-from tff_fedwin import runtime
-from tff_fedwin.algorithms import client_training
-from tff_fedwin.algorithms import fed_win
-from tff_fedwin.algorithms import program_window_runner
-from tff_fedwin.experiments import context
+from tff_fedwin import choices
 from tff_fedwin.experiments import data_flags
-from tff_fedwin.experiments import run_record
 from tff_fedwin.experiments import window_flags
-from tff_fedwin.runtime import shared_dir
-from tff_fedwin.tasks import registry
-from tff_fedwin.training import checkpoints
-from tff_fedwin.training import client_state_spec
-from tff_fedwin.training import client_state_stores
-from tff_fedwin.training import divergence
-from tff_fedwin.training import outputs
-from tff_fedwin.training import run_lock
+from tff_fedwin.experiments import worker_flags
 
-TASKS = registry.TASKS
-EVAL_SPLITS = registry.EVAL_SPLITS
-LEAF_KINDS = registry.LEAF_KINDS
-TEXT_LEVELS = registry.TEXT_LEVELS
+TASKS = choices.TASKS
+EVAL_SPLITS = choices.MNIST_HELD_OUT_SPLITS
+LEAF_KINDS = choices.LEAF_KINDS
+TEXT_LEVELS = choices.TEXT_LEVELS
 # --model: 'auto' (the task's default) or one of the image models.
-MODELS = ('auto', *registry.IMAGE_MODELS)
+MODELS = ('auto', *choices.IMAGE_MODELS)
 ALGORITHMS = (
     'fedavg',
     'fedavgm',
@@ -42,15 +32,15 @@ ALGORITHMS = (
     'mime_lite',
     'scaffold',
 )
-CLIENT_LOSSES = client_training.CLIENT_LOSSES
-WINDOW_MODES = fed_win.WINDOW_MODES
+CLIENT_LOSSES = choices.CLIENT_LOSSES
+WINDOW_MODES = choices.WINDOW_MODES
 # Where the window lives: 'state' (the process state: the window finalizer,
 # aggregator or SCAFFOLD's), 'program' (kept by the round loop,
 # tff_fedwin.algorithms.ProgramWindowRunner), 'auto' (by its size).
 WINDOW_LOCATIONS = ('auto', 'state', 'program')
 LR_SCHEDULES = ('constant', 'decay', 'ima')
 WORKER_BINDS = ('loopback', 'all')
-CLIENT_STATES = client_state_stores.KINDS
+CLIENT_STATES = choices.CLIENT_STATE_KINDS
 # How SCAFFOLD's sampled client states reach the workers: 'values' (TFF
 # values), 'files' (files the driver and the workers share,
 # tff_fedwin.algorithms.scaffold.state_files), 'auto' (files with the local
@@ -77,24 +67,6 @@ class InputDataError(ValueError):
 
   The message names the file and array, or the flag that does not fit the data.
   """
-
-
-# Errors a user can act on from their message alone; scripts print them as one
-# line (see scripts/run_experiment.py).
-USER_ERRORS = (
-    InputDataError,
-    registry.DataUnavailableError,
-    runtime.WorkerConfinementError,
-    divergence.TrainingDivergedError,
-    client_state_spec.ClientStatesError,
-    program_window_runner.WindowFilesError,
-    program_window_runner.WindowSizesMismatchError,
-    checkpoints.CheckpointMismatchError,
-    run_lock.RunDirectoryLockedError,
-    run_record.RunConfigMismatchError,
-    run_record.WorkerLostError,
-    shared_dir.SharedDirError,
-)
 
 
 @attrs.frozen
@@ -170,7 +142,7 @@ def _check_values(config: ExperimentConfig) -> None:
       ('model', MODELS),
   ):
     checks.check_choice(f'--{flag}', getattr(config, flag), allowed)
-  if not outputs.is_directory_name(config.experiment_name):
+  if not checks.is_directory_name(config.experiment_name):
     raise ValueError(
         '--experiment_name must be one directory name (no "/", not "." or '
         f'".."); got {config.experiment_name!r}.'
@@ -256,7 +228,7 @@ def _resolve_transfer(transfer: str, config: ExperimentConfig) -> str:
   `run_experiment` checks a `--shared_dir` before the first round."""
   if transfer != 'auto':
     return transfer
-  _, addresses = context.parse_workers(config.workers)
+  _, addresses = worker_flags.parse_workers(config.workers)
   return 'values' if addresses and config.shared_dir is None else 'files'
 
 
@@ -281,8 +253,8 @@ def files_transfer_flags(config: ExperimentConfig) -> tuple[str, ...]:
 
 
 def _check_shared_dir(config: ExperimentConfig) -> None:
-  """`--shared_dir` fits the transfers (`context.check_shared_dir_flags`)."""
-  context.check_shared_dir_flags(
+  """`--shared_dir` fits the transfers (`worker_flags.check_shared_dir_flags`)."""
+  worker_flags.check_shared_dir_flags(
       config.workers, config.shared_dir, files_transfer_flags(config)
   )
 
@@ -290,11 +262,11 @@ def _check_shared_dir(config: ExperimentConfig) -> None:
 def _check_algorithm(config: ExperimentConfig) -> None:
   """The algorithm supports the loss, the schedule and the window."""
   if config.client_loss == 'wsm' and (
-      config.task not in registry.CLASSIFICATION_TASKS
+      config.task not in choices.CLASSIFICATION_TASKS
   ):
     raise ValueError(
         f'--client_loss=wsm needs one label per example: --task must be one '
-        f'of {", ".join(registry.CLASSIFICATION_TASKS)}; got {config.task!r}.'
+        f'of {", ".join(choices.CLASSIFICATION_TASKS)}; got {config.task!r}.'
     )
   if config.algorithm == 'mime_lite' and config.client_loss != 'ce':
     raise ValueError('--algorithm=mime_lite supports --client_loss=ce only.')
@@ -341,7 +313,7 @@ def validate_config(config: ExperimentConfig) -> None:
   _check_data(config)
   window_flags.check_window(config)
   _check_algorithm(config)
-  _, addresses = context.parse_workers(config.workers)
+  _, addresses = worker_flags.parse_workers(config.workers)
   if addresses and config.worker_bind != 'loopback':
     raise ValueError(
         '--worker_bind applies to the workers this run starts; '

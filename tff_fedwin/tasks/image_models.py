@@ -22,17 +22,11 @@ from collections.abc import Sequence
 import tensorflow as tf
 
 from tff_fedwin import checks
+from tff_fedwin import choices
 from tff_fedwin.tasks import emnist
 from tff_fedwin.tasks import resnet_gn
 
-IMAGE_MODELS = (
-    'cnn',
-    'cnn_dropout',
-    'leaf_cnn',
-    'ima_cnn',
-    'resnet18_gn',
-    'resnet20_gn',
-)
+IMAGE_MODELS = choices.IMAGE_MODELS
 DEFAULT_IMAGE_MODEL = 'cnn'
 # The smallest height and width each convolutional model takes (see
 # `check_image_model`); `cnn` takes any size.

@@ -31,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_fedwin import choices
 from tff_fedwin.data import leaf as leaf_data
 from tff_fedwin.data import partition as partition_lib
 from tff_fedwin.data import shakespeare as shakespeare_data
@@ -46,24 +47,17 @@ Task = task_lib.Task
 DataUnavailableError = tff_baselines.DataUnavailableError
 STACKOVERFLOW_VOCAB_SIZE = tff_baselines.STACKOVERFLOW_VOCAB_SIZE
 
-TASKS = (
-    'mnist',
-    'npz',
-    'leaf',
-    'text',
-    'emnist',
-    'shakespeare',
-    'stackoverflow',
-)
+# The choices live in `tff_fedwin.choices` (checked before TensorFlow loads).
+TASKS = choices.TASKS
 # `leaf`: what the LEAF directory holds; 'auto' recognizes it from the data.
-LEAF_KINDS = ('auto', *leaf_data.SUPPORTED_KINDS)
+LEAF_KINDS = choices.LEAF_KINDS
 # `text`: next-word or next-character prediction.
-TEXT_LEVELS = ('word', 'char')
+TEXT_LEVELS = choices.TEXT_LEVELS
 IMAGE_MODELS = image_models.IMAGE_MODELS
 # What a task evaluates on; 'validation' is `mnist`'s only.
 EVAL_SPLITS = sources.MNIST_HELD_OUT_SPLITS
 # Tasks whose labels are one class per example (WSM's class proportions).
-CLASSIFICATION_TASKS = ('mnist', 'npz', 'leaf', 'emnist')
+CLASSIFICATION_TASKS = choices.CLASSIFICATION_TASKS
 
 
 # The small CNN of `mnist` and `npz` (`--model=cnn`), by its old name.

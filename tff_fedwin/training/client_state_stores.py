@@ -19,11 +19,12 @@ from collections.abc import Collection, Sequence
 from typing import Any, Optional, Protocol
 
 from tff_fedwin import checks
+from tff_fedwin import choices
 from tff_fedwin.training import client_state_spec
 from tff_fedwin.training import client_states as client_states_lib
 from tff_fedwin.training import disk_client_states
 
-KINDS = ('auto', 'memory', 'disk')
+KINDS = choices.CLIENT_STATE_KINDS
 # 1 GiB: e.g. 220 SCAFFOLD clients of the 1.2M-parameter EMNIST CNN.
 AUTO_DISK_BYTES = 2**30
 DEFAULT_DISK_SUBDIR = 'client_states'

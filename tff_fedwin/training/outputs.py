@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from tff_fedwin import checks
 from tff_fedwin.training import client_states
 
 CHECKPOINT_DIR = 'checkpoints'
@@ -39,15 +40,8 @@ GLOBAL_PREFIX = 'global'
 EXTRA_WINDOW_PREFIX = re.compile(r'window_([1-9][0-9]*)')
 
 
-def is_directory_name(name: Any) -> bool:
-  """Whether `name` is one non-empty directory name (no path separators)."""
-  return (
-      isinstance(name, str)
-      and bool(name)
-      and name not in ('.', '..')
-      and os.sep not in name
-      and not (os.altsep and os.altsep in name)
-  )
+# One directory name, no path separators (`checks`, for the flag checks).
+is_directory_name = checks.is_directory_name
 
 
 class RunPaths:

@@ -1,0 +1,45 @@
+"""The names each choice flag accepts, importable without TensorFlow.
+
+One home for the choices that `scripts/run_experiment.py` checks before it
+imports TensorFlow (`tff_fedwin.experiments.config.validate_config`); the
+modules that implement them (`tasks.registry`, `tasks.image_models`,
+`data.leaf`, `data.sources`, `algorithms.client_training`,
+`aggregators.window_math`, `training.client_state_stores`) take them from here.
+Like `checks`, a leaf every package may import.
+"""
+
+# --task: the tasks of `tff_fedwin.tasks.registry`.
+TASKS = (
+    'mnist',
+    'npz',
+    'leaf',
+    'text',
+    'emnist',
+    'shakespeare',
+    'stackoverflow',
+)
+# Tasks whose labels are one class per example (WSM's class proportions).
+CLASSIFICATION_TASKS = ('mnist', 'npz', 'leaf', 'emnist')
+# The LEAF datasets `tff_fedwin.data.leaf` reads.
+LEAF_DATA_KINDS = ('femnist', 'shakespeare')
+# --leaf_kind: what the LEAF directory holds; 'auto' recognizes it.
+LEAF_KINDS = ('auto', *LEAF_DATA_KINDS)
+# --text_level: next-word or next-character prediction.
+TEXT_LEVELS = ('word', 'char')
+# --model (besides 'auto'): `tff_fedwin.tasks.image_models`.
+IMAGE_MODELS = (
+    'cnn',
+    'cnn_dropout',
+    'leaf_cnn',
+    'ima_cnn',
+    'resnet18_gn',
+    'resnet20_gn',
+)
+# --eval_split: MNIST's held-out splits ('validation' is `mnist`'s only).
+MNIST_HELD_OUT_SPLITS = ('test', 'validation')
+# --client_loss: plain cross-entropy or WSM's re-weighted softmax.
+CLIENT_LOSSES = ('ce', 'wsm')
+# --window_mode: 'evaluate' (WiMA), 'broadcast' (IMA).
+WINDOW_MODES = ('evaluate', 'broadcast')
+# --client_states: where SCAFFOLD's per-client states live.
+CLIENT_STATE_KINDS = ('auto', 'memory', 'disk')
