@@ -3,14 +3,20 @@
 Shared by the tests that start the script as a subprocess (run directories,
 workers on other hosts): the command line from flag values, the environment
 without the test session's quiet-log settings, and metrics.csv's rows without
-the time columns.
+the time columns; and the same flags run in this process
+(`run_in_process`), for the runs whose only check is their numbers (the
+uninterrupted references the subprocess cases compare against).
 """
 
 import csv
 import os
 import subprocess
 import sys
+from typing import Any
 
+import attrs
+
+from tff_fedwin import experiments
 from tff_fedwin import log_levels
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -65,3 +71,40 @@ def rows(run_dir: str) -> list[dict[str, str]]:
         {k: v for k, v in row.items() if not k.endswith('_seconds')}
         for row in csv.DictReader(f)
     ]
+
+
+def _flag_value(default: Any, text: str) -> Any:
+  """`text` as the type of the `ExperimentConfig` field's `default`."""
+  if isinstance(default, bool):
+    return {'true': True, 'false': False}[text.lower()]
+  if isinstance(default, (int, float)):
+    return type(default)(text)
+  return text  # str, or None for an optional path.
+
+
+def config_from_args(args: list[str]) -> experiments.ExperimentConfig:
+  """The `ExperimentConfig` that `run_experiment.py args` runs.
+
+  Args:
+    args: `--name=value` strings (`--noname` for a false boolean).
+  """
+  defaults = experiments.ExperimentConfig()
+  values = {}
+  for arg in args:
+    name, has_value, text = arg[2:].partition('=')
+    if not has_value and name.startswith('no'):
+      name, text = name[2:], 'false'
+    elif not has_value:
+      text = 'true'
+    values[name] = _flag_value(getattr(defaults, name), text)
+  return attrs.evolve(defaults, **values)
+
+
+def run_in_process(args: list[str]) -> dict[str, Any]:
+  """Runs `run_experiment.py args` in this process; its summary.
+
+  For a run whose only check is its outputs: the same `run_experiment` as
+  the script's `main`, without the interpreter and TensorFlow start of a
+  subprocess (it starts its own TFF worker, as the script does).
+  """
+  return experiments.run_experiment(config_from_args(args))

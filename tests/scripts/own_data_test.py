@@ -1,7 +1,7 @@
 """One's own data through scripts/run_experiment.py: each format learns.
 
-One run per format, as a user starts it (a subprocess): LEAF's FEMNIST- and
-Shakespeare-style JSON (`--task=leaf`) and text as JSONL and CSV
+One run per format, with the script's flags (`run_experiment` in this
+process, `tests/script_runs.py`): LEAF's FEMNIST- and Shakespeare-style JSON (`--task=leaf`) and text as JSONL and CSV
 (`--task=text`, word and character level). Each fixture is written here with
 a structure a model can learn (the next token follows from the previous
 one; an image's class from where its bright block is), and each run must end
@@ -14,16 +14,12 @@ import collections
 import csv
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
+from tests import script_runs
 from tests.data import leaf_fixtures
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
-_SCRIPT = os.path.join(_ROOT, 'scripts', 'run_experiment.py')
 
 # The text fixture: each text walks this cycle from a seeded start, so every
 # word but the first is determined by the one before it.
@@ -43,23 +39,16 @@ def _run(tmp_path, name, *flags):
 
 
 def _rows(tmp_path, name, *flags):
-  """Runs the script; returns metrics.csv's rows (column -> float)."""
-  result = subprocess.run(
-      [
-          sys.executable,
-          _SCRIPT,
-          f'--root_output_dir={tmp_path}',
-          f'--experiment_name={name}',
-          *flags,
-      ],
-      capture_output=True,
-      text=True,
-      timeout=600,
-      check=False,
+  """Runs the script's `run_experiment` in this process (what a run shows
+  here is its metrics; the script's own process, exit code and lines are
+  tested in run_experiment_cli_test.py); returns metrics.csv's rows (column
+  -> float)."""
+  summary = script_runs.run_in_process(
+      [f'--root_output_dir={tmp_path}', f'--experiment_name={name}', *flags]
   )
-  assert result.returncode == 0, result.stderr[-3000:]
   with open(os.path.join(tmp_path, name, 'metrics.csv')) as f:
     rows = list(csv.DictReader(f))
+  assert summary['rounds_in_csv'] == len(rows), summary
   return [{k: float(v) for k, v in row.items() if v} for row in rows]
 
 
