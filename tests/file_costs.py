@@ -202,10 +202,12 @@ _COSTS_KEY = pytest.StashKey()
 
 
 def pytest_configure(config):
+  """Counts in the processes that run tests: xdist's workers, or a serial run."""
   path = config.getoption('--file-costs')
-  if path and hasattr(config, 'workerinput'):
-    config.stash[_COSTS_KEY] = _Costs(os.path.abspath(path))
-  elif path and config.getoption('numprocesses', None) in (None, 0):
+  runs_tests = hasattr(config, 'workerinput') or not config.getoption(
+      'numprocesses', None
+  )
+  if path and runs_tests:
     config.stash[_COSTS_KEY] = _Costs(os.path.abspath(path))
 
 
