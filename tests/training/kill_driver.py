@@ -1,8 +1,13 @@
 """A SCAFFOLD + WiMA run of tests/softmax_task.py that can SIGKILL itself.
 
-Run by tests/training/loop_kill_test.py as a subprocess:
+Run by tests/training/loop_kill_test.py as a subprocess for the run that is
+killed:
 
   python -m tests.training.kill_driver OUTPUT_DIR KIND KILL_AT
+
+and in the test's own process (`run`, on the test session's TFF worker) for
+the uninterrupted reference runs and for the resumes, which only need to
+end where the uninterrupted run ends.
 
 KIND is the client-state store, `memory` or `disk`, with the window in the
 process state, or `program`: in-memory client states and the window kept by
@@ -18,6 +23,8 @@ to `events.json` and the final model and every client's state to
 """
 
 import asyncio
+import contextlib
+import functools
 import json
 import os
 import shutil
@@ -66,11 +73,14 @@ def _path_of_fd(fd):
     return '?'
 
 
-def _instrument(events: _Events) -> None:
-  """Wraps the file steps so that each one is an event first."""
+@contextlib.contextmanager
+def _instrumented(events: _Events):
+  """Wraps the file steps so that each one is an event first; restores them."""
+  originals = []
 
   def wrap(owner, name, describe):
     original = getattr(owner, name)
+    originals.append((owner, name, original))
 
     def wrapped(*args, **kwargs):
       events(f'{name} {describe(*args)}')
@@ -79,14 +89,31 @@ def _instrument(events: _Events) -> None:
     setattr(owner, name, wrapped)
 
   base = lambda *a: os.path.basename(os.fspath(a[0]))
-  wrap(os, 'fsync', lambda fd, *_: _path_of_fd(fd))
-  wrap(os, 'pwrite', lambda fd, *_: _path_of_fd(fd))
-  wrap(os, 'rename', base)
-  wrap(os, 'replace', base)
-  wrap(os, 'remove', base)
-  wrap(os, 'truncate', base)
-  wrap(shutil, 'rmtree', base)
-  wrap(tf.io.gfile, 'rename', base)
+  try:
+    wrap(os, 'fsync', lambda fd, *_: _path_of_fd(fd))
+    wrap(os, 'pwrite', lambda fd, *_: _path_of_fd(fd))
+    wrap(os, 'rename', base)
+    wrap(os, 'replace', base)
+    wrap(os, 'remove', base)
+    wrap(os, 'truncate', base)
+    wrap(shutil, 'rmtree', base)
+    wrap(tf.io.gfile, 'rename', base)
+    yield
+  finally:
+    for owner, name, original in reversed(originals):
+      setattr(owner, name, original)
+
+
+@functools.cache
+def _scaffold_process(window_size, files: bool):
+  """One SCAFFOLD process per configuration in a process (built once)."""
+  return scaffold.build_scaffold(
+      task.model_fn,
+      client_learning_rate=0.2,
+      total_clients=task.NUM_CLIENTS,
+      window_size=window_size,
+      client_state_transfer='files' if files else 'values',
+  )
 
 
 class _Runner(runners.ScaffoldRunner):
@@ -100,13 +127,7 @@ class _Runner(runners.ScaffoldRunner):
       server_state_dir=None,
   ):
     super().__init__(
-        scaffold.build_scaffold(
-            task.model_fn,
-            client_learning_rate=0.2,
-            total_clients=task.NUM_CLIENTS,
-            window_size=window_size,
-            client_state_transfer='files' if state_files_dir else 'values',
-        ),
+        _scaffold_process(window_size, bool(state_files_dir)),
         scaffold.initial_client_state(task.model_fn),
         state_files_dir=state_files_dir,
         server_state_dir=server_state_dir,
@@ -203,14 +224,18 @@ def _write_final(output_dir, runner, client_states, kind):
   np.savez(os.path.join(output_dir, 'final.npz'), **arrays)
 
 
-def main(output_dir: str, kind: str, kill_at: int) -> None:
+def run(output_dir: str, kind: str, kill_at: int = -1) -> list[str]:
+  """Runs (or resumes) the run in the current TFF context; its events.
+
+  With `kill_at` >= 0 this process is SIGKILLed before event `kill_at`
+  (only for a process of its own: `main`). At the end the final models and
+  client states are in `output_dir/final.npz`, the events in
+  `output_dir/events.json`; the file steps are restored on return.
+  """
   events = _Events(kill_at)
   client_states = _client_states(kind)
-  with runtime.local_execution_context(
-      log_dir=os.path.join(output_dir, 'workers')
-  ):
-    runner = _build_runner(events, kind, output_dir)
-    _instrument(events)
+  runner = _build_runner(events, kind, output_dir)
+  with _instrumented(events):
     training.run_training(
         runner,
         train_client_data=task.CLIENT_DATA,
@@ -228,6 +253,14 @@ def main(output_dir: str, kind: str, kill_at: int) -> None:
     _write_final(output_dir, runner, client_states, kind)
   with open(os.path.join(output_dir, 'events.json'), 'w') as f:
     json.dump(events.names, f)
+  return events.names
+
+
+def main(output_dir: str, kind: str, kill_at: int) -> None:
+  with runtime.local_execution_context(
+      log_dir=os.path.join(output_dir, 'workers')
+  ):
+    run(output_dir, kind, kill_at)
 
 
 if __name__ == '__main__':

@@ -8,6 +8,12 @@ just before one file step of a checkpoint or one step of a round, then runs
 it again to the end, and compares the final global and window models, every
 client's state and the metrics rows with an uninterrupted run, exactly.
 
+Only the killed run needs a process of its own: the uninterrupted run (one
+per kind, shared by its cases) and each resume run in this process
+(`kill_driver.run`), on the test session's TFF worker, as a rerun by the
+user would run in a new process on a new worker: nothing but the files on
+disk passes from the killed run to the resume.
+
 Kill points are named by the events of the uninterrupted run (the driver's
 docstring): a tuple of patterns, each matched at or after the previous
 match; the kill comes just before the last one's event.
@@ -23,6 +29,8 @@ import sys
 
 import numpy as np
 import pytest
+
+from tests.training import kill_driver
 
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 _R3 = ('round', 'round', 'round')  # The start of round 3.
@@ -95,6 +103,23 @@ def _kill_index(events, patterns):
   return found
 
 
+def _rounds_to_rerun(events, kill_at):
+  """Rounds the resume runs: those after the newest checkpoint whose
+  manifest (the last file of a version) was in place before the kill.
+
+  Checkpoints are written at round 0, every ROUNDS_PER_CHECKPOINT rounds and
+  at the last round (0, 2, 4, 5), in that order.
+  """
+  total = kill_driver.TOTAL_ROUNDS
+  checkpoint_rounds = list(
+      range(0, total, kill_driver.ROUNDS_PER_CHECKPOINT)
+  ) + [total]
+  written = sum(
+      1 for e in events[:kill_at] if e.startswith('replace .fedwin_manifest')
+  )
+  return total - checkpoint_rounds[written - 1]
+
+
 def _rows(output_dir):
   with open(os.path.join(output_dir, 'exp', 'metrics.csv')) as f:
     return [
@@ -111,10 +136,9 @@ def uninterrupted(tmp_path_factory):
   def get(kind):
     if kind not in runs:
       output_dir = tmp_path_factory.mktemp(f'uninterrupted_{kind}')
-      result = _drive(output_dir, kind, -1)
-      assert result.returncode == 0, result.stderr[-3000:]
+      events = kill_driver.run(str(output_dir), kind)
       with open(os.path.join(output_dir, 'events.json')) as f:
-        events = json.load(f)
+        assert json.load(f) == events
       with np.load(os.path.join(output_dir, 'final.npz')) as final:
         arrays = dict(final)
       runs[kind] = (events, arrays, _rows(output_dir))
@@ -134,9 +158,9 @@ def test_sigkilled_run_resumes_to_the_uninterrupted_result(
   assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
   assert not os.path.exists(tmp_path / 'final.npz')
 
-  resumed = _drive(tmp_path, kind, -1)
+  resumed_events = kill_driver.run(str(tmp_path), kind)
 
-  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  assert resumed_events.count('round') == _rounds_to_rerun(events, kill_at)
   with np.load(tmp_path / 'final.npz') as final:
     assert sorted(final) == sorted(expected)
     for key in expected:
