@@ -30,9 +30,10 @@ log_levels.quiet_native_logs(sys.argv)  # Before TensorFlow is imported.
 from absl import app
 from absl import flags
 
-# Without TensorFlow: the flags and their checks (`validate_config`) come first,
-# so a bad flag is refused in about a second; `experiments.run_experiment`
-# imports TensorFlow and TFF on first use.
+# Without TensorFlow: the flags and their checks (`validate_config`), then the
+# data files (`read_data_files`) come first, so a bad flag or file is refused in
+# about a second; `experiments.run_experiment` imports TensorFlow and TFF on
+# first use.
 from tff_fedwin import experiments
 
 # pylint: enable=g-import-not-at-top,wrong-import-position
@@ -343,6 +344,7 @@ def main(argv):
     experiments.validate_config(config)
   except ValueError as e:
     raise app.UsageError(str(e)) from e
+  experiments.read_data_files(config)  # Still without TensorFlow.
   from tff_fedwin.reporting import summary_text  # pylint: disable=g-import-not-at-top
 
   summary = experiments.run_experiment(config)
@@ -370,10 +372,18 @@ def _main_with_one_line_errors(argv):
         f'{os.path.basename(argv[0])}: {e}\n'
         'Pass --helpshort or --helpfull to see help on flags.'
     )
-  except experiments.USER_ERRORS as e:
-    if verbose:
+  except Exception as e:  # pylint: disable=broad-except
+    if verbose or not _is_user_error(e):
       raise
     sys.exit(f'{os.path.basename(argv[0])}: {e}')
+
+
+def _is_user_error(error: Exception) -> bool:
+  # A data file's error comes before TensorFlow is imported; reading
+  # `USER_ERRORS` would import it (and take seconds) just to compare.
+  return isinstance(error, experiments.InputDataError) or isinstance(
+      error, experiments.USER_ERRORS
+  )
 
 
 if __name__ == '__main__':

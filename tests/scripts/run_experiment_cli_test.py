@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from tff_fedwin import log_levels
@@ -167,6 +168,18 @@ finally:
 """
 
 
+def _run_probed(*args):
+  """The script with `args` under `_HEAVY_MODULES_PROBE`."""
+  return subprocess.run(
+      [sys.executable, '-c', _HEAVY_MODULES_PROBE, _SCRIPT, *args],
+      capture_output=True,
+      text=True,
+      timeout=120,
+      check=False,
+      cwd=_ROOT,
+  )
+
+
 @pytest.mark.parametrize(
     'args, first_line',
     [
@@ -195,14 +208,42 @@ finally:
 def test_bad_flags_are_refused_before_tensorflow_is_imported(
     tmp_path, args, first_line
 ):
-  result = subprocess.run(
-      [sys.executable, '-c', _HEAVY_MODULES_PROBE, _SCRIPT, *args],
-      capture_output=True,
-      text=True,
-      timeout=120,
-      check=False,
-      cwd=_ROOT,
-  )
+  result = _run_probed(*args)
   assert result.returncode == 1
   assert result.stderr.splitlines()[0].startswith(first_line), result.stderr
   assert result.stdout == '[]\n'
+
+
+def _bad_data_file(tmp_path, kind):
+  """Flags naming a malformed data file of `kind`, and its one-line error."""
+  if kind == 'npz':
+    path = tmp_path / 'no_test.npz'
+    np.savez(path, x_train=np.zeros((4, 2)), y_train=np.zeros(4, int))
+    return [f'--data_npz={path}'], (
+        f'{path} lacks the array(s) x_test, y_test; a data file needs '
+        'x_train, y_train, x_test, y_test.'
+    )
+  if kind == 'leaf':
+    (tmp_path / 'leaf' / 'train').mkdir(parents=True)
+    (tmp_path / 'leaf' / 'test').mkdir()
+    return [
+        f'--data_dir={tmp_path / "leaf"}',
+        f'--cache_dir={tmp_path / "cache"}',
+    ], f'{tmp_path / "leaf" / "train"}: holds no .json file'
+  path = tmp_path / 'data.jsonl'
+  path.write_text('{"client_id": "a"}\n')
+  return [f'--data_jsonl={path}'], f'{path}, line 1: missing field "text".'
+
+
+@pytest.mark.parametrize('task', ['npz', 'leaf', 'text'])
+def test_bad_data_files_are_refused_before_tensorflow_is_imported(
+    tmp_path, task
+):
+  flags, message = _bad_data_file(tmp_path, task)
+  result = _run_probed(
+      f'--task={task}', *flags, f'--root_output_dir={tmp_path / "out"}'
+  )
+  assert result.returncode == 1
+  assert result.stderr.splitlines() == [f'run_experiment.py: {message}']
+  assert result.stdout == "['numpy']\n"  # Read by numpy, without TensorFlow.
+  assert not (tmp_path / 'out').exists()

@@ -1,15 +1,15 @@
 """The composition root: an experiment from its configuration to its summary.
 
-The configuration and its checks (`config`, `worker_flags`) import without
-TensorFlow, so `scripts/run_experiment.py` refuses a bad flag before the heavy
-imports; the names that need TensorFlow and TFF (`run_experiment`, the runner
+The configuration and its checks (`config`, `worker_flags`, and `data_files`
+on first use) import without TensorFlow, so `scripts/run_experiment.py`
+refuses a bad flag or data file before the heavy imports; the names that need TensorFlow and TFF (`run_experiment`, the runner
 registry, the execution context, `USER_ERRORS`, ...) are imported on first use
 (PEP 562 `__getattr__`).
 """
 
-import importlib
 import typing
 
+from tff_fedwin import lazy_names
 from tff_fedwin.experiments.config import ALGORITHMS
 from tff_fedwin.experiments.config import CLIENT_DATA_TRANSFERS
 from tff_fedwin.experiments.config import CLIENT_LOSSES
@@ -33,6 +33,7 @@ from tff_fedwin.experiments.worker_flags import parse_workers
 
 if typing.TYPE_CHECKING:  # The names imported on first use, for type checkers.
   from tff_fedwin.experiments.context import execution_context
+  from tff_fedwin.experiments.data_files import read_data_files
   from tff_fedwin.experiments.registry import build_runner
   from tff_fedwin.experiments.registry import RUNNER_BUILDERS
   from tff_fedwin.experiments.run import run_experiment
@@ -42,8 +43,10 @@ if typing.TYPE_CHECKING:  # The names imported on first use, for type checkers.
   from tff_fedwin.experiments.user_errors import USER_ERRORS
   from tff_fedwin.training.run_lock import RunDirectoryLockedError
 
-# name -> the module that defines it; imported on first use (TensorFlow).
+# name -> the module that defines it; imported on first use (TensorFlow and
+# TFF; numpy for `read_data_files`, so a bad flag needs neither).
 _HEAVY = {
+    'read_data_files': 'tff_fedwin.experiments.data_files',
     'USER_ERRORS': 'tff_fedwin.experiments.user_errors',
     'execution_context': 'tff_fedwin.experiments.context',
     'build_runner': 'tff_fedwin.experiments.registry',
@@ -56,13 +59,4 @@ _HEAVY = {
 }
 
 
-def __getattr__(name):
-  if name not in _HEAVY:
-    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
-  value = getattr(importlib.import_module(_HEAVY[name]), name)
-  globals()[name] = value
-  return value
-
-
-def __dir__():
-  return sorted([*globals(), *_HEAVY])
+__getattr__, __dir__ = lazy_names.module_hooks(__name__, _HEAVY, globals())

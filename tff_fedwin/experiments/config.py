@@ -7,6 +7,7 @@ without TensorFlow: `scripts/run_experiment.py` runs `validate_config` before
 its heavy imports, so a bad flag is refused in about a second.
 """
 
+import contextlib
 from typing import Optional
 
 import attrs
@@ -67,6 +68,15 @@ class InputDataError(ValueError):
 
   The message names the file and array, or the flag that does not fit the data.
   """
+
+
+@contextlib.contextmanager
+def as_input_data_error():
+  """Re-raises a ValueError of the block (the data's checks) as InputDataError."""
+  try:
+    yield
+  except ValueError as e:
+    raise InputDataError(str(e)) from e
 
 
 @attrs.frozen

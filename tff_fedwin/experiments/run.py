@@ -22,29 +22,28 @@ from tff_fedwin.training import run_lock
 def create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
   """The task of `config`; its data errors name the file or the flags."""
   try:
-    task = tasks_registry.create_task(
-        config.task,
-        batch_size=config.client_batch_size,
-        epochs=config.client_epochs,
-        seed=config.seed,
-        num_clients=config.num_clients,
-        dirichlet_alpha=config.dirichlet_alpha,
-        data_npz=config.data_npz,
-        data_dir=config.data_dir,
-        leaf_kind=config.leaf_kind,
-        data_jsonl=config.data_jsonl,
-        text_level=config.text_level,
-        vocab_size=config.vocab_size,
-        sequence_length=config.sequence_length,
-        test_fraction=config.test_fraction,
-        model=config.model,
-        cache_dir=config.cache_dir,
-        use_synthetic_data=config.use_synthetic_data,
-        scale_integer_features=config.scale_integer_features,
-        eval_split=config.eval_split,
-    )
-  except ValueError as e:
-    raise config_lib.InputDataError(str(e)) from e
+    with config_lib.as_input_data_error():
+      task = tasks_registry.create_task(
+          config.task,
+          batch_size=config.client_batch_size,
+          epochs=config.client_epochs,
+          seed=config.seed,
+          num_clients=config.num_clients,
+          dirichlet_alpha=config.dirichlet_alpha,
+          data_npz=config.data_npz,
+          data_dir=config.data_dir,
+          leaf_kind=config.leaf_kind,
+          data_jsonl=config.data_jsonl,
+          text_level=config.text_level,
+          vocab_size=config.vocab_size,
+          sequence_length=config.sequence_length,
+          test_fraction=config.test_fraction,
+          model=config.model,
+          cache_dir=config.cache_dir,
+          use_synthetic_data=config.use_synthetic_data,
+          scale_integer_features=config.scale_integer_features,
+          eval_split=config.eval_split,
+      )
   except tasks_registry.DataUnavailableError as e:
     raise tasks_registry.DataUnavailableError(
         f'{e} (flags: --cache_dir, --use_synthetic_data)'

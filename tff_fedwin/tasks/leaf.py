@@ -39,6 +39,7 @@ from tff_fedwin.data import from_ids
 from tff_fedwin.data import leaf as leaf_data
 from tff_fedwin.data import leaf_cache
 from tff_fedwin.data import leaf_client_data
+from tff_fedwin.data import preloaded
 from tff_fedwin.tasks import image_models
 from tff_fedwin.tasks import shakespeare as shakespeare_lib
 from tff_fedwin.tasks import task as task_lib
@@ -77,7 +78,7 @@ def check_leaf_dir(
       given for Shakespeare-style data.
     image_models.ImageModelError: If `model` is not an image model.
   """
-  cache = leaf_cache.load_leaf_cache(data_dir, kind, cache_dir)
+  cache = preloaded.take(leaf_cache.load_leaf_cache, data_dir, kind, cache_dir)
   if cache.kind == 'femnist':
     image_models.check_image_model(_femnist_model(model), FEMNIST_INPUT_SHAPE)
   elif model not in (None, 'auto'):

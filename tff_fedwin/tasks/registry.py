@@ -24,7 +24,6 @@ tuning hyperparameters without the test set.
 """
 
 import collections
-import os
 from typing import Optional
 
 import numpy as np
@@ -34,8 +33,10 @@ import tensorflow_federated as tff
 from tff_fedwin import choices
 from tff_fedwin.data import leaf as leaf_data
 from tff_fedwin.data import partition as partition_lib
+from tff_fedwin.data import preloaded
 from tff_fedwin.data import shakespeare as shakespeare_data
 from tff_fedwin.data import sources
+from tff_fedwin.tasks import data_files
 from tff_fedwin.tasks import image_models
 from tff_fedwin.tasks import leaf as leaf_lib
 from tff_fedwin.tasks import shakespeare as shakespeare_lib
@@ -236,8 +237,10 @@ def create_task(
   if name == 'npz':
     if not data_npz:
       raise ValueError('`data_npz` (a .npz path) is required for task npz.')
-    arrays = sources.load_npz(
-        data_npz, scale_integer_features=scale_integer_features
+    arrays = preloaded.take(
+        sources.load_npz,
+        data_npz,
+        scale_integer_features=scale_integer_features,
     )
     return _array_task(
         'npz',
@@ -261,7 +264,7 @@ def create_task(
         batch_size=batch_size,
         epochs=epochs,
         seed=seed,
-        cache_dir=os.path.join(cache_dir, 'leaf') if cache_dir else None,
+        cache_dir=data_files.leaf_cache_dir(cache_dir),
     )
   if name == 'text':
     if not data_jsonl:

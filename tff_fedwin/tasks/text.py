@@ -26,6 +26,7 @@ import tensorflow_federated as tff
 
 from tff_fedwin import checks
 from tff_fedwin.data import partition
+from tff_fedwin.data import preloaded
 from tff_fedwin.data import text_records
 from tff_fedwin.data import text_vocab
 from tff_fedwin.tasks import shakespeare as shakespeare_lib
@@ -179,7 +180,7 @@ def load_text_data(
   text_vocab.check_level(level)
   checks.check_int('vocab_size', vocab_size, minimum=1)
   checks.check_int('sequence_length', sequence_length, minimum=1)
-  splits = text_records.load_text_splits(path, test_fraction)
+  splits = preloaded.take(text_records.load_text_splits, path, test_fraction)
   train_texts = [t for c in splits.client_ids for t in splits.train[c]]
   try:
     vocab = text_vocab.build_vocabulary(

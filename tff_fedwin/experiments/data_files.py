@@ -1,0 +1,33 @@
+"""An experiment's data files, read and checked before TensorFlow is imported.
+
+`scripts/run_experiment.py` calls `read_data_files` after `validate_config`
+and before anything imports TensorFlow: a missing or malformed `--data_npz`,
+`--data_dir` (LEAF) or `--data_jsonl` file is refused in one line in about a
+second, and `run_experiment` then builds the task from what was read
+(`tff_fedwin.tasks.data_files`) instead of reading it again.
+"""
+
+from tff_fedwin.experiments import config as config_lib
+from tff_fedwin.tasks import data_files
+
+
+def read_data_files(config: config_lib.ExperimentConfig) -> None:
+  """Reads and checks `config`'s data files, if its task has any.
+
+  Args:
+    config: A config that passed `validate_config`.
+
+  Raises:
+    InputDataError: The file's one-line error (it names the file).
+  """
+  with config_lib.as_input_data_error():
+    data_files.read_data_files(
+        config.task,
+        data_npz=config.data_npz,
+        scale_integer_features=config.scale_integer_features,
+        data_dir=config.data_dir,
+        leaf_kind=config.leaf_kind,
+        cache_dir=config.cache_dir,
+        data_jsonl=config.data_jsonl,
+        test_fraction=config.test_fraction,
+    )
