@@ -23,11 +23,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUN_EXPERIMENT = os.path.join(ROOT, 'scripts', 'run_experiment.py')
 
 
+def flag_args(**flags) -> list[str]:
+  """`['--flag=value', ...]`: the script's arguments (`run_in_process`'s)."""
+  return [f'--{k}={v}' for k, v in flags.items()]
+
+
 def command(**flags) -> list[str]:
   """`python scripts/run_experiment.py --flag=value ...`."""
-  return [sys.executable, RUN_EXPERIMENT] + [
-      f'--{k}={v}' for k, v in flags.items()
-  ]
+  return [sys.executable, RUN_EXPERIMENT] + flag_args(**flags)
 
 
 def env() -> dict[str, str]:

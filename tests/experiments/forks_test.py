@@ -6,6 +6,10 @@ from round 5 with IMA's client lr schedule (0.99^t before t_s). Each target
 is trained twice, forked from the trunk at k and from round 1; every
 metrics.csv value but the times, and the final server state, must be equal
 bit for bit.
+
+The trunks to round 4 (the largest k; rounds 1-4 kept, `CHECKPOINTS_TO_KEEP`)
+are trained once per algorithm for the module (`trunk_runs`); a case forks from
+a copy in its own directory.
 """
 
 import csv
@@ -62,29 +66,75 @@ def _trunk(data_npz, root, **overrides):
   )
 
 
+# The round the shared trunks stop after: the largest k of `TARGETS`.
+TRUNK_ROUNDS = 4
+
+
+def _algorithm_flags(algorithm):
+  return dict(
+      algorithm=algorithm,
+      server_learning_rate=0.01 if algorithm == 'fedadam' else 1.0,
+  )
+
+
+@pytest.fixture(scope='module')
+def trunk_runs(data_npz, tmp_path_factory):
+  """Trunks stopped after `TRUNK_ROUNDS`, one run per algorithm for the module.
+
+  Returns:
+    `copy_to(root, algorithm='fedavg')`: the trunk config under `root`, its
+    run directory a copy of the shared run (the case may change it).
+  """
+  made = {}
+
+  def copy_to(root, algorithm='fedavg'):
+    if algorithm not in made:
+      shared = _trunk(
+          data_npz,
+          tmp_path_factory.mktemp(f'trunk_{algorithm}'),
+          **_algorithm_flags(algorithm),
+      )
+      experiments.run_experiment(shared, stop_after_round=TRUNK_ROUNDS)
+      made[algorithm] = shared
+    trunk = attrs.evolve(made[algorithm], root_output_dir=str(root))
+    shutil.copytree(forks.run_dir(made[algorithm]), forks.run_dir(trunk))
+    return trunk
+
+  return copy_to
+
+
 def _rows(config):
   with open(f'{forks.run_dir(config)}/metrics.csv', newline='') as f:
     rows = list(csv.DictReader(f))
   return [{k: v for k, v in row.items() if k not in TIME_KEYS} for row in rows]
 
 
-def _final_state(config):
-  """The server state of the run's last checkpoint (numpy)."""
-  task = experiments.run.create_task(config)
+def _final_states(*configs):
+  """The server states of the runs' last checkpoints (numpy).
+
+  The runs differ only in their directories: one initial state (built on the
+  session's worker, tests/conftest.py) is the structure of every checkpoint.
+  """
+  task = experiments.run.create_task(configs[0])
   num_clients = len(task.train_data.client_ids)
-  with experiments.execution_context(config.workers, config.worker_bind):
-    initial = experiments.build_runner(config, task, num_clients).initialize()
+  # Only `initialize` runs: no client data bundle is written.
+  initial = experiments.build_runner(
+      attrs.evolve(configs[0], client_data_transfer='values'),
+      task,
+      num_clients,
+  ).initialize()
   identity = checkpoints.RunIdentity(
-      config.seed, config.clients_per_round, num_clients
+      configs[0].seed, configs[0].clients_per_round, num_clients
   )
   with loop.event_loop() as run:
-    return (
+    return [
         checkpoints.Checkpoints(
             f'{forks.run_dir(config)}/checkpoints', identity=identity, run=run
         )
         .load_version(initial, ROUNDS)
         .server_state
-    )
+        for config in configs
+    ]
 
 
 @pytest.mark.parametrize(
@@ -97,20 +147,16 @@ def _final_state(config):
     ],
 )
 def test_forked_run_ends_as_a_run_from_round_one(
-    data_npz, tmp_path, algorithm, target
+    trunk_runs, tmp_path, algorithm, target
 ):
   overrides, k = TARGETS[target]
-  trunk = _trunk(
-      data_npz,
-      tmp_path / 'forked',
-      algorithm=algorithm,
-      server_learning_rate=0.01 if algorithm == 'fedadam' else 1.0,
-  )
+  # Stopped after round 4 >= k, round k kept.
+  trunk = trunk_runs(tmp_path / 'forked', algorithm)
+  assert k in training.kept_rounds(forks.run_dir(trunk))
   forked = attrs.evolve(trunk, experiment_name=target, **overrides)
   alone = attrs.evolve(forked, root_output_dir=str(tmp_path / 'alone'))
   assert forks.fork_round(trunk, forked) == k
 
-  experiments.run_experiment(trunk, stop_after_round=k)
   forks.fork_config_run(trunk, forked, k)
   assert training.forked_from_round(forks.run_dir(forked)) == k
   summary = experiments.run_experiment(forked)
@@ -119,7 +165,7 @@ def test_forked_run_ends_as_a_run_from_round_one(
   assert summary['resumed_from_round'] == k
   assert _rows(forked) == _rows(alone)
   assert len(_rows(forked)) == ROUNDS
-  got, want = _final_state(forked), _final_state(alone)
+  got, want = _final_states(forked, alone)
   tf.nest.assert_same_structure(got, want)
   for a, b in zip(tf.nest.flatten(got), tf.nest.flatten(want)):
     np.testing.assert_array_equal(a, b, strict=True)
@@ -154,12 +200,11 @@ def test_pending_forks_run_in_order_of_k_and_skip_a_trunk_past_k(
   ]
 
 
-def test_run_from_round_one_is_no_fork(data_npz, tmp_path):
+def test_run_from_round_one_is_no_fork(trunk_runs, tmp_path):
   # A fork killed before its checkpoint left metrics.csv and the marker;
   # --nofork then trains the target from round 1: not a forked run.
-  trunk = _trunk(data_npz, tmp_path)
+  trunk = trunk_runs(tmp_path)  # Stopped after round 4.
   target = attrs.evolve(trunk, experiment_name='target', **NO_WINDOW)
-  experiments.run_experiment(trunk, stop_after_round=4)
   forks.fork_config_run(trunk, target, 4)
   shutil.rmtree(f'{forks.run_dir(target)}/checkpoints')
   summary = experiments.run_experiment(target)
@@ -170,10 +215,9 @@ def test_run_from_round_one_is_no_fork(data_npz, tmp_path):
   ]
 
 
-def test_fork_into_a_started_run_is_refused(data_npz, tmp_path):
-  trunk = _trunk(data_npz, tmp_path)
+def test_fork_into_a_started_run_is_refused(trunk_runs, tmp_path):
+  trunk = trunk_runs(tmp_path)  # Stopped after round 4.
   target = attrs.evolve(trunk, experiment_name='target', **NO_WINDOW)
-  experiments.run_experiment(trunk, stop_after_round=4)
   experiments.run_experiment(target, stop_after_round=1)
   with pytest.raises(FileExistsError, match='has checkpoints'):
     forks.fork_config_run(trunk, target, 4)

@@ -6,26 +6,37 @@ refused at once, the first ends as a lone run), a resume with other flags
 killed by SIGKILL mid-run (one line naming it and the round a rerun resumes
 from; a new worker on its port and the same command finish the run as an
 uninterrupted one). Metrics are compared with the lone run's, every column
-but the times, as the strings metrics.csv holds.
+but the times, as the strings metrics.csv holds. The lone run and the 2-round
+run the resumes start from are checked only by their files: they run in this
+process (`script_runs.run_in_process`, the script's `run_experiment`).
+
+A run is short: the overlaps the cases need are made by a condition, not by
+length. The lock holder is stopped (SIGSTOP) until the second launch is
+refused; the run whose worker is killed is stopped while it dies.
 """
 
 import json
 import os
 import re
 import shutil
+import signal
 import time
 
 import pytest
 
 from tests import script_runs
 from tff_fedwin import runtime
+from tff_fedwin.training import run_lock
 
-# Rounds of a run (0.1-0.3 s each here), checkpointed every 20.
-_ROUNDS = 100
-_EVERY = 20
+# Rounds of a run (0.1-0.3 s each here), checkpointed every 10; the worker is
+# killed after round 25 (a checkpoint behind, many rounds before the end).
+_ROUNDS = 40
+_EVERY = 10
+_KILL_AFTER = 25
 
 
-def _command(data_npz, root, name='run', **overrides):
+def _flags(data_npz, root, name='run', **overrides):
+  """The script's flags (`--name=value`) as a dict."""
   values = dict(
       task='npz',
       data_npz=data_npz,
@@ -39,7 +50,18 @@ def _command(data_npz, root, name='run', **overrides):
       experiment_name=name,
   )
   values.update(overrides)
-  return script_runs.command(**values)
+  return values
+
+
+def _command(data_npz, root, name='run', **overrides):
+  return script_runs.command(**_flags(data_npz, root, name, **overrides))
+
+
+def _run_in_process(data_npz, root, **overrides):
+  """The run of `_command` in this process; its summary."""
+  return script_runs.run_in_process(
+      script_runs.flag_args(**_flags(data_npz, root, **overrides))
+  )
 
 
 _start = script_runs.start
@@ -65,27 +87,14 @@ def _stop(process):
   process.communicate(timeout=60)
 
 
-class _Lone:
-  """The uninterrupted run, started once, in the background, for the module."""
-
-  def __init__(self, command, run_dir):
-    self.run_dir = run_dir
-    self.process = _start(command)
-
-  def rows(self):
-    _, stderr = self.process.communicate(timeout=600)
-    assert self.process.returncode == 0, stderr[-3000:]
-    return _rows(self.run_dir)
-
-
 @pytest.fixture(scope='module')
 def lone(data_npz, tmp_path_factory):
+  """The uninterrupted run's metrics.csv rows (run once, in this process)."""
   root = str(tmp_path_factory.mktemp('lone'))
-  run = _Lone(_command(data_npz, root), os.path.join(root, 'run'))
-  try:
-    yield run
-  finally:
-    _stop(run.process)
+  summary = _run_in_process(data_npz, root)
+  assert summary['resumed_from_round'] is None
+  assert summary['total_rounds'] == _ROUNDS
+  return _rows(os.path.join(root, 'run'))
 
 
 def _first_to_end(processes, timeout_seconds=300):
@@ -99,18 +108,43 @@ def _first_to_end(processes, timeout_seconds=300):
     time.sleep(0.05)
 
 
+def _stop_lock_holder(processes, run_dir, timeout_seconds=300):
+  """SIGSTOPs the process of `processes` that holds `run_dir`, once it does.
+
+  Returns:
+    The stopped process (it keeps the lock; SIGCONT it), or None if one of
+    `processes` exits first.
+  """
+  by_pid = {p.pid: p for p in processes}
+  deadline = time.monotonic() + timeout_seconds
+  while all(p.poll() is None for p in processes):
+    holder = by_pid.get(run_lock.holder_pid(run_dir))
+    if holder is not None:
+      os.kill(holder.pid, signal.SIGSTOP)
+      return holder
+    assert time.monotonic() < deadline, 'timed out'
+    time.sleep(0.02)
+  return None
+
+
 def test_second_launch_is_refused_and_first_ends_as_lone_run(
     data_npz, tmp_path, lone
 ):
-  # Both launched at once: whichever takes the lock first trains (the other
-  # reaches it within a second or two of it, long before 100 rounds end).
+  # Both launched at once: whichever takes the lock first trains; it is
+  # stopped while it holds the lock, until the other one ends (refused).
   command = _command(data_npz, str(tmp_path))
   run_dir = str(tmp_path / 'run')
   launched = [_start(command), _start(command)]
   try:
-    refused = _first_to_end(launched)
-    (holder,) = [p for p in launched if p is not refused]
-    assert holder.poll() is None, 'both ended: nothing was tested'
+    stopped = _stop_lock_holder(launched, run_dir)
+    try:
+      refused = _first_to_end(launched)
+      (holder,) = [p for p in launched if p is not refused]
+      assert holder.poll() is None, 'both ended: nothing was tested'
+      assert stopped in (None, holder)
+    finally:
+      if stopped is not None:
+        os.kill(stopped.pid, signal.SIGCONT)
     stdout, stderr = refused.communicate(timeout=60)
     assert refused.returncode == 1, stderr[-3000:]
     assert stdout == ''
@@ -129,15 +163,15 @@ def test_second_launch_is_refused_and_first_ends_as_lone_run(
   assert [row['round_num'] for row in rows] == [
       str(t) for t in range(1, _ROUNDS + 1)
   ]
-  assert rows == lone.rows()
+  assert rows == lone
 
 
 @pytest.fixture(scope='module')
 def two_rounds(data_npz, tmp_path_factory):
-  """A run of 2 rounds: its root and its files."""
+  """A run of 2 rounds (in this process: only its files are used): its root."""
   root = str(tmp_path_factory.mktemp('two_rounds'))
-  result = _run(_command(data_npz, root, total_rounds=2))
-  assert result.returncode == 0, result.stderr[-3000:]
+  summary = _run_in_process(data_npz, root, total_rounds=2)
+  assert summary['total_rounds'] == 2
   return root
 
 
@@ -183,8 +217,8 @@ def test_longer_total_rounds_resumes(data_npz, two_rounds, tmp_path, lone):
   # The record stays the first start's.
   with open(os.path.join(root, 'run', 'run_config.json')) as f:
     assert json.load(f)['config']['total_rounds'] == 2
-  # Rounds 1-4 of the 300-round lone run: --total_rounds changes no number.
-  assert _rows(os.path.join(root, 'run')) == lone.rows()[:4]
+  # Rounds 1-4 of the longer lone run: --total_rounds changes no number.
+  assert _rows(os.path.join(root, 'run')) == lone[:4]
 
 
 def _rounds_trained(stdout):
@@ -211,8 +245,12 @@ def test_killed_worker_is_one_line_then_a_rerun_finishes(
   run_dir = str(tmp_path / 'run')
   run = _start(command)
   try:
-    printed = _read_until_round(run, 45)
-    workers[0].kill()
+    printed = _read_until_round(run, _KILL_AFTER)
+    os.kill(run.pid, signal.SIGSTOP)  # No round ends until the worker is dead.
+    try:
+      workers[0].kill()
+    finally:
+      os.kill(run.pid, signal.SIGCONT)
     stdout, stderr = run.communicate(timeout=300)
     last = _rounds_trained(''.join(printed) + stdout)[-1]
     kept = [
@@ -247,4 +285,4 @@ def test_killed_worker_is_one_line_then_a_rerun_finishes(
     _stop(run)
     for worker in workers:
       worker.kill()
-  assert _rows(run_dir) == lone.rows()
+  assert _rows(run_dir) == lone
