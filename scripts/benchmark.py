@@ -40,14 +40,14 @@ from tff_fedwin import log_levels
 log_levels.quiet_native_logs(sys.argv)  # Before TensorFlow is imported.
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
-from absl import flags
-import tensorflow_federated as tff
+from collections.abc import Callable
+from typing import Any, NamedTuple, Optional
 
-from tff_fedwin import algorithms
-from tff_fedwin import tasks
-from tff_fedwin.benchmarks import paired
-from tff_fedwin.benchmarks import program_window_rows
-from tff_fedwin.benchmarks import rounds as bench
+from absl import flags
+
+# Without TensorFlow: the flags and their checks (`--rows` included) come
+# first, so a bad flag is refused in about a second; `_import_tensorflow`
+# imports TFF and the row builders once the flags passed.
 from tff_fedwin.benchmarks import row_order
 
 # pylint: enable=g-import-not-at-top,wrong-import-position
@@ -81,29 +81,55 @@ _ROWS = flags.DEFINE_string(
 
 _LR = 0.05
 _BASELINE = 'TFF build_weighted_fed_avg (baseline)'
-_BOUND = bench.BOUND_NAME
+_BOUND = row_order.BOUND_NAME
 _WSM_BOUND = 'bound: same WSM-client arithmetic, one tf.function'
 _SCAFFOLD_BOUND = 'bound: same SCAFFOLD arithmetic, one tf.function'
 _CLASSES = 62  # EMNIST-62.
 
 
-def _rows() -> list[bench.Row]:
-  model_fn = bench.emnist_model_fn
-  sgd = lambda: tff.learning.optimizers.build_sgdm(_LR)
-  baseline = bench.learning_process_row(bench.fed_avg_baseline(_LR))
-  wima = lambda: algorithms.build_fed_win(
-      model_fn, sgd(), window_size=100, window_read_every=10
+# TFF's loop forms (`tff.learning.LoopImplementation`), by name: the rows'
+# names are known before TensorFlow is imported.
+_LOOPS = ('DATASET_ITERATOR', 'DATASET_REDUCE')
+
+
+class _Row(NamedTuple):
+  """A row before TensorFlow is imported: `make()` builds its `run`."""
+
+  name: str
+  make: Callable[[], Any]
+  num_workers: int = 1
+  own_bound: Optional[str] = None
+
+
+def _import_tensorflow():
+  """Imports TFF and the row builders, once the flags passed their checks."""
+  # pylint: disable=g-import-not-at-top,global-statement,redefined-outer-name
+  # pylint: disable=global-variable-undefined
+  global tff, algorithms, tasks, paired, program_window_rows, bench
+  import tensorflow_federated as tff
+
+  from tff_fedwin import algorithms
+  from tff_fedwin import tasks
+  from tff_fedwin.benchmarks import paired
+  from tff_fedwin.benchmarks import program_window_rows
+  from tff_fedwin.benchmarks import rounds as bench
+
+
+def _fed_avg_rows(sgd) -> list[_Row]:
+  """TFF's builder and FedAvg through `build_fed_win`, in TFF's loop forms."""
+  fed_win = lambda **kw: (
+      lambda: algorithms.build_fed_win(bench.emnist_model_fn, sgd(), **kw)
   )
-  wsm = lambda: algorithms.build_fed_win(
-      model_fn, sgd(), client_loss='wsm', num_classes=_CLASSES
-  )
-  rows = [
-      bench.Row(_BASELINE, baseline),
-      bench.Row(
+  return [
+      _Row(
+          _BASELINE,
+          lambda: bench.learning_process_row(bench.fed_avg_baseline(_LR)),
+      ),
+      _Row(
           'TFF build_weighted_fed_avg, loop_implementation=' 'DATASET_ITERATOR',
-          bench.learning_process_row(
+          lambda: bench.learning_process_row(
               lambda: tff.learning.algorithms.build_weighted_fed_avg(
-                  model_fn,
+                  bench.emnist_model_fn,
                   sgd(),
                   loop_implementation=(
                       tff.learning.LoopImplementation.DATASET_ITERATOR
@@ -111,69 +137,80 @@ def _rows() -> list[bench.Row]:
               )
           ),
       ),
-      bench.Row(
+      _Row(
           'FedAvg via build_fed_win',
-          bench.learning_process_row(
-              lambda: algorithms.build_fed_win(model_fn, sgd())
-          ),
+          lambda: bench.learning_process_row(fed_win()),
           own_bound=_BOUND,
       ),
-      bench.Row(
+      _Row(
           'FedAvg via build_fed_win, server state as files',
-          bench.learning_process_row(
-              lambda: algorithms.build_fed_win(model_fn, sgd()),
-              server_state_files=True,
+          lambda: bench.learning_process_row(
+              fed_win(), server_state_files=True
           ),
           own_bound=_BOUND,
       ),
-      bench.Row(
+      _Row(
           'FedAvg via build_fed_win, server state as files, client data by '
           'id (default with local workers)',
-          bench.learning_process_row(
-              lambda: algorithms.build_fed_win(model_fn, sgd()),
-              server_state_files=True,
-              client_data_by_id=True,
+          lambda: bench.learning_process_row(
+              fed_win(), server_state_files=True, client_data_by_id=True
           ),
           own_bound=_BOUND,
       ),
       *(
-          bench.Row(
-              f'FedAvg via build_fed_win, loop_implementation={loop.name}',
-              bench.learning_process_row(
-                  lambda loop=loop: algorithms.build_fed_win(
-                      model_fn, sgd(), loop_implementation=loop
+          _Row(
+              f'FedAvg via build_fed_win, loop_implementation={loop}',
+              lambda loop=loop: bench.learning_process_row(
+                  fed_win(
+                      loop_implementation=(
+                          tff.learning.LoopImplementation[loop]
+                      )
                   )
               ),
           )
-          for loop in tff.learning.LoopImplementation
+          for loop in _LOOPS
       ),
-      bench.Row(
+      _Row(
           _BOUND,
-          bench.bound_row(tasks.create_cnn_dropout_model, _LR),
+          lambda: bench.bound_row(tasks.create_cnn_dropout_model, _LR),
           num_workers=0,
       ),
-      bench.Row(
+      _Row(
           'same client training, plain TensorFlow, `for batch in '
           'dataset` (not a bound)',
-          bench.plain_tensorflow_row(tasks.create_cnn_dropout_model, _LR),
+          lambda: bench.plain_tensorflow_row(
+              tasks.create_cnn_dropout_model, _LR
+          ),
           num_workers=0,
       ),
-      bench.Row(
+  ]
+
+
+def _window_and_wsm_rows(sgd) -> list[_Row]:
+  """WiMA W=100 E=10 (in the state, kept by the program), WSM clients."""
+  wima = lambda: algorithms.build_fed_win(
+      bench.emnist_model_fn, sgd(), window_size=100, window_read_every=10
+  )
+  wsm = lambda: algorithms.build_fed_win(
+      bench.emnist_model_fn, sgd(), client_loss='wsm', num_classes=_CLASSES
+  )
+  return [
+      _Row(
           'build_fed_win WiMA W=100 E=10',
-          bench.learning_process_row(wima),
+          lambda: bench.learning_process_row(wima),
           own_bound=_BOUND,
       ),
-      bench.Row(
+      _Row(
           'build_fed_win WiMA W=100 E=10, server state as files',
-          bench.learning_process_row(wima, server_state_files=True),
+          lambda: bench.learning_process_row(wima, server_state_files=True),
           own_bound=_BOUND,
       ),
-      bench.Row(
+      _Row(
           'build_fed_win WiMA W=100 E=10, window kept by the program, server '
           'state as files, client data by id (the default with local '
           'workers)',
-          program_window_rows.program_window_row(
-              lambda: algorithms.build_fed_win(model_fn, sgd()),
+          lambda: program_window_rows.program_window_row(
+              lambda: algorithms.build_fed_win(bench.emnist_model_fn, sgd()),
               server_state_files=True,
               client_data_by_id=True,
               window_size=100,
@@ -181,26 +218,26 @@ def _rows() -> list[bench.Row]:
           ),
           own_bound=_BOUND,
       ),
-      bench.Row(
+      _Row(
           'build_fed_win WiMA W=100 E=10, 10 rounds per call',
-          bench.multi_round_row(wima, 10),
+          lambda: bench.multi_round_row(wima, 10),
       ),
-      bench.Row(
+      _Row(
           'WSM clients via build_fed_win',
-          bench.learning_process_row(wsm),
+          lambda: bench.learning_process_row(wsm),
           own_bound=_WSM_BOUND,
       ),
-      bench.Row(
+      _Row(
           'WSM clients via build_fed_win, server state as files, client '
           'data by id (default with local workers)',
-          bench.learning_process_row(
+          lambda: bench.learning_process_row(
               wsm, server_state_files=True, client_data_by_id=True
           ),
           own_bound=_WSM_BOUND,
       ),
-      bench.Row(
+      _Row(
           _WSM_BOUND,
-          bench.bound_row(
+          lambda: bench.bound_row(
               tasks.create_cnn_dropout_model,
               _LR,
               client_loss='wsm',
@@ -208,50 +245,59 @@ def _rows() -> list[bench.Row]:
           ),
           num_workers=0,
       ),
-      bench.Row(
+  ]
+
+
+def _scaffold_rows() -> list[_Row]:
+  """SCAFFOLD with its states as values and as files, and its bound."""
+  scaffold = lambda **kw: (
+      lambda: bench.scaffold_row(bench.emnist_model_fn, _LR, **kw)
+  )
+  return [
+      _Row(
           'SCAFFOLD, client states as TFF values',
-          bench.scaffold_row(model_fn, _LR),
+          scaffold(),
           own_bound=_SCAFFOLD_BOUND,
       ),
-      bench.Row(
+      _Row(
           'SCAFFOLD, client states as files',
-          bench.scaffold_row(model_fn, _LR, client_state_transfer='files'),
+          scaffold(client_state_transfer='files'),
           own_bound=_SCAFFOLD_BOUND,
       ),
-      bench.Row(
+      _Row(
           'SCAFFOLD, client and server states as files',
-          bench.scaffold_row(
-              model_fn,
-              _LR,
-              client_state_transfer='files',
-              server_state_files=True,
-          ),
+          scaffold(client_state_transfer='files', server_state_files=True),
           own_bound=_SCAFFOLD_BOUND,
       ),
-      bench.Row(
+      _Row(
           'SCAFFOLD, client and server states as files, client data by id '
           '(default with local workers)',
-          bench.scaffold_row(
-              model_fn,
-              _LR,
+          scaffold(
               client_state_transfer='files',
               server_state_files=True,
               client_data_by_id=True,
           ),
           own_bound=_SCAFFOLD_BOUND,
       ),
-      bench.Row(
+      _Row(
           _SCAFFOLD_BOUND,
-          bench.bound_row(tasks.create_cnn_dropout_model, _LR, scaffold=True),
+          lambda: bench.bound_row(
+              tasks.create_cnn_dropout_model, _LR, scaffold=True
+          ),
           num_workers=0,
       ),
   ]
+
+
+def _rows() -> list[_Row]:
+  """Every row of the table, in order; TFF's baseline first and last."""
+  sgd = lambda: tff.learning.optimizers.build_sgdm(_LR)
+  rows = [*_fed_avg_rows(sgd), *_window_and_wsm_rows(sgd), *_scaffold_rows()]
   for n in (int(w) for w in _WORKERS.value):
     if n > 1:
       rows.append(
-          bench.Row(
-              f'TFF build_weighted_fed_avg on {n} local ' 'workers',
-              baseline,
+          rows[0]._replace(
+              name=f'TFF build_weighted_fed_avg on {n} local ' 'workers',
               num_workers=n,
           )
       )
@@ -259,10 +305,8 @@ def _rows() -> list[bench.Row]:
   return rows
 
 
-def main(argv):
-  """Runs the rows; a bad flag exits with one line naming it."""
-  if len(argv) > 1:
-    sys.exit(f'benchmark.py: unexpected arguments {argv[1:]}.')
+def _checked_rows() -> list[_Row]:
+  """The rows the flags ask for; a bad flag exits with one line naming it."""
   if _ROUNDS.value < 1:
     sys.exit('benchmark.py: --rounds must be >= 1.')
   if _REPEATS.value < 1:
@@ -275,6 +319,18 @@ def main(argv):
       rows = row_order.select(rows, _ROWS.value, (_BASELINE, _BOUND))
     except ValueError as e:
       sys.exit(f'benchmark.py: {e}')
+  return rows
+
+
+def main(argv):
+  """Runs the rows; a bad flag exits with one line, before TFF is imported."""
+  if len(argv) > 1:
+    sys.exit(f'benchmark.py: unexpected arguments {argv[1:]}.')
+  selected = _checked_rows()
+  _import_tensorflow()
+  rows = [
+      bench.Row(r.name, r.make(), r.num_workers, r.own_bound) for r in selected
+  ]
   if _PAIRED.value > 0:
     paired.run_and_report(
         rows,

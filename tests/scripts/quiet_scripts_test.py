@@ -90,6 +90,7 @@ def _benchmark_scale_args(tmp_path):
       '--populations=10',
       '--population_clients_per_round=2',
       '--population_rounds=1',
+      '--warmup_rounds=0',  # A warm-up row of 1 round, not 3.
       '--examples_per_client=2',
       '--batch_size=2',
       f'--output_dir={tmp_path / "scale"}',

@@ -1,7 +1,9 @@
 """Smoke tests of the benchmark and reproduction binaries, run as a user runs them.
 
 Tiny rows (2 clients x 1 step); each script runs in its own process (the two
-define flags of the same names) and must write its markdown table.
+define flags of the same names) and must write its markdown table. The reports
+of finished runs that take the same flags share one run of reproduce_papers.py
+(`shared_report`), each test checking its experiment's section.
 """
 
 import csv
@@ -246,71 +248,51 @@ def test_reproduce_papers_reports_finished_runs(tmp_path):
   ]
 
 
+# The experiments whose finished runs one run of the script reports
+# (`shared_report`), at --total_rounds=_REPORT_ROUNDS; each test checks its
+# experiment's section of the tables, what a run of that experiment alone
+# writes (a report reads each experiment's runs on its own).
+_SHARED_EXPERIMENTS = (
+    'mnist_window_horizon',
+    'ima',
+    'ima_early_start',
+    'tuning',
+)
+_REPORT_ROUNDS = 20
 # The label skews of mnist_window_horizon's rows (scripts/reproduce_papers.py).
 _HORIZON_ALPHAS = ('0.05', '0.0')
+# The window sweep's accuracies, constant per column: {column: (seed 0, seed
+# 1)}.
+_HORIZON_ACCURACIES = {
+    'global': (0.5, 0.7),
+    'window': (0.8, 0.8),  # W = 100
+    'window_5': (0.6, 0.9),
+    'window_10': (0.7, 0.7),
+    'window_50': (0.9, 0.75),
+    'window_200': (0.1, 0.2),
+}
 
 
-def test_reproduce_papers_reports_a_window_sweep_run(tmp_path):
-  # Two finished runs per row of mnist_window_horizon (--total_rounds=12: one
-  # horizon, round 12; the last 10 evals are rounds 3-12). Accuracies are
-  # constant per column, so each cell is mean +- std of the two seeds'
-  # constants.
-  root = tmp_path / 'runs' / 'mnist_window_horizon'
-  accuracies = {  # column: (seed 0, seed 1)
-      'global': (0.5, 0.7),
-      'window': (0.8, 0.8),  # W = 100
-      'window_5': (0.6, 0.9),
-      'window_10': (0.7, 0.7),
-      'window_50': (0.9, 0.75),
-      'window_200': (0.1, 0.2),
-  }
+def _write_window_sweep_runs(root):
+  """Two finished runs per row of mnist_window_horizon under `root`."""
   for alpha, seed in itertools.product(_HORIZON_ALPHAS, (0, 1)):
-    run_dir = root / f'fedavg_alpha={alpha}_W=5,10,50,100,200_seed{seed}'
+    run_dir = (
+        root
+        / 'mnist_window_horizon'
+        / f'fedavg_alpha={alpha}_W=5,10,50,100,200_seed{seed}'
+    )
     run_dir.mkdir(parents=True)
-    _write_summary(run_dir, window=0.8, global_=accuracies['global'][seed])
-    header = ['round_num'] + [f'{c}/accuracy' for c in accuracies]
+    _write_summary(
+        run_dir, window=0.8, global_=_HORIZON_ACCURACIES['global'][seed]
+    )
+    header = ['round_num'] + [f'{c}/accuracy' for c in _HORIZON_ACCURACIES]
     rows = [
-        [str(r)] + [str(v[seed]) for v in accuracies.values()]
-        for r in range(1, 13)
+        [str(r)] + [str(v[seed]) for v in _HORIZON_ACCURACIES.values()]
+        for r in range(1, _REPORT_ROUNDS + 1)
     ]
     (run_dir / 'metrics.csv').write_text(
         '\n'.join(','.join(line) for line in [header, *rows]) + '\n'
     )
-  output = tmp_path / 'tables.md'
-  result = _reproduce(
-      '--experiments=mnist_window_horizon',
-      '--seeds=0,1',
-      '--total_rounds=12',
-      f'--root_output_dir={tmp_path / "runs"}',
-      f'--output={output}',
-      f'--plot_dir={tmp_path / "plots"}',
-      '--runs_csv=',
-  )
-  assert result.returncode == 0, result.stderr[-3000:]
-  lines = output.read_text().splitlines()
-  starts = [
-      i
-      for i, line in enumerate(lines)
-      if line == '| W | acc, last 10 evals to round 12 |'
-  ]
-  assert len(starts) == len(_HORIZON_ALPHAS)
-  for start in starts:
-    assert lines[start + 2 : start + 9] == [
-        '| none (global) | 0.6000 +- 0.1000 |',
-        '| 5 | 0.7500 +- 0.1500 |',
-        '| 10 | 0.7000 +- 0.0000 |',
-        '| 50 | 0.8250 +- 0.0750 |',
-        '| 100 | 0.8000 +- 0.0000 |',
-        '| 200 | 0.1500 +- 0.0500 |',
-        '| best W per seed | 50, 5 |',
-    ]
-  # The one-window columns per W; W = 5 minus global per seed: 0.6 - 0.5,
-  # 0.9 - 0.7 -> 0.15 +- 0.05; constant curves have smoothness 0.
-  five = '| 5 | 0.7500 +- 0.1500 | 0.1500 +- 0.0500 | 0.0000 +- 0.0000 |'
-  assert lines.count(five) == len(_HORIZON_ALPHAS)
-  for alpha in _HORIZON_ALPHAS:  # One figure per row.
-    png = tmp_path / 'plots' / f'mnist_window_horizon_fedavg_alpha={alpha}.png'
-    assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
 
 
 # The IMA experiments' rows: {label: (round the test curve reaches 0.5,
@@ -333,42 +315,130 @@ _IMA_ROWS = {
 }
 
 
-@pytest.mark.parametrize('experiment', sorted(_IMA_ROWS))
-def test_reproduce_papers_reports_rounds_to_target_for_ima(
-    tmp_path, experiment
-):
-  # Finished runs of the experiment, --total_rounds=20 (evals every 2
-  # rounds). Every run ends at 0.5 (its summary mean); the no-window and
-  # schedule-only runs climb as 0.5 r / 20 and first reach 0.5 at round 20,
-  # the IMA runs as min(0.5, 0.5 r / 10): round 10, a speed-up of 20 / 10.
-  # The script must find every run (it trains none: a training run would
-  # take minutes and change the numbers).
-  labels = _IMA_ROWS[experiment]
+def _write_ima_runs(root, experiment):
+  """The experiment's finished runs under `root` (evals every 2 rounds).
+
+  Every run ends at 0.5 (its summary mean); the no-window and schedule-only
+  runs climb as 0.5 r / 20 and first reach 0.5 at round 20, the IMA runs as
+  min(0.5, 0.5 r / 10): round 10, a speed-up of 20 / 10.
+  """
   for (label, (reach, owner)), seed in itertools.product(
-      labels.items(), (0, 1)
+      _IMA_ROWS[experiment].items(), (0, 1)
   ):
-    run_dir = (
-        tmp_path / 'runs' / owner / f'{label.replace(" ", "_")}_seed{seed}'
-    )
+    run_dir = root / owner / f'{label.replace(" ", "_")}_seed{seed}'
     run_dir.mkdir(parents=True)
     _write_summary(run_dir, window=0.5, global_=0.5, seconds=1.0)
     rows = ['round_num,window/accuracy,global/accuracy']
-    for r in range(1, 21):
+    for r in range(1, _REPORT_ROUNDS + 1):
       value = f'{min(0.5, 0.5 * r / reach)}' if r % 2 == 0 else ''
       rows.append(f'{r},{value},{value}')
     (run_dir / 'metrics.csv').write_text('\n'.join(rows) + '\n')
+
+
+def _write_tuning_runs(root):
+  """Finished tuning runs under `root` (seed 0 only, whatever --seeds says).
+
+  Client lr groups score 0.9 - |lr - 0.1| (best 0.1), except lr 0.5, which
+  diverged (a diverged.txt, no summary); server lr groups score 0.5 + slr /
+  10 (best 1.0).
+  """
+  for label in papers.paper_experiments()['tuning']:
+    group, value = papers.tuning_group(label)
+    accuracy = (
+        0.5 + value / 10
+        if group.startswith('fedavgm')
+        else 0.9 - abs(value - 0.1)
+    )
+    run_dir = root / 'tuning' / f'{label.replace(" ", "_")}_seed0'
+    run_dir.mkdir(parents=True)
+    if value == 0.5:
+      (run_dir / 'diverged.txt').write_text('loss is nan at round 3\n')
+      continue
+    _write_summary(run_dir, window=accuracy, global_=accuracy)
+
+
+@pytest.fixture(scope='module')
+def shared_report(tmp_path_factory):
+  """One run of the script on the finished runs of `_SHARED_EXPERIMENTS`.
+
+  The script must train none of them (a training run would take minutes and
+  change the numbers). Returns (the CompletedProcess, {experiment: its
+  section's lines}, the plot directory).
+  """
+  tmp_path = tmp_path_factory.mktemp('shared_report')
+  root = tmp_path / 'runs'
+  _write_window_sweep_runs(root)
+  for experiment in _IMA_ROWS:
+    _write_ima_runs(root, experiment)
+  _write_tuning_runs(root)
   output = tmp_path / 'tables.md'
   result = _reproduce(
-      f'--experiments={experiment}',
+      f'--experiments={",".join(_SHARED_EXPERIMENTS)}',
       '--seeds=0,1',
-      '--total_rounds=20',
-      f'--root_output_dir={tmp_path / "runs"}',
+      f'--total_rounds={_REPORT_ROUNDS}',
+      f'--root_output_dir={root}',
       f'--output={output}',
-      '--plot_dir=',
+      f'--plot_dir={tmp_path / "plots"}',
       '--runs_csv=',
   )
+  return result, _sections(output), tmp_path / 'plots'
+
+
+def _sections(path):
+  """{experiment: its `### <experiment>` section's lines} of a tables file."""
+  sections, name = {}, None
+  lines = path.read_text().splitlines() if path.exists() else []
+  for line in lines:
+    if line.startswith('### '):
+      name = line[len('### ') :]
+    if name is not None:
+      sections.setdefault(name, []).append(line)
+  return sections
+
+
+def test_reproduce_papers_reports_a_window_sweep_run(shared_report):
+  # Two finished runs per row of mnist_window_horizon (one horizon, the last
+  # round; the last 10 evals end there). Accuracies are constant per column,
+  # so each cell is mean +- std of the two seeds' constants.
+  result, sections, plot_dir = shared_report
   assert result.returncode == 0, result.stderr[-3000:]
-  lines = output.read_text().splitlines()
+  lines = sections['mnist_window_horizon']
+  starts = [
+      i
+      for i, line in enumerate(lines)
+      if line == f'| W | acc, last 10 evals to round {_REPORT_ROUNDS} |'
+  ]
+  assert len(starts) == len(_HORIZON_ALPHAS)
+  for start in starts:
+    assert lines[start + 2 : start + 9] == [
+        '| none (global) | 0.6000 +- 0.1000 |',
+        '| 5 | 0.7500 +- 0.1500 |',
+        '| 10 | 0.7000 +- 0.0000 |',
+        '| 50 | 0.8250 +- 0.0750 |',
+        '| 100 | 0.8000 +- 0.0000 |',
+        '| 200 | 0.1500 +- 0.0500 |',
+        '| best W per seed | 50, 5 |',
+    ]
+  # The one-window columns per W; W = 5 minus global per seed: 0.6 - 0.5,
+  # 0.9 - 0.7 -> 0.15 +- 0.05; constant curves have smoothness 0.
+  five = '| 5 | 0.7500 +- 0.1500 | 0.1500 +- 0.0500 | 0.0000 +- 0.0000 |'
+  assert lines.count(five) == len(_HORIZON_ALPHAS)
+  for alpha in _HORIZON_ALPHAS:  # One figure per row.
+    png = plot_dir / f'mnist_window_horizon_fedavg_alpha={alpha}.png'
+    assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+
+
+@pytest.mark.parametrize('experiment', sorted(_IMA_ROWS))
+def test_reproduce_papers_reports_rounds_to_target_for_ima(
+    shared_report, experiment
+):
+  # Finished runs of the experiment (`_write_ima_runs`): the no-window rows
+  # reach 0.5 at round 20, the IMA rows at round 10. The script must find
+  # every run.
+  labels = _IMA_ROWS[experiment]
+  result, sections, _ = shared_report
+  assert result.returncode == 0, result.stderr[-3000:]
+  lines = sections[experiment]
   table = [l for l in lines if l.startswith('| ') and 'speed' not in l]
   assert table[-len(labels) :] == [
       f'| {label} | {reach}, {reach} | {reach}.0 +- 0.0 | '
@@ -379,36 +449,14 @@ def test_reproduce_papers_reports_rounds_to_target_for_ima(
   assert len(shared) == (experiment == 'ima_early_start')
 
 
-def test_reproduce_papers_tuning_picks_the_best_validation_accuracy(tmp_path):
-  # Finished tuning runs (seed 0 only, whatever --seeds says). Client lr
-  # groups score 0.9 - |lr - 0.1| (best 0.1), except lr 0.5, which diverged
-  # (a diverged.txt, no summary); server lr groups score 0.5 + slr / 10
-  # (best 1.0). The report says where papers.TUNED differs.
-  root = tmp_path / 'runs' / 'tuning'
-  for label in papers.paper_experiments()['tuning']:
-    group, value = papers.tuning_group(label)
-    accuracy = (
-        0.5 + value / 10
-        if group.startswith('fedavgm')
-        else 0.9 - abs(value - 0.1)
-    )
-    run_dir = root / f'{label.replace(" ", "_")}_seed0'
-    run_dir.mkdir(parents=True)
-    if value == 0.5:
-      (run_dir / 'diverged.txt').write_text('loss is nan at round 3\n')
-      continue
-    _write_summary(run_dir, window=accuracy, global_=accuracy)
-  output = tmp_path / 'tables.md'
-  result = _reproduce(
-      '--experiments=tuning',
-      '--seeds=0,1',
-      f'--root_output_dir={tmp_path / "runs"}',
-      f'--output={output}',
-      '--plot_dir=',
-      '--runs_csv=',
-  )
+def test_reproduce_papers_tuning_picks_the_best_validation_accuracy(
+    shared_report,
+):
+  # Finished tuning runs (`_write_tuning_runs`). The report says where
+  # papers.TUNED differs.
+  result, sections, _ = shared_report
   assert result.returncode == 0, result.stderr[-3000:]
-  lines = output.read_text().splitlines()
+  lines = sections['tuning']
   # Hand-derived scores: lr 0.02, 0.05, 0.1, 0.2 -> 0.82, 0.85, 0.9, 0.8;
   # slr 0.1, 1 -> 0.51, 0.6.
   scores = {

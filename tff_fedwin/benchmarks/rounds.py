@@ -25,7 +25,7 @@ from tff_fedwin.benchmarks import row_order
 from tff_fedwin.benchmarks import stepped
 from tff_fedwin.benchmarks import tensor_rounds
 
-BOUND_NAME = 'bound: same FedAvg arithmetic, one tf.function over tensors'
+BOUND_NAME = row_order.BOUND_NAME
 # The bounds live in tensor_rounds; the scripts reach them from here.
 bound_row = tensor_rounds.bound_row
 # run(data, rounds) -> (seconds per round, state MB).

@@ -5,11 +5,15 @@ their ratios need. `run_order` alternates the order of the repeats (forward,
 backward, forward, ...): this shared machine's speed drifts over the minutes
 a list of rows takes, and a row measured after its reference in every run
 would carry that drift into its ratio one way (docs/performance.md sec. 1).
+Without TensorFlow, so a script checks `--rows` before its heavy imports.
 """
 
 import re
 from collections.abc import Sequence
 from typing import Any
+
+# The bound's row (`rounds.bound_row`), a reference of every table.
+BOUND_NAME = 'bound: same FedAvg arithmetic, one tf.function over tensors'
 
 
 def select(
