@@ -8,11 +8,16 @@ numpy, the eval metrics from the checkpointed models) and from facts that do
 not depend on the implementation (accuracy over 50 examples is a multiple of
 1/50; a window of one model is the global model; a resumed run ends where an
 uninterrupted one does).
+
+Each smoke case runs once per module (`smoke_runs`), also as the uninterrupted
+run of the resume tests, and the runs but two run on the session's TFF worker
+(session_worker.py); the uint8 and the diverging run start their own.
 """
 
 import asyncio
 import collections
 import csv
+import functools
 import json
 import os
 import re
@@ -26,9 +31,11 @@ import tensorflow_federated as tff
 
 from tff_fedwin import experiments
 from tff_fedwin.data import sources
+from tff_fedwin.experiments import registry as experiments_registry
 from tff_fedwin.tasks import registry
 from tff_fedwin.training import divergence
 
+from tests.experiments import session_worker
 from tests.experiments import tiny_data
 
 NUM_TEST = tiny_data.NUM_TEST
@@ -85,15 +92,81 @@ SMOKE_CASES = {
 }
 
 
+class _SmokeRuns:
+  """The run of each case of SMOKE_CASES, made when first asked for.
+
+  Calling it with a case returns (config, returned summary, experiment
+  directory); `runners[case]` is the runner that run built.
+  """
+
+  def __init__(self, data_npz, tmp_path_factory, session_context):
+    self._data_npz = data_npz
+    self._tmp_path_factory = tmp_path_factory
+    self._session_context = session_context
+    self._runs = {}
+    self.runners = {}
+
+  def __call__(self, case):
+    if case not in self._runs:
+      self._runs[case] = self._run(case)
+    return self._runs[case]
+
+  def _run(self, case):
+    output_dir = self._tmp_path_factory.mktemp('smoke')
+    config = _config(self._data_npz, output_dir, case, **SMOKE_CASES[case])
+    build_runner = experiments_registry.build_runner
+    built = []
+
+    def recorded_build_runner(*args, **kwargs):
+      built.append(build_runner(*args, **kwargs))
+      return built[-1]
+
+    with pytest.MonkeyPatch.context() as patch:
+      patch.setattr(experiments_registry, 'build_runner', recorded_build_runner)
+      summary = session_worker.run_experiment(self._session_context, config)
+    assert len(built) == 1
+    self.runners[case] = built[0]
+    return config, summary, os.path.join(output_dir, case)
+
+
+@pytest.fixture(scope='module')
+def smoke_runs(data_npz, tmp_path_factory, tff_execution_context):
+  """Every smoke case's run, each made once per module (`_SmokeRuns`)."""
+  return _SmokeRuns(data_npz, tmp_path_factory, tff_execution_context)
+
+
 @pytest.fixture(scope='module', params=sorted(SMOKE_CASES))
-def smoke_run(request, data_npz, tmp_path_factory):
+def smoke_run(request, smoke_runs):
   """One run per case: (config, returned summary, experiment directory)."""
-  output_dir = tmp_path_factory.mktemp('smoke')
-  config = _config(
-      data_npz, output_dir, request.param, **SMOKE_CASES[request.param]
-  )
-  summary = experiments.run_experiment(config)
-  return config, summary, os.path.join(output_dir, request.param)
+  return smoke_runs(request.param)
+
+
+@pytest.fixture(scope='module')
+def task_evaluator(data_npz):
+  """`config -> its task's test set evaluator`, built once per task flags.
+
+  A task built here, apart from the run's; the smoke cases share its flags.
+  """
+
+  @functools.cache
+  def evaluator(task_flags):
+    return registry.create_task(**dict(task_flags)).build_evaluate_fn()
+
+  def for_config(config):
+    assert config.data_npz == data_npz
+    return evaluator(
+        (
+            ('name', config.task),
+            ('batch_size', config.client_batch_size),
+            ('epochs', config.client_epochs),
+            ('seed', config.seed),
+            ('num_clients', config.num_clients),
+            ('dirichlet_alpha', config.dirichlet_alpha),
+            ('data_npz', config.data_npz),
+        )
+    )
+
+  return for_config
 
 
 def test_run_writes_one_csv_row_per_round(smoke_run):
@@ -112,22 +185,11 @@ def test_run_evaluates_exactly_at_eval_rounds(smoke_run, key):
   assert evaluated == list(EVAL_ROUNDS)
 
 
-def _checkpointed_global_models(config, directory, rounds):
-  """`global_model_weights` of the program states of `rounds` on disk."""
-  task = registry.create_task(
-      config.task,
-      batch_size=config.client_batch_size,
-      epochs=config.client_epochs,
-      seed=config.seed,
-      num_clients=config.num_clients,
-      dirichlet_alpha=config.dirichlet_alpha,
-      data_npz=config.data_npz,
-  )
-  runner = experiments.build_runner(  # Only `initialize` runs: no bundle.
-      attrs.evolve(config, client_data_transfer='values'),
-      task,
-      len(task.train_data.client_ids),
-  )
+def _checkpointed_global_models(runner, directory, rounds):
+  """`global_model_weights` of the program states of `rounds` on disk.
+
+  `runner` (the run's; only its `initialize` runs) gives their structure.
+  """
   structure = collections.OrderedDict(
       server_state=runner.initialize(),
       round_num=np.int64(0),
@@ -149,7 +211,7 @@ def _checkpointed_global_models(config, directory, rounds):
             for w in tf.nest.flatten((weights.trainable, weights.non_trainable))
         ]
     )
-  return task, runner, models
+  return models
 
 
 def _model_weights(runner, leaves):
@@ -163,17 +225,20 @@ def _model_weights(runner, leaves):
   return tff.learning.models.ModelWeights(trainable, non_trainable)
 
 
-def test_run_eval_metrics_are_the_checkpointed_models_metrics(smoke_run):
+def test_run_eval_metrics_are_the_checkpointed_models_metrics(
+    smoke_run, smoke_runs, task_evaluator
+):
   # Round 3's `global/*` is the evaluation of the checkpointed w^3; in
   # evaluate mode, `window/*` that of the numpy mean of w^2 and w^3 (W = 2);
   # in broadcast mode the window model replaced w^3, so both are equal.
   config, _, directory = smoke_run
   rows = _read_csv(os.path.join(directory, 'metrics.csv'))
   last = rows[-1]
-  task, runner, (previous, current) = _checkpointed_global_models(
-      config, directory, (TOTAL_ROUNDS - 1, TOTAL_ROUNDS)
+  runner = smoke_runs.runners[config.experiment_name]
+  previous, current = _checkpointed_global_models(
+      runner, directory, (TOTAL_ROUNDS - 1, TOTAL_ROUNDS)
   )
-  evaluate = task.build_evaluate_fn()
+  evaluate = task_evaluator(config)
 
   expected_global = evaluate(_model_weights(runner, current))
 
@@ -287,10 +352,11 @@ def test_server_state_goes_through_files_by_default(smoke_run):
     ],
 )
 def test_window_of_one_model_evaluates_as_global_model(
-    data_npz, tmp_path, algorithm, client_loss
+    data_npz, tmp_path, tff_execution_context, algorithm, client_loss
 ):
   name = f'w1_{algorithm}'
-  experiments.run_experiment(
+  session_worker.run_experiment(
+      tff_execution_context,
       _config(
           data_npz,
           tmp_path,
@@ -301,7 +367,7 @@ def test_window_of_one_model_evaluates_as_global_model(
           window_mode='evaluate',
           total_rounds=2,
           rounds_per_eval=1,
-      )
+      ),
   )
   rows = _read_csv(os.path.join(tmp_path, name, 'metrics.csv'))
   for metric in ('accuracy', 'loss'):
@@ -311,43 +377,35 @@ def test_window_of_one_model_evaluates_as_global_model(
     assert window == global_
 
 
+# Case -> the smoke case of the same flags, whose run is the uninterrupted one.
 RESUME_CASES = {
-    'fedavgm_window': dict(algorithm='fedavgm', window_size=2),
-    'scaffold_wsm_broadcast': dict(
-        algorithm='scaffold',
-        client_loss='wsm',
-        window_size=2,
-        window_mode='broadcast',
-    ),
+    'fedavgm_window': 'fedavgm',  # algorithm='fedavgm', window_size=2.
+    'scaffold_wsm_broadcast': 'scaffold_wsm_broadcast',
 }
 
 
 @pytest.mark.parametrize('stop', ['total_rounds', 'stop_after_round'])
 @pytest.mark.parametrize('case', sorted(RESUME_CASES))
 def test_resumed_run_ends_like_uninterrupted_run(
-    data_npz, tmp_path, case, stop
+    data_npz, tmp_path, smoke_runs, tff_execution_context, case, stop
 ):
   # Stopped after round 2 (a run of 2 rounds, or of 3 stopped at 2), resumed.
-  overrides = RESUME_CASES[case]
-  experiments.run_experiment(
-      _config(
-          data_npz, tmp_path / 'straight', case, total_rounds=3, **overrides
-      )
-  )
+  name = RESUME_CASES[case]
+  straight_config, _, straight_dir = smoke_runs(name)
+  assert straight_config.total_rounds == 3
   resumed_config = _config(
-      data_npz, tmp_path / 'resumed', case, total_rounds=3, **overrides
+      data_npz, tmp_path / 'resumed', name, total_rounds=3, **SMOKE_CASES[name]
   )
+  run = functools.partial(session_worker.run_experiment, tff_execution_context)
   if stop == 'total_rounds':
-    first = experiments.run_experiment(
-        attrs.evolve(resumed_config, total_rounds=2)
-    )
+    first = run(attrs.evolve(resumed_config, total_rounds=2))
   else:
-    first = experiments.run_experiment(resumed_config, stop_after_round=2)
-  summary = experiments.run_experiment(resumed_config)
+    first = run(resumed_config, stop_after_round=2)
+  summary = run(resumed_config)
   assert first['total_rounds'] == 2
   assert summary['resumed_from_round'] == 2
-  straight = _read_csv(tmp_path / 'straight' / case / 'metrics.csv')
-  resumed = _read_csv(tmp_path / 'resumed' / case / 'metrics.csv')
+  straight = _read_csv(os.path.join(straight_dir, 'metrics.csv'))
+  resumed = _read_csv(tmp_path / 'resumed' / name / 'metrics.csv')
   assert [row['round_num'] for row in resumed] == ['1', '2', '3']
   for key in EVAL_KEYS:
     assert float(resumed[-1][key]) == float(straight[-1][key]), key

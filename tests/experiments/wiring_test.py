@@ -16,7 +16,8 @@ its inputs (the initial weights and which examples each client holds). The
 task makes the order of the examples irrelevant: 4 clients of 6 examples each
 (Dirichlet alpha = inf splits every class equally), batch size 6 and 3 epochs,
 so each of the 3 local steps of a round uses a client's whole data; all clients
-take part in every round.
+take part in every round. The runs use the session's TFF worker
+(session_worker.py), not one each.
 """
 
 import collections
@@ -27,6 +28,7 @@ import numpy as np
 import pytest
 import tensorflow_federated as tff
 
+from tests.experiments import session_worker
 from tests.experiments import wiring_reference as ref
 from tff_fedwin.tasks import registry
 from tff_fedwin import experiments
@@ -440,7 +442,7 @@ def _window_models(models, window_size, start_round):
 
 @pytest.mark.parametrize('flags, expected_fn', CASES)
 def test_run_matches_numpy_of_the_algorithm(
-    flags, expected_fn, inputs, data_npz, tmp_path
+    flags, expected_fn, inputs, data_npz, tmp_path, tff_execution_context
 ):
   config = experiments.ExperimentConfig(
       **BASE_FLAGS,
@@ -449,7 +451,7 @@ def test_run_matches_numpy_of_the_algorithm(
       root_output_dir=str(tmp_path),
       experiment_name='run',
   )
-  summary = experiments.run_experiment(config)
+  summary = session_worker.run_experiment(tff_execution_context, config)
   models = expected_fn(inputs)  # [w^0, w^1, ..., w^ROUNDS]
 
   def losses(weights):

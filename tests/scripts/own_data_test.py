@@ -20,6 +20,7 @@ import pytest
 
 from tests import script_runs
 from tests.data import leaf_fixtures
+from tests.experiments import session_worker
 
 # The text fixture: each text walks this cycle from a seeded start, so every
 # word but the first is determined by the one before it.
@@ -31,6 +32,14 @@ def _frequency_loss(train_targets, test_targets) -> float:
   counts = collections.Counter(train_targets)
   total = sum(counts.values())
   return -float(np.mean([np.log(counts[t] / total) for t in test_targets]))
+
+
+@pytest.fixture(autouse=True)
+def _one_local_worker_is_the_sessions(tff_execution_context):
+  """Runs on one local worker use the session's (FEMNIST's `--workers=2` start
+  their own; tests/experiments/session_worker.py)."""
+  with session_worker.local_runs_on(tff_execution_context):
+    yield
 
 
 def _run(tmp_path, name, *flags):

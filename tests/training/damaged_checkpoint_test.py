@@ -5,8 +5,9 @@ round), damage a file of the newest checkpoint, rerun the same command to
 round 3. The rerun must resume from round 1's checkpoint, move round 2's aside
 to `damaged/`, and end with the metrics of an uninterrupted run to the bit
 (times aside). One run to round 2 per algorithm is copied for every case;
-it and the uninterrupted reference run in the test's process (what they show
-is their outputs), every rerun is the script in its own process.
+it and the uninterrupted reference run in the test's process, on the session's
+TFF worker (what they show is their outputs; tests/experiments/
+session_worker.py), every rerun is the script in its own process.
 """
 
 import csv
@@ -20,6 +21,7 @@ import numpy as np
 import pytest
 
 from tests import script_runs
+from tests.experiments import session_worker
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 _SCRIPT = os.path.join(_ROOT, 'scripts', 'run_experiment.py')
@@ -112,7 +114,7 @@ def data_npz(tmp_path_factory):
 
 
 @pytest.fixture(scope='module')
-def runs(tmp_path_factory, data_npz):
+def runs(tmp_path_factory, data_npz, tff_execution_context):
   """algorithm -> (uninterrupted numbers, root stopped at 2, its copy)."""
   made = {}
 
@@ -120,10 +122,11 @@ def runs(tmp_path_factory, data_npz):
     if algorithm not in made:
       base = tmp_path_factory.mktemp(algorithm)
       # Uninterrupted runs, checked by their outputs only: in this process.
-      reference = run_in_process(base / 'reference', data_npz, algorithm, 3)
-      assert reference == [1, 2, 3]
-      stopped = run_in_process(base / 'stopped', data_npz, algorithm, 2)
-      assert stopped == [1, 2]
+      with session_worker.local_runs_on(tff_execution_context):
+        reference = run_in_process(base / 'reference', data_npz, algorithm, 3)
+        assert reference == [1, 2, 3]
+        stopped = run_in_process(base / 'stopped', data_npz, algorithm, 2)
+        assert stopped == [1, 2]
       # The disk store belongs to its checkpoint directory's path: each case
       # resumes in the same place, from a fresh copy of this pristine one.
       shutil.copytree(base / 'stopped' / _NAME, base / 'pristine')
