@@ -31,7 +31,7 @@ def _counted(monkeypatch, module, name):
   return calls
 
 
-def _npz_config(data_npz, tmp_path):
+def _npz_config(_, data_npz):
   return experiments.ExperimentConfig(task='npz', data_npz=data_npz)
 
 
@@ -62,7 +62,7 @@ def _text_config(tmp_path, _):
 @pytest.mark.parametrize(
     'module, loader, make_config, train_clients',
     [
-        (sources, 'load_npz', lambda t, npz: _npz_config(npz, t), 100),
+        (sources, 'load_npz', _npz_config, 100),
         (leaf_cache, 'load_leaf_cache', _leaf_config, 2),
         (text_records, 'load_text_splits', _text_config, 2),
     ],
