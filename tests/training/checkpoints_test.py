@@ -166,3 +166,37 @@ def test_restoring_missing_client_states_names_them(
 
   with pytest.raises(FileNotFoundError, match=missing):
     _open(tmp_path, kind, round_num=2)
+
+
+def test_load_latest_rolls_metrics_csv_back_to_the_resumed_round(
+    tmp_path, event_loop_run
+):
+  # A run checkpoints rounds 1 and 2, writes the rows of rounds 3 and 4 and is
+  # killed: the resume (from round 2) leaves metrics.csv with rows 1..2 only,
+  # before its round 3 is released (a kill in between must not keep rows 3-4).
+  csv_path = tmp_path / 'metrics.csv'
+  lines = ['round_num,loss\n'] + [f'{t},{t / 10}\n' for t in range(1, 5)]
+  checkpoints = checkpoints_lib.Checkpoints(
+      str(tmp_path / 'checkpoints'),
+      identity=IDENTITY,
+      run=event_loop_run,
+      metrics_csv=str(csv_path),
+  )
+  for round_num in (1, 2):
+    csv_path.write_text(''.join(lines[: round_num + 1]))
+    checkpoints.save(_state(round_num), round_num, None)
+  csv_path.write_text(''.join(lines))
+
+  restored = checkpoints_lib.Checkpoints(
+      str(tmp_path / 'checkpoints'),
+      identity=IDENTITY,
+      run=event_loop_run,
+      metrics_csv=str(csv_path),
+  ).load_latest(_state(0), total_rounds=4)
+
+  assert restored.round_num == 2
+  assert csv_path.read_text().splitlines() == [
+      'round_num,loss',
+      '1,0.1',
+      '2,0.2',
+  ]
