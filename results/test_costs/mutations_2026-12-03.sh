@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Applies one known defect at a time to a copy of main and runs the tests that should catch it.
+set -u
+cd /work/main
+py=/work/main/.venv/bin/python
+apply() {  # name, file, python replacement expression (old, new)
+  local name=$1 file=$2 old=$3 new=$4; shift 4
+  local dir=/tmp/mutation/$name
+  rm -rf "$dir"; mkdir -p "$dir"
+  git archive HEAD | tar -x -C "$dir"
+  $py - "$dir/$file" "$old" "$new" <<'PY'
+import sys
+path, old, new = sys.argv[1:]
+text = open(path).read()
+assert text.count(old) == 1, (path, old, text.count(old))
+open(path, 'w').write(text.replace(old, new))
+PY
+  (cd "$dir" && git -C /work/main diff --no-index --stat /dev/null /dev/null; diff <(cd /work/main && git show HEAD:"$file") "$dir/$file")
+  echo "=== $name: $(date +%T) running $*"
+  (cd "$dir" && PYTHONPATH="$dir" $py -c "import tff_fedwin; print(tff_fedwin.__file__)" && PYTHONPATH="$dir" timeout 1800 $py -m pytest -q -x -p no:cacheprovider "$@" 2>&1 | tail -15)
+  echo "=== $name done $(date +%T) rc=${PIPESTATUS[0]}"
+}
+apply server_opt tff_fedwin/algorithms/fed_win.py "build_sgdm(learning_rate=1.0)" "build_sgdm(learning_rate=0.5)" tests/algorithms/fed_win_test.py tests/algorithms/multi_round_test.py
+apply window_off_by_one tff_fedwin/aggregators/window_math.py "      t >= tf.maximum(window.window_size, window.start_round)," "      t > tf.maximum(window.window_size, window.start_round)," tests/aggregators/window_math_test.py tests/aggregators/window_factory_test.py
+apply no_lock tff_fedwin/training/run_lock.py "      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)" "      pass" tests/training/run_lock_test.py
+apply crc_ignored tff_fedwin/training/checkpoint_manifest.py "    if file_checksum(path)[1] != crc:" "    if False and file_checksum(path)[1] != crc:" tests/training/checkpoint_manifest_test.py tests/training/checkpoints_test.py
+apply manifest_round_ignored tff_fedwin/training/checkpoint_manifest.py "    if manifest.get('round_num') != round_num:" "    if False:" tests/training/checkpoint_manifest_test.py tests/training/checkpoints_test.py
+apply no_csv_rollback tff_fedwin/training/checkpoints.py "        manifest_lib.roll_back_csv(self._metrics_csv, found.round_num)" "        pass" tests/training/checkpoints_test.py tests/training/loop_resume_test.py tests/training/checkpoint_manifest_test.py
