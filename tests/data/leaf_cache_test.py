@@ -73,11 +73,11 @@ def test_interrupted_conversion_leaves_nothing_used(femnist, monkeypatch):
   calls = []
   convert_split = leaf_cache._convert_split
 
-  def interrupted(paths, kinds, out_dir, train):
+  def interrupted(paths, kinds, notes, out_dir, train):
     calls.append(out_dir)
     if not train:  # After the training clients are written.
       raise KeyboardInterrupt
-    return convert_split(paths, kinds, out_dir, train)
+    return convert_split(paths, kinds, notes, out_dir, train)
 
   monkeypatch.setattr(leaf_cache, '_convert_split', interrupted)
   with pytest.raises(KeyboardInterrupt, match=r'^$'):

@@ -53,13 +53,6 @@ def _user_data_not_in_users(tmp_path):
   )
 
 
-def _num_samples_mismatch(tmp_path):
-  return (
-      _one_user(tmp_path, [fx.LINE_A, fx.LINE_B], ['a', 'b'], num_samples=[3]),
-      r"a\.json: user 'u1': num_samples is 3 but x has 2 rows",
-  )
-
-
 def _num_samples_length(tmp_path):
   return (
       _one_user(tmp_path, [fx.LINE_A], ['a'], num_samples=[1, 1]),
@@ -139,21 +132,6 @@ def _shakespeare_label_length(tmp_path):
   )
 
 
-def _character_outside_set(tmp_path):
-  return (
-      _one_user(tmp_path, [fx.LINE_B, 'a' * 10 + '#' + 'a' * 69], ['a', 'b']),
-      r"a\.json: user 'u1': x\[1\] character 10 \('#'\) is not in LEAF's "
-      r'Shakespeare character set',
-  )
-
-
-def _label_outside_set(tmp_path):
-  return (
-      _one_user(tmp_path, [fx.LINE_B], ['é']),
-      r"a\.json: user 'u1': y\[0\] character 0 \('é'\) is not in LEAF's",
-  )
-
-
 def _missing_train(tmp_path):
   root = _dir(tmp_path, {})
   os.rmdir(os.path.join(root, 'train'))
@@ -164,6 +142,16 @@ def _empty_test(tmp_path):
   root = _dir(tmp_path, {'a.json': {'u1': ([fx.LINE_A], ['a'])}})
   os.remove(os.path.join(root, 'test', 't.json'))
   return root, r'leaf/test: holds no \.json file'
+
+
+def _only_empty_files(tmp_path):
+  root = _dir(tmp_path, {})
+  fx.write_leaf_json(os.path.join(root, 'train', 'a.json'), {})
+  fx.write_leaf_json(os.path.join(root, 'train', 'b.json'), {})
+  return root, (
+      r'leaf/train: no user in any \.json file \(each has "users": \[\]\); '
+      r'a LEAF split needs at least one user'
+  )
 
 
 def _mixed_kinds(tmp_path):
@@ -208,7 +196,6 @@ _CASES = {
         _invalid_json,
         _user_not_in_user_data,
         _user_data_not_in_users,
-        _num_samples_mismatch,
         _num_samples_length,
         _x_y_lengths,
         _no_examples,
@@ -220,10 +207,9 @@ _CASES = {
         _label_not_integer,
         _shakespeare_row_length,
         _shakespeare_label_length,
-        _character_outside_set,
-        _label_outside_set,
         _missing_train,
         _empty_test,
+        _only_empty_files,
         _mixed_kinds,
         _mixed_kinds_train_test,
         _duplicate_user,

@@ -4,6 +4,9 @@ Fixtures (`leaf_fixtures`) write a few users in LEAF's layout; every array is
 compared with numpy's reading of the lists written, or with ids by hand.
 """
 
+import json
+import os
+
 import numpy as np
 import pytest
 
@@ -34,9 +37,60 @@ def test_all_letters_is_leafs_80_characters():
   assert leaf.ALL_LETTERS.index('A') == 25
   assert leaf.ALL_LETTERS.index('a') == 53
   assert leaf.ALL_LETTERS[-1] == '}'
-  ids, bad = leaf.encode_letters(leaf.ALL_LETTERS)
+  ids, unknown = leaf.encode_letters(leaf.ALL_LETTERS)
   np.testing.assert_array_equal(ids, np.arange(1, 81))
-  assert bad == -1
+  assert unknown == 0
+
+
+# LEAF's models/utils/language_utils.py, verbatim but for names: how LEAF's
+# reader maps x (`word_to_indices`) and y (`letter_to_vec`).
+def _leaf_word_to_indices(word):
+  return [leaf.ALL_LETTERS.find(c) for c in word]
+
+
+def _leaf_letter_to_vec(letter):
+  vec = [0] * len(leaf.ALL_LETTERS)
+  vec[int(leaf.ALL_LETTERS.find(letter))] = 1
+  return vec
+
+
+def test_what_leafs_reader_accepts_is_read_as_it_reads_it(tmp_path, caplog):
+  # A curly apostrophe (U+2019) and a '#' are outside ALL_LETTERS; num_samples
+  # says 5 for 2 rows (LEAF's by-sample split does that); b.json has no user.
+  odd_x = 'a' * 10 + '\u2019' + 'a' * 68 + '#'
+  root = leaf_fixtures.write_leaf_dir(
+      tmp_path / 'leaf', {}, {'t.json': {'u9': ([leaf_fixtures.LINE_A], ['a'])}}
+  )
+  leaf_fixtures.write_leaf_json(
+      f'{root}/train/a.json',
+      {'u1': ([leaf_fixtures.LINE_A, odd_x], ['a', '\u2019'])},
+      num_samples=[5],
+  )
+  leaf_fixtures.write_leaf_json(f'{root}/train/b.json', {})
+  cache, client_data = _load(root, tmp_path)
+  x, y = _arrays(client_data.create_tf_dataset_for_client('u1'))
+  # Our ids are 1 + LEAF's index: x's unknown characters -1 + 1 = 0; y's is
+  # LEAF's one-hot at index -1, the last letter '}', id 80.
+  for row, text in zip(x, [leaf_fixtures.LINE_A, odd_x]):
+    np.testing.assert_array_equal(row, np.add(_leaf_word_to_indices(text), 1))
+  assert x[1, 10] == 0 and x[1, 79] == 0
+  expected_y = [np.argmax(_leaf_letter_to_vec(c)) + 1 for c in ['a', '\u2019']]
+  assert y.tolist() == expected_y == [54, 80]
+  assert cache.num_examples == (2,)
+  assert [line.split(' (')[0] for line in cache.warnings] == [
+      '1 LEAF user(s) have a "num_samples" other than their number of x rows',
+      '1 LEAF file(s) with "users": [] skipped',
+      "2 x character(s) and 1 y character(s) are outside LEAF's Shakespeare "
+      "ALL_LETTERS: read as LEAF's reader reads them",
+  ]
+  assert cache.warnings[1].endswith('every user): ' + f'{root}/train/b.json')
+  # A second start reads the cache and warns again, once per line.
+  caplog.clear()
+  with caplog.at_level('WARNING'):
+    assert not _load(root, tmp_path)[0].converted
+  assert [r.getMessage() for r in caplog.records] == [
+      f'{root}: {line}' for line in cache.warnings
+  ]
 
 
 def test_femnist_split_by_sample(tmp_path):
@@ -137,3 +191,23 @@ def test_client_ids_with_any_characters_read_by_id(tmp_path):
   for user, expected in (('play/ROMEO é?', 54), ('../x', 55)):
     _, y = _arrays(client_data.create_tf_dataset_for_client(user))
     assert y.tolist() == [expected]
+
+
+@pytest.mark.parametrize(
+    'name, num_test_users', [('shakespeare_sample', 4), ('shakespeare_user', 1)]
+)
+def test_directories_written_by_leafs_scripts(tmp_path, name, num_test_users):
+  # tests/data/leaf_generated: LEAF's preprocess.sh by sample and by user.
+  root = os.path.join(os.path.dirname(__file__), 'leaf_generated', name)
+  rows = {}
+  for split in ('train', 'test'):
+    (file_name,) = os.listdir(os.path.join(root, split))
+    with open(os.path.join(root, split, file_name)) as f:
+      rows[split] = {
+          u: len(r['x']) for u, r in json.load(f)['user_data'].items()
+      }
+  cache = leaf_cache.load_leaf_cache(root, cache_dir=str(tmp_path / 'cache'))
+  assert cache.kind == 'shakespeare'
+  assert len(rows['test']) == num_test_users
+  assert dict(zip(cache.client_ids, cache.num_examples)) == rows['train']
+  assert cache.num_test_examples == sum(rows['test'].values())

@@ -258,3 +258,65 @@ def test_leaf_shakespeare_learns(tmp_path):
       '--client_learning_rate=0.5',
   )
   assert last['global/loss'] < baseline, (last, baseline)
+
+
+_LEAF_GENERATED = os.path.join(
+    os.path.dirname(os.path.dirname(__file__)), 'data', 'leaf_generated'
+)
+
+
+def _leaf_json(name, split):
+  """The one JSON file LEAF's scripts wrote for `name`/`split`, parsed."""
+  directory = os.path.join(_LEAF_GENERATED, name, split)
+  (file_name,) = os.listdir(directory)
+  with open(os.path.join(directory, file_name)) as f:
+    return json.load(f)
+
+
+def test_leaf_shakespeare_by_sample_from_leafs_scripts_resumes_exactly(
+    tmp_path, caplog
+):
+  # Written by LEAF's own preprocess.sh -t sample (tests/data/leaf_generated):
+  # every test user's num_samples is 79 above its rows, and one speech holds
+  # a curly apostrophe, outside LEAF's 80 letters, past its speaker's 80th
+  # character and in the train half: in the x of 80 windows, the y of one.
+  data = [_leaf_json('shakespeare_sample', s) for s in ('train', 'test')]
+  test_users = data[1]['users']
+  off = [
+      n - len(data[1]['user_data'][u]['x'])
+      for u, n in zip(test_users, data[1]['num_samples'])
+  ]
+  assert off == [79] * 4
+  curly = [
+      sum(
+          row.count('\u2019')
+          for d in data
+          for r in d['user_data'].values()
+          for row in r[key]
+      )
+      for key in ('x', 'y')
+  ]
+  assert curly == [80, 1]
+  flags = (
+      '--task=leaf',
+      f'--data_dir={os.path.join(_LEAF_GENERATED, "shakespeare_sample")}',
+      f'--cache_dir={tmp_path / "cache"}',
+      '--clients_per_round=2',
+      '--client_batch_size=64',
+      '--rounds_per_eval=1',
+      '--rounds_per_checkpoint=1',
+  )
+  with caplog.at_level('WARNING'):
+    whole = _rows(tmp_path, 'whole', *flags, '--total_rounds=3')
+  warned = [r.getMessage() for r in caplog.records]
+  assert any('4 LEAF user(s) have a "num_samples" other' in m for m in warned)
+  assert any(
+      "80 x character(s) and 1 y character(s) are outside LEAF's" in m
+      for m in warned
+  ), warned
+  _rows(tmp_path, 'resumed', *flags, '--total_rounds=2')
+  resumed = _rows(tmp_path, 'resumed', *flags, '--total_rounds=3')
+  times = ('round_time_seconds', 'eval_time_seconds')
+  drop = lambda row: {k: v for k, v in row.items() if k not in times}
+  assert len(whole) == 3
+  assert [drop(r) for r in resumed] == [drop(r) for r in whole]

@@ -10,16 +10,27 @@ Kinds, recognized from the first row of a file's first user (or named):
 
 * `femnist`: `x` rows of 784 numbers (a 28x28 image, row-major), integer `y`
   in `[0, 62)`. Kept as float32 `[n, 784]` exactly as written, int32 `[n]`.
-* `shakespeare`: `x` strings of 80 characters, `y` one character, all of
-  LEAF's `ALL_LETTERS` (`models/utils/language_utils.py` of the LEAF
-  repository, 80 characters). Kept as uint8 ids `1 + ALL_LETTERS.find(c)`
-  (`[n, 80]` and `[n]`); id 0 is left for padding (`PAD_ID`).
+* `shakespeare`: `x` strings of 80 characters, `y` one character, mapped as
+  LEAF's reader maps them (`models/utils/language_utils.py` of the LEAF
+  repository: `word_to_indices` for `x`, `letter_to_vec` for `y`, over its
+  80-character `ALL_LETTERS`). Kept as uint8 ids `1 + ALL_LETTERS.find(c)`
+  (`[n, 80]` and `[n]`); id 0 is left for padding (`PAD_ID`). A character
+  outside `ALL_LETTERS` is what LEAF makes of it: in `x`, `find` gives -1,
+  so id 0; in `y`, LEAF's one-hot sets index -1, the last letter `'}'`, so
+  id 80.
 * `sent140`: `x` rows (lists) whose last field is the tweet, `y` 0/1: it is
   recognized, and rejected with a one-line `LeafDataError` (not supported
   yet).
 
-Every problem is a one-line `LeafDataError` naming the file, the user (or
-index) and what is wrong, raised while reading (plain Python and numpy, no
+What LEAF's scripts write and LEAF's reader accepts is accepted, and counted
+in a `LeafNotes` for one warning each: a `num_samples` other than `len(x)`
+(LEAF's by-sample split of Shakespeare writes one for every test user; the
+reader never reads it, and neither do we), a file with `"users": []`
+(written when `-k` removes every user of a source file; skipped), and
+characters outside `ALL_LETTERS` (mapped as above).
+
+Every other problem is a one-line `LeafDataError` naming the file, the user
+(or index) and what is wrong, raised while reading (plain Python and numpy, no
 TensorFlow). Memory: `iter_leaf_file` holds one file's parsed JSON, and
 frees each user's Python lists as soon as they are numpy arrays.
 """
@@ -29,6 +40,7 @@ import os
 from collections.abc import Iterator
 from typing import Any, Optional
 
+import attrs
 import numpy as np
 
 from tff_fedwin import choices
@@ -59,6 +71,48 @@ class LeafDataError(ValueError):
   The message is one line naming the file, the user (or index) and the
   problem.
   """
+
+
+@attrs.define
+class LeafNotes:
+  """What a read accepted as LEAF's reader does (module docstring), counted.
+
+  Attributes:
+    num_samples_users: Users whose `num_samples` is not their `len(x)`.
+    empty_files: Files with `"users": []`, skipped.
+    unknown_x: Characters of `x` outside `ALL_LETTERS` (read as id 0).
+    unknown_y: Labels `y` outside `ALL_LETTERS` (read as `'}'`, id 80).
+  """
+
+  num_samples_users: int = 0
+  empty_files: list[str] = attrs.Factory(list)
+  unknown_x: int = 0
+  unknown_y: int = 0
+
+  def messages(self) -> list[str]:
+    """One warning line per kind of note, none when there is nothing."""
+    lines = []
+    if self.num_samples_users:
+      lines.append(
+          f'{self.num_samples_users} LEAF user(s) have a "num_samples" other '
+          "than their number of x rows (LEAF's by-sample split writes one "
+          "for every test user); their x rows are used, as LEAF's reader "
+          'does'
+      )
+    if self.empty_files:
+      lines.append(
+          f'{len(self.empty_files)} LEAF file(s) with "users": [] skipped '
+          f'(LEAF writes them when -k removes every user): '
+          + ', '.join(self.empty_files)
+      )
+    if self.unknown_x or self.unknown_y:
+      lines.append(
+          f'{self.unknown_x} x character(s) and {self.unknown_y} y '
+          "character(s) are outside LEAF's Shakespeare ALL_LETTERS: read as "
+          "LEAF's reader reads them (x: find() = -1, id 0; y: the one-hot at "
+          "index -1, '}')"
+      )
+    return lines
 
 
 def _error(path: str, where: Optional[str], problem: str) -> LeafDataError:
@@ -224,19 +278,25 @@ def _femnist_arrays(path, where, x, y) -> tuple[np.ndarray, np.ndarray]:
   return pixels, np.asarray(y, dtype=np.int32)
 
 
-def encode_letters(text: str) -> tuple[np.ndarray, int]:
-  """uint8 ids of `text` (`1 + ALL_LETTERS.find(c)`), and the first bad index.
+def encode_letters(
+    text: str, unknown_id: int = PAD_ID
+) -> tuple[np.ndarray, int]:
+  """uint8 ids `1 + ALL_LETTERS.find(c)` of `text`, and how many were unknown.
 
-  The bad index is -1 when every character is one of `ALL_LETTERS`.
+  A character outside `ALL_LETTERS` gets `unknown_id`: `PAD_ID` (0) is
+  LEAF's `word_to_indices` (`find` gives -1), `len(ALL_LETTERS)` (80, `'}'`)
+  its `letter_to_vec` (a one-hot at index -1).
   """
   code_points = np.frombuffer(text.encode('utf-32-le'), dtype=np.uint32)
   ids = _CHAR_TO_ID[np.minimum(code_points, 127)]
-  ids = np.where(code_points < 128, ids, -1)
-  bad = np.flatnonzero(ids < 0)
-  return ids.astype(np.uint8), int(bad[0]) if bad.size else -1
+  unknown = (code_points >= 128) | (ids < 0)
+  ids = np.where(unknown, unknown_id, ids)
+  return ids.astype(np.uint8), int(np.count_nonzero(unknown))
 
 
-def _shakespeare_arrays(path, where, x, y) -> tuple[np.ndarray, np.ndarray]:
+def _shakespeare_arrays(
+    path, where, x, y, notes: LeafNotes
+) -> tuple[np.ndarray, np.ndarray]:
   """uint8 ids `[n, 80]` and `[n]` of Shakespeare rows, checked."""
   for name, rows, length in (('x', x, SHAKESPEARE_SEQ_LENGTH), ('y', y, 1)):
     for i, row in enumerate(rows):
@@ -248,25 +308,16 @@ def _shakespeare_arrays(path, where, x, y) -> tuple[np.ndarray, np.ndarray]:
             f'{name}[{i}] has {got}; Shakespeare {name} is a string of '
             f'{length} character{"s" if length > 1 else ""}',
         )
-  out = []
-  for name, rows, length in (('x', x, SHAKESPEARE_SEQ_LENGTH), ('y', y, 1)):
-    ids, bad = encode_letters(''.join(rows))
-    if bad >= 0:
-      row, col = divmod(bad, length)
-      char = rows[row][col]
-      raise _error(
-          path,
-          where,
-          f"{name}[{row}] character {col} ({char!r}) is not in LEAF's "
-          'Shakespeare character set ALL_LETTERS',
-      )
-    out.append(ids.reshape([len(rows), length]) if length > 1 else ids)
-  return out[0], out[1]
+  x_ids, unknown_x = encode_letters(''.join(x), PAD_ID)
+  y_ids, unknown_y = encode_letters(''.join(y), len(ALL_LETTERS))
+  notes.unknown_x += unknown_x
+  notes.unknown_y += unknown_y
+  return x_ids.reshape([len(x), SHAKESPEARE_SEQ_LENGTH]), y_ids
 
 
 def iter_leaf_file(
-    path: str, kind: str = 'auto'
-) -> tuple[str, Iterator[tuple[str, np.ndarray, np.ndarray]]]:
+    path: str, kind: str = 'auto', notes: Optional[LeafNotes] = None
+) -> tuple[Optional[str], Iterator[tuple[str, np.ndarray, np.ndarray]]]:
   """Reads a LEAF JSON file: its kind and an iterator of `(user, x, y)`.
 
   The whole file is parsed and its structure checked at once; each user's
@@ -278,22 +329,26 @@ def iter_leaf_file(
   Args:
     path: The JSON file.
     kind: One of `KINDS`, or 'auto' to recognize it from the first row.
+    notes: Where what is accepted as LEAF's reader does is counted (a new
+      `LeafNotes` if None).
 
   Returns:
-    `(kind, users)`.
+    `(kind, users)`; `(None, no users)` for a file with `"users": []`.
 
   Raises:
     LeafDataError: One line naming the file, the user and the problem (also
       from the iterator): invalid JSON, `users` and `user_data` that
-      disagree, a `num_samples` that does not match, `x` and `y` of different
-      lengths, a user with no examples, rows of the wrong length, labels out
-      of range, characters outside `ALL_LETTERS`, data of another kind than
-      `kind`, or Sent140 data (not supported).
+      disagree, a `num_samples` list of another length than `users`, `x` and
+      `y` of different lengths, a user with no examples, rows of the wrong
+      length, labels out of range, data of another kind than `kind`, or
+      Sent140 data (not supported).
   """
+  notes = LeafNotes() if notes is None else notes
   data = _load_json(path)
   users, num_samples, user_data = _check_structure(path, data)
   if not users:
-    raise _error(path, None, '"users" is empty')
+    notes.empty_files.append(path)
+    return None, iter(())
   first = user_data[users[0]]
   if (
       isinstance(first, dict)
@@ -302,7 +357,7 @@ def iter_leaf_file(
   ):
     found = detect_kind(path, users[0], first['x'][0])
   else:  # Raises the first user's problem.
-    _user_arrays(path, 'femnist', users[0], num_samples[0], dict(user_data))
+    _user_arrays(path, 'femnist', users[0], notes, dict(user_data))
   if kind not in ('auto', found):
     raise _error(
         path, f'user {users[0]!r}', f'holds {found}-style data, not {kind}'
@@ -317,12 +372,20 @@ def iter_leaf_file(
 
   def users_iter():
     for i, user in enumerate(users):
-      yield (user, *_user_arrays(path, found, user, num_samples[i], user_data))
+      if num_samples[i] != len(_rows(user_data[user])):
+        notes.num_samples_users += 1
+      yield (user, *_user_arrays(path, found, user, notes, user_data))
 
   return found, users_iter()
 
 
-def _user_arrays(path, kind, user, num_samples, user_data):
+def _rows(record: Any) -> Any:
+  """A user record's `x` if it is a list (else `()`: `_user_arrays` raises)."""
+  x = record.get('x') if isinstance(record, dict) else None
+  return x if isinstance(x, list) else ()
+
+
+def _user_arrays(path, kind, user, notes, user_data):
   """One user's checked arrays; pops the user's lists from `user_data`."""
   where = f'user {user!r}'
   record = user_data.pop(user)
@@ -333,14 +396,10 @@ def _user_arrays(path, kind, user, num_samples, user_data):
     raise _error(path, where, '"x" or "y" is missing or not a JSON list')
   if len(x) != len(y):
     raise _error(path, where, f'x has {len(x)} rows but y has {len(y)} labels')
-  if num_samples != len(x):
-    raise _error(
-        path, where, f'num_samples is {num_samples!r} but x has {len(x)} rows'
-    )
   if not x:
     raise _error(path, where, 'has no examples')
   if kind == 'auto':
     kind = detect_kind(path, user, x[0])
   if kind == 'femnist':
     return _femnist_arrays(path, where, x, y)
-  return _shakespeare_arrays(path, where, x, y)
+  return _shakespeare_arrays(path, where, x, y, notes)

@@ -15,7 +15,8 @@ conversion. Layout of a conversion:
 * `test.x`, `test.y`: the test split pooled, the same records, test files in
   name order and users in each file's order.
 * `index.json`, written last: the key, the kind, the training client ids in
-  sorted order, their example and class counts, the test size.
+  sorted order, their example and class counts, the test size, and the
+  warnings of the read (`leaf.LeafNotes`), logged again by every load.
 
 A conversion is written in a temporary directory beside it and renamed into
 place when complete, so a killed conversion is never used (its temporary
@@ -35,6 +36,7 @@ import tempfile
 import zlib
 from typing import Optional
 
+from absl import logging
 import attrs
 import numpy as np
 
@@ -112,6 +114,8 @@ class LeafCache:
       id, `leaf.SHAKESPEARE_VOCAB_SIZE`).
     num_test_examples: Examples of the pooled test split.
     converted: Whether this call converted it (False: found in the cache).
+    warnings: What the read accepted as LEAF's reader does
+      (`leaf.LeafNotes.messages`), one line each.
   """
 
   directory: str
@@ -121,6 +125,7 @@ class LeafCache:
   class_counts: np.ndarray
   num_test_examples: int
   converted: bool
+  warnings: tuple[str, ...] = ()
 
   def client_files(self, client_id: str) -> tuple[str, str]:
     """The `.x` and `.y` files of a training client."""
@@ -151,6 +156,7 @@ def _from_index(directory: str, key: str) -> Optional[LeafCache]:
         np.asarray(index['class_counts'], np.int64),
         index['num_test_examples'],
         converted=False,
+        warnings=tuple(index.get('warnings', ())),
     )
     x_bytes, y_bytes = record_bytes(cache.kind)
     for client_id, n in zip(cache.client_ids, cache.num_examples):
@@ -179,7 +185,9 @@ class _KindCheck:
     self.kind = None
     self.first_path = None
 
-  def check(self, path: str, found: str) -> str:
+  def check(self, path: str, found: Optional[str]) -> Optional[str]:
+    if found is None:  # A file with no users.
+      return None
     if self.kind is None:
       self.kind, self.first_path = found, path
     elif found != self.kind:
@@ -190,7 +198,7 @@ class _KindCheck:
     return found
 
 
-def _convert_split(paths, kinds: _KindCheck, out_dir, train: bool):
+def _convert_split(paths, kinds: _KindCheck, notes, out_dir, train: bool):
   """Writes a split's users; returns (ids, counts, class counts, total)."""
   ids, counts, class_counts, seen = [], [], [], {}
   total = 0
@@ -202,8 +210,10 @@ def _convert_split(paths, kinds: _KindCheck, out_dir, train: bool):
     )
   try:
     for path in paths:
-      found, users = leaf.iter_leaf_file(path, kinds.requested)
+      found, users = leaf.iter_leaf_file(path, kinds.requested, notes)
       kind = kinds.check(path, found)
+      if kind is None:
+        continue
       _, x_dtype, y_dtype, num_classes = _LAYOUT[kind]
       for user, x, y in users:
         if user in seen:
@@ -232,6 +242,11 @@ def _convert_split(paths, kinds: _KindCheck, out_dir, train: bool):
     if test_files:
       for f in test_files:
         f.close()
+  if not total:
+    raise leaf.LeafDataError(
+        f'{os.path.dirname(paths[0])}: no user in any .json file (each has '
+        '"users": []); a LEAF split needs at least one user'
+    )
   return ids, counts, class_counts, total
 
 
@@ -242,11 +257,11 @@ def _convert(files, kind, key, directory) -> LeafCache:
   tmp = tempfile.mkdtemp(prefix=f'.{key}.tmp-', dir=root)
   try:
     os.mkdir(os.path.join(tmp, 'train'))
-    kinds = _KindCheck(kind)
+    kinds, notes = _KindCheck(kind), leaf.LeafNotes()
     ids, counts, class_counts, _ = _convert_split(
-        files['train'], kinds, tmp, train=True
+        files['train'], kinds, notes, tmp, train=True
     )
-    *_, num_test = _convert_split(files['test'], kinds, tmp, train=False)
+    *_, num_test = _convert_split(files['test'], kinds, notes, tmp, train=False)
     kind = kinds.kind
     order = sorted(range(len(ids)), key=ids.__getitem__)
     index = {
@@ -257,6 +272,7 @@ def _convert(files, kind, key, directory) -> LeafCache:
         'num_examples': [counts[i] for i in order],
         'class_counts': [class_counts[i] for i in order],
         'num_test_examples': num_test,
+        'warnings': notes.messages(),
     }
     with open(os.path.join(tmp, INDEX), 'w') as f:
       json.dump(index, f)
@@ -295,7 +311,8 @@ def load_leaf_cache(
 
   Raises:
     LeafDataError: One line naming the file, the user and the problem; also
-      for a `kind` the data do not hold, or an unknown `kind`.
+      for a `kind` the data do not hold, or an unknown `kind`. What LEAF's
+      reader accepts is accepted; each of `LeafCache.warnings` is logged.
   """
   if kind not in ('auto', *leaf.KINDS):
     raise leaf.LeafDataError(
@@ -314,4 +331,6 @@ def load_leaf_cache(
         f'{os.path.abspath(data_dir)}: holds {cache.kind}-style data, not '
         f'{kind}'
     )
+  for line in cache.warnings:
+    logging.warning('%s: %s', os.path.abspath(data_dir), line)
   return cache

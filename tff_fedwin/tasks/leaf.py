@@ -14,9 +14,9 @@ the other tasks' test sets.
 * Shakespeare-style: LEAF predicts ONE next character from 80. Our model is
   the character LSTM of `tff_fedwin.tasks.shakespeare` (logits at every
   position) over LEAF's 80 characters (`leaf.ALL_LETTERS`): input id
-  `1 + ALL_LETTERS.find(c)`, id 0 padding (never in the input: LEAF's
-  inputs are all 80 characters), no OOV id (a character outside the set is a
-  `LeafDataError`); 81 ids. The target sequence is padding at the first 79
+  `1 + ALL_LETTERS.find(c)`, id 0 padding (in the input only where LEAF's
+  reader reads -1: a character outside the set, `tff_fedwin.data.leaf`); 81
+  ids. The target sequence is padding at the first 79
   positions and LEAF's next character at the last, so the masked loss and
   accuracy (`pad_label=0`) score only the LSTM's last position: LEAF's loss
   (cross-entropy of the next character) and LEAF's accuracy.
