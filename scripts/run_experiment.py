@@ -335,8 +335,11 @@ def config_from_flags() -> experiments.ExperimentConfig:
   )
 
 
-def main(argv):
-  """Trains; raises `app.UsageError` for bad flags before any TFF work."""
+def checked_config(argv) -> experiments.ExperimentConfig:
+  """The flags' config, checked with its data files; before TensorFlow.
+
+  Raises `app.UsageError` for bad flags, the data files' one-line errors.
+  """
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
   config = config_from_flags()
@@ -345,6 +348,11 @@ def main(argv):
   except ValueError as e:
     raise app.UsageError(str(e)) from e
   experiments.read_data_files(config)  # Still without TensorFlow.
+  return config
+
+
+def train(config: experiments.ExperimentConfig) -> None:
+  """Trains the checked `config` and prints its summary."""
   from tff_fedwin.reporting import summary_text  # pylint: disable=g-import-not-at-top
 
   summary = experiments.run_experiment(config)
@@ -356,26 +364,32 @@ def main(argv):
   )
 
 
-def _main_with_one_line_errors(argv):
-  """`main` with its user errors as one line on stderr and exit code 1.
+def main(argv):
+  """Trains; raises `app.UsageError` for bad flags before any TFF work."""
+  train(checked_config(argv))
+
+
+def _with_one_line_errors(fn, program: str):
+  """`fn` with its user errors as one line on stderr and exit code 1.
 
   absl would print the whole module help for a `UsageError`; data, worker and
   divergence errors would end in a traceback. With `--verbosity`, errors keep
   their traceback.
   """
-  verbose = FLAGS['verbosity'].present
-  log_levels.set_python_log_levels(verbose)
-  try:
-    main(argv)
-  except app.UsageError as e:
-    sys.exit(
-        f'{os.path.basename(argv[0])}: {e}\n'
-        'Pass --helpshort or --helpfull to see help on flags.'
-    )
-  except Exception as e:  # pylint: disable=broad-except
-    if verbose or not _is_user_error(e):
-      raise
-    sys.exit(f'{os.path.basename(argv[0])}: {e}')
+
+  def wrapped(arg):
+    try:
+      return fn(arg)
+    except app.UsageError as e:
+      sys.exit(
+          f'{program}: {e}\nPass --helpshort or --helpfull to see help on flags.'
+      )
+    except Exception as e:  # pylint: disable=broad-except
+      if FLAGS['verbosity'].present or not _is_user_error(e):
+        raise
+      sys.exit(f'{program}: {e}')
+
+  return wrapped
 
 
 def _is_user_error(error: Exception) -> bool:
@@ -387,4 +401,8 @@ def _is_user_error(error: Exception) -> bool:
 
 
 if __name__ == '__main__':
-  app.run(_main_with_one_line_errors)
+  _PROGRAM = os.path.basename(sys.argv[0])
+  log_levels.run(
+      _with_one_line_errors(train, _PROGRAM),
+      before_tensorflow=_with_one_line_errors(checked_config, _PROGRAM),
+  )

@@ -14,7 +14,15 @@ steps in two lines:
   if __name__ == '__main__':
     log_levels.run(main)  # absl's app.run, then the Python log levels.
 
-This module imports no TensorFlow itself.
+`run` also imports TensorFlow while absl is still initializing (after the
+flags and the script's own `before_tensorflow` checks), never later:
+`tensorflow.python.distribute.combinations`, imported by TensorFlow, registers
+`absl.app.call_after_init(...)` to list the GPUs; once absl's init is done it
+runs at once, in the middle of TensorFlow's import, and Keras then builds
+functional models in graph mode (every LSTM fails with "'SymbolicTensor'
+object cannot be interpreted as an integer").
+
+This module imports TensorFlow only inside `run`, after the checks.
 """
 
 import logging
@@ -72,24 +80,40 @@ def set_python_log_levels(verbosity_set: bool) -> None:
 
 
 def run(
-    main: Callable[[list[str]], Any], argv: Optional[Sequence[str]] = None
+    main: Callable[[Any], Any],
+    argv: Optional[Sequence[str]] = None,
+    *,
+    before_tensorflow: Optional[Callable[[list[str]], Any]] = None,
 ) -> None:
-  """`absl.app.run(main, argv)` at a script's quiet Python log levels.
+  """`absl.app.run(main, argv)` at quiet log levels, TensorFlow imported early.
 
-  Once absl has parsed the flags, sets `set_python_log_levels` (warnings and
-  errors only unless `argv` sets `--verbosity`), then runs `main` with the
-  arguments left and exits with its result, as `app.run` does. The C++ logs
-  are `quiet_native_logs`'s: the script calls it before importing TensorFlow.
+  absl parses the flags; then `set_python_log_levels` (warnings and errors
+  only unless `argv` sets `--verbosity`), `before_tensorflow` (the script's
+  checks of flags and files, if any), and TensorFlow's import, all inside
+  absl's flag parsing (see the module docstring for why not later); then
+  `main` runs with `before_tensorflow`'s result (or the arguments left) and
+  the script exits with its result, as `app.run` does. The C++ logs are
+  `quiet_native_logs`'s: the script calls it before importing TensorFlow.
 
   Args:
-    main: The script's main, called with the non-flag arguments.
+    main: The script's main.
     argv: The command line; default `sys.argv`.
+    before_tensorflow: Called with the non-flag arguments; what it returns is
+      `main`'s argument. Its errors leave before TensorFlow is imported.
   """
   argv = list(sys.argv if argv is None else argv)
   verbosity_set = verbosity_requested(argv)
 
-  def quiet_main(args: list[str]) -> Any:
+  def parse_check_and_import(args: list[str]) -> Any:
+    args = app.parse_flags_with_usage(args)
     set_python_log_levels(verbosity_set)
-    return main(args)
+    checked = before_tensorflow(args) if before_tensorflow else args
+    import tensorflow  # pylint: disable=g-import-not-at-top,unused-import
 
-  app.run(quiet_main, argv=argv)
+    return checked
+
+  def quiet_main(checked: Any) -> Any:
+    set_python_log_levels(verbosity_set)  # absl set INFO after parsing.
+    return main(checked)
+
+  app.run(quiet_main, argv=argv, flags_parser=parse_check_and_import)

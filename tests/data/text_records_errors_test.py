@@ -106,6 +106,12 @@ _BAD_FILES = [
         r', line 2: not UTF-8 text',
         id='not_utf8',
     ),
+    pytest.param(
+        '.csv',
+        b'client_id,text\na,"x\ny"\nb,\xff\n',
+        r', line 4: not UTF-8 text',
+        id='csv_not_utf8',
+    ),
     pytest.param('.txt', _OK.encode(), r": unknown extension '.txt'", id='ext'),
     pytest.param(
         '.jsonl',

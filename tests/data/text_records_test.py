@@ -65,6 +65,53 @@ def test_csv_multiline_field_line_is_the_records_first(tmp_path):
   assert [(r.text, r.line) for r in records] == [('x\ny', 2), ('z', 4)]
 
 
+def test_jsonl_lines_end_at_newline_only(tmp_path):
+  # JSON allows U+2028, U+2029 and U+0085 raw inside strings; str.splitlines
+  # would end a line at each. Line 2 holds all three raw, line 3 an escaped
+  # form feed and a CRLF end; line 4 is a blank line of JSON whitespace.
+  path = tmp_path / 'odd.jsonl'
+  path.write_bytes(
+      b'{"client_id": "a", "text": "one"}\n'
+      + '{"client_id": "a", "text": "x\u2028y\u2029z\u0085w"}\n'.encode()
+      + b'{"client_id": "b", "text": "p\\fq"}\r\n'
+      + b' \t\r\n'
+      + b'{"client_id": "b", "text": "last"}\n'
+  )
+  records = text_records.read_text_records(str(path))
+  assert [(r.client_id, r.text, r.line) for r in records] == [
+      ('a', 'one', 1),
+      ('a', 'x\u2028y\u2029z\u0085w', 2),
+      ('b', 'p\fq', 3),
+      ('b', 'last', 5),
+  ]
+
+
+def test_jsonl_error_after_odd_characters_names_its_line(tmp_path):
+  path = tmp_path / 'bad.jsonl'
+  path.write_bytes(
+      '{"client_id": "a", "text": "x\u2028\u2028y"}\n{"client_id": 1}\n'.encode()
+  )
+  with pytest.raises(
+      text_records.TextDataError,
+      match=r'bad\.jsonl, line 2: field "client_id" must be a string',
+  ):
+    text_records.read_text_records(str(path))
+
+
+def test_csv_field_longer_than_csvs_default_limit(tmp_path):
+  # csv's default field_size_limit is 131072 characters; this text is 2x.
+  text = 'word ' * 52429  # 262145 characters.
+  path = tmp_path / 'long.csv'
+  path.write_text(f'client_id,text\na,"{text}"\nb,short\n', encoding='utf-8')
+  limit = csv.field_size_limit()
+  records = text_records.read_text_records(str(path))
+  assert [(r.client_id, len(r.text), r.line) for r in records] == [
+      ('a', 262145, 2),
+      ('b', 5, 3),
+  ]
+  assert csv.field_size_limit() == limit  # Restored: a global of csv.
+
+
 @pytest.mark.parametrize('extension', ['.jsonl', '.csv'])
 def test_split_by_fraction_by_hand(tmp_path, extension):
   path = _write(tmp_path, _ROWS, extension)

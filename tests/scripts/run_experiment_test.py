@@ -186,7 +186,9 @@ def test_user_errors_exit_with_their_one_line(
 
   monkeypatch.setattr(run_experiment.experiments, 'run_experiment', fail)
   with pytest.raises(SystemExit) as exited:
-    run_experiment._main_with_one_line_errors(['/x/run_experiment.py'])
+    run_experiment._with_one_line_errors(
+        run_experiment.main, 'run_experiment.py'
+    )(['/x/run_experiment.py'])
   assert exited.value.code == f'run_experiment.py: {error}'
 
 
@@ -194,7 +196,9 @@ def test_usage_error_exits_with_one_line_and_hint(keep_log_levels):
   del keep_log_levels
   with flagsaver.flagsaver(total_rounds=0):
     with pytest.raises(SystemExit) as exited:
-      run_experiment._main_with_one_line_errors(['/x/run_experiment.py'])
+      run_experiment._with_one_line_errors(
+          run_experiment.main, 'run_experiment.py'
+      )(['/x/run_experiment.py'])
   assert exited.value.code == (
       'run_experiment.py: --total_rounds must be an integer >= 1, got 0.\n'
       'Pass --helpshort or --helpfull to see help on flags.'

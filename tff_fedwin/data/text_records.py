@@ -5,11 +5,16 @@ next-word prediction on one's own text). One record per example, in either
 format, chosen by the file's extension:
 
 * `.jsonl`: one JSON object per line, e.g.
-  `{"client_id": "alice", "text": "the cat sat", "split": "train"}`.
-  Blank lines are skipped.
+  `{"client_id": "alice", "text": "the cat sat", "split": "train"}`. Lines
+  end at `\\n` only (JSON Lines): U+2028, U+2029, U+0085, form feeds and
+  carriage returns, which JSON allows raw inside strings, are part of their
+  line. Blank lines (only JSON whitespace) are skipped.
 * `.csv`: a header row naming the columns, then one row per record (Python's
   `csv` dialect `excel`: comma-separated, `"`-quoted fields may hold commas
-  and newlines). A leading UTF-8 byte-order mark is ignored.
+  and newlines, and be of any length).
+
+Both are UTF-8 (a leading byte-order mark is ignored) and read streamed, a
+line at a time: only the records are held.
 
 Fields: `client_id` (a non-empty string: one client per distinct id), `text`
 (a string) and, optionally, `split` (`train` or `test`). Other fields are
@@ -29,11 +34,10 @@ raised before any TensorFlow work.
 import collections
 import csv
 import fractions
-import io
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Optional
 
 import attrs
@@ -90,18 +94,28 @@ def _error(path: str, line: Optional[int], problem: str) -> TextDataError:
   return TextDataError(f'{where}: {problem}')
 
 
-def _decoded(path: str) -> str:
-  """The file's text (UTF-8, a leading BOM dropped), or TextDataError."""
+def _lines(path: str) -> Iterator[tuple[int, str]]:
+  """(1-based number, text) of each line, split on `\\n` only, streamed.
+
+  JSON Lines' lines (and the lines `_csv_records` names in its errors).
+
+  Each line is decoded as UTF-8 (a leading byte-order mark dropped) as it is
+  read, so a line's number is right whatever it holds (U+2028, U+0085, form
+  feeds and lone carriage returns are characters of a line, not ends).
+
+  Raises:
+    TextDataError: If the file cannot be read or a line is not UTF-8.
+  """
   try:
-    with open(path, 'rb') as f:
-      content = f.read()
+    f = open(path, 'rb')
   except OSError as e:
     raise _error(path, None, f'cannot read the file ({e.strerror}).') from e
-  try:
-    return content.decode('utf-8-sig')
-  except UnicodeDecodeError as e:
-    line = content[: e.start].count(b'\n') + 1
-    raise _error(path, line, 'not UTF-8 text.') from e
+  with f:
+    for number, raw in enumerate(f, start=1):
+      try:
+        yield number, raw.decode('utf-8-sig' if number == 1 else 'utf-8')
+      except UnicodeDecodeError as e:
+        raise _error(path, number, 'not UTF-8 text.') from e
 
 
 def _check_fields(path: str, line: int, fields: dict[str, Any]) -> None:
@@ -134,10 +148,14 @@ def _record(path: str, line: int, fields: dict[str, Any]) -> TextRecord:
   )
 
 
-def _jsonl_records(path: str, content: str) -> list[TextRecord]:
+# JSON's whitespace (RFC 8259 sec. 2): a line of only these is blank.
+_JSON_WHITESPACE = ' \t\n\r'
+
+
+def _jsonl_records(path: str) -> list[TextRecord]:
   records = []
-  for number, line in enumerate(content.splitlines(), start=1):
-    if not line.strip():
+  for number, line in _lines(path):
+    if not line.strip(_JSON_WHITESPACE):
       continue
     try:
       fields = json.loads(line)
@@ -170,8 +188,34 @@ def _csv_header(path: str, header: Sequence[str]) -> None:
     )
 
 
-def _csv_records(path: str, content: str) -> list[TextRecord]:
-  reader = csv.reader(io.StringIO(content, newline=''))
+# A CSV field may be as long as a text (csv's default limit is 128 KiB).
+_CSV_FIELD_LIMIT = 2**31 - 1
+
+
+def _csv_records(path: str) -> list[TextRecord]:
+  """The records of a CSV file, read streamed as Python's `csv` reads files.
+
+  Opened with `newline=''` (the `csv` module's way: its reader finds the
+  line ends, also inside quoted fields); a line that is not UTF-8 is named
+  by a second, binary pass (`_lines`).
+  """
+  try:
+    f = open(path, encoding='utf-8-sig', newline='')
+  except OSError as e:
+    raise _error(path, None, f'cannot read the file ({e.strerror}).') from e
+  old_limit = csv.field_size_limit(_CSV_FIELD_LIMIT)
+  try:
+    with f:
+      return _csv_rows(path, csv.reader(f))
+  except UnicodeDecodeError:
+    for _ in _lines(path):  # Raises TextDataError naming the line.
+      pass
+    raise
+  finally:
+    csv.field_size_limit(old_limit)
+
+
+def _csv_rows(path: str, reader: Any) -> list[TextRecord]:
   try:
     header = next(reader, None)
     if header is None:
@@ -233,11 +277,10 @@ def read_text_records(path: str) -> list[TextRecord]:
     raise _error(
         path, None, f'unknown extension {extension!r}; use one of {EXTENSIONS}.'
     )
-  content = _decoded(path)
   if extension == '.jsonl':
-    records = _jsonl_records(path, content)
+    records = _jsonl_records(path)
   else:
-    records = _csv_records(path, content)
+    records = _csv_records(path)
   if not records:
     raise _error(path, None, 'empty file: no records.')
   _check_split_presence(path, records)
