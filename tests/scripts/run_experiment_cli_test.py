@@ -230,16 +230,25 @@ def _bad_data_file(tmp_path, kind):
         f'--data_dir={tmp_path / "leaf"}',
         f'--cache_dir={tmp_path / "cache"}',
     ], f'{tmp_path / "leaf" / "train"}: holds no .json file'
+  if kind == 'clients':  # A good file with 5 clients, 10 per round asked.
+    path = os.path.join(_ROOT, 'tff_fedwin/data/samples/text_sample.jsonl')
+    return [f'--data_jsonl={path}', '--clients_per_round=10'], (
+        '--clients_per_round (10) must be <= the number of training clients '
+        'of --task=text (5).'
+    )
   path = tmp_path / 'data.jsonl'
   path.write_text('{"client_id": "a"}\n')
   return [f'--data_jsonl={path}'], f'{path}, line 1: missing field "text".'
 
 
-@pytest.mark.parametrize('task', ['npz', 'leaf', 'text'])
+@pytest.mark.parametrize(
+    'task, kind',
+    [('npz', 'npz'), ('leaf', 'leaf'), ('text', 'text'), ('text', 'clients')],
+)
 def test_bad_data_files_are_refused_before_tensorflow_is_imported(
-    tmp_path, task
+    tmp_path, task, kind
 ):
-  flags, message = _bad_data_file(tmp_path, task)
+  flags, message = _bad_data_file(tmp_path, kind)
   result = _run_probed(
       f'--task={task}', *flags, f'--root_output_dir={tmp_path / "out"}'
   )

@@ -13,12 +13,14 @@ import csv
 import importlib.util
 import json
 import os
+import re
 
 from absl import app
 from absl import flags
 from absl.testing import flagsaver
 import pytest
 
+from tests.data import leaf_fixtures
 from tff_fedwin import runtime
 from tff_fedwin.tasks import registry
 from tff_fedwin.training import divergence
@@ -203,3 +205,47 @@ def test_usage_error_exits_with_one_line_and_hint(keep_log_levels):
       'run_experiment.py: --total_rounds must be an integer >= 1, got 0.\n'
       'Pass --helpshort or --helpfull to see help on flags.'
   )
+
+
+_README = os.path.join(os.path.dirname(os.path.dirname(_SCRIPT)), 'README.md')
+# One command: the script, then its arguments up to `&&` or the line's end
+# (a `\` continues the line).
+_README_COMMAND = re.compile(
+    r'\.venv/bin/python scripts/run_experiment\.py((?:[^&\n\\]|\\\n)*)'
+)
+
+
+def _readme_commands():
+  with open(_README) as f:
+    text = f.read()
+  return [
+      m.group(1).replace('\\\n', ' ').split()
+      for m in _README_COMMAND.finditer(text)
+  ]
+
+
+def test_readme_commands_pass_the_scripts_checks(tmp_path):
+  # Every run_experiment.py command of the README, as printed, through the
+  # script's own flag parsing and its checks of flags and data files (the
+  # runs themselves are the task tests'). $LEAF's FEMNIST is a LEAF
+  # directory of 10 users (the README's default --clients_per_round).
+  commands = _readme_commands()
+  assert [c[0] for c in commands] == [
+      '--task=mnist',
+      '--task=leaf',
+      '--task=text',
+  ]
+  users = {
+      f'f{u}': (leaf_fixtures.femnist_rows(2, u), [u, u]) for u in range(10)
+  }
+  leaf_dir = leaf_fixtures.write_leaf_dir(
+      tmp_path / 'LEAF' / 'data' / 'femnist' / 'data',
+      {'a.json': users},
+      {'a.json': users},
+  )
+  for args in commands:
+    args = [a.replace('$LEAF/data/femnist/data', leaf_dir) for a in args]
+    with flagsaver.flagsaver():
+      flags.FLAGS(['run_experiment', *args, f'--cache_dir={tmp_path}'])
+      config = run_experiment.checked_config(['run_experiment'])
+    assert config.task == args[0].split('=')[1]

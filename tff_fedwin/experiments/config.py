@@ -79,6 +79,18 @@ def as_input_data_error():
     raise InputDataError(str(e)) from e
 
 
+def check_clients_per_round(
+    config: 'ExperimentConfig', num_train_clients: int
+) -> None:
+  """Raises InputDataError if `--clients_per_round` exceeds the clients."""
+  if config.clients_per_round > num_train_clients:
+    raise InputDataError(
+        f'--clients_per_round ({config.clients_per_round}) must be <= the '
+        f'number of training clients of --task={config.task} '
+        f'({num_train_clients}).'
+    )
+
+
 @attrs.frozen
 class ExperimentConfig:
   """Everything an experiment run depends on (one field per flag)."""

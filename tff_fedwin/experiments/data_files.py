@@ -18,10 +18,11 @@ def read_data_files(config: config_lib.ExperimentConfig) -> None:
     config: A config that passed `validate_config`.
 
   Raises:
-    InputDataError: The file's one-line error (it names the file).
+    InputDataError: The file's one-line error (it names the file), or
+      `--clients_per_round` above the number of clients the files hold.
   """
   with config_lib.as_input_data_error():
-    data_files.read_data_files(
+    num_train_clients = data_files.read_data_files(
         config.task,
         data_npz=config.data_npz,
         scale_integer_features=config.scale_integer_features,
@@ -31,3 +32,5 @@ def read_data_files(config: config_lib.ExperimentConfig) -> None:
         data_jsonl=config.data_jsonl,
         test_fraction=config.test_fraction,
     )
+  if num_train_clients is not None:
+    config_lib.check_clients_per_round(config, num_train_clients)

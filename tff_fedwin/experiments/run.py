@@ -102,13 +102,7 @@ def run_experiment(
       )
     total_rounds = stop_after_round
   task = create_task(config)
-  num_train_clients = len(task.train_data.client_ids)
-  if config.clients_per_round > num_train_clients:
-    raise config_lib.InputDataError(
-        f'--clients_per_round ({config.clients_per_round}) must be <= the '
-        f'number of training clients of --task={config.task} '
-        f'({num_train_clients}).'
-    )
+  config_lib.check_clients_per_round(config, len(task.train_data.client_ids))
   run_dir = outputs.RunPaths(config.root_output_dir, config.experiment_name)
   with run_lock.hold(run_dir.root):
     # Before any TFF work or change in the run directory but its lock.

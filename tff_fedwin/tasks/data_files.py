@@ -32,12 +32,16 @@ def read_data_files(
     cache_dir: Optional[str] = None,
     data_jsonl: Optional[str] = None,
     test_fraction: float = 0.2,
-) -> None:
+) -> Optional[int]:
   """Reads task `name`'s data files (if it has any) for `create_task`.
 
   Arguments as `registry.create_task`'s; a task without a file of its own
   (`mnist`, `emnist`, ...) or without its path (`create_task` names the
   missing flag) reads nothing.
+
+  Returns:
+    The number of training clients the files hold (LEAF users, text
+    clients), or None where the flags decide it (npz) or nothing was read.
 
   Raises:
     ValueError: The loader's one-line error (`sources.load_npz`,
@@ -50,11 +54,16 @@ def read_data_files(
         scale_integer_features=scale_integer_features,
     )
   elif name == 'leaf' and data_dir:
-    preloaded.load(
+    cache = preloaded.load(
         leaf_cache.load_leaf_cache,
         data_dir,
         leaf_kind,
         leaf_cache_dir(cache_dir),
     )
+    return len(cache.client_ids)
   elif name == 'text' and data_jsonl:
-    preloaded.load(text_records.load_text_splits, data_jsonl, test_fraction)
+    splits = preloaded.load(
+        text_records.load_text_splits, data_jsonl, test_fraction
+    )
+    return len(splits.client_ids)
+  return None
