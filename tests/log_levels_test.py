@@ -71,6 +71,25 @@ def test_set_python_log_levels(
   assert logging.getLogger('tensorflow').level == tf_level
 
 
+@pytest.mark.parametrize('user_env', [None, '1'])
+def test_quiet_is_the_scripts_defaults_for_library_use(
+    monkeypatch, keep_log_levels, user_env
+):
+  del keep_log_levels
+  monkeypatch.delenv('GRPC_VERBOSITY', raising=False)
+  if user_env is None:
+    monkeypatch.delenv('TF_CPP_MIN_LOG_LEVEL', raising=False)
+  else:
+    monkeypatch.setenv('TF_CPP_MIN_LOG_LEVEL', user_env)
+  absl_logging.set_verbosity(absl_logging.DEBUG)
+  logging.getLogger('tensorflow').setLevel(logging.DEBUG)
+  log_levels.quiet()
+  assert os.environ['TF_CPP_MIN_LOG_LEVEL'] == (user_env or '3')
+  assert os.environ['GRPC_VERBOSITY'] == 'ERROR'
+  assert absl_logging.get_verbosity() == absl_logging.WARNING
+  assert logging.getLogger('tensorflow').level == logging.WARNING
+
+
 # A script's main: prints the log levels it runs at and its arguments.
 _SCRIPT = """
 import logging

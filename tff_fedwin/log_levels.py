@@ -62,6 +62,20 @@ def quiet_native_logs(argv: Sequence[str]) -> None:
       os.environ.setdefault(name, value)
 
 
+def quiet() -> None:
+  """The scripts' quiet logs for library use; call it before importing TF.
+
+  `quiet_native_logs` without a command line, then `set_python_log_levels`:
+  TensorFlow's and gRPC's C++ INFO and WARNING lines (grappler's sessions,
+  oneDNN, CUDA stubs) are filtered, and absl and the `tensorflow` logger show
+  warnings and errors only. A variable of `QUIET_NATIVE_ENV` the environment
+  sets is left alone. Called after TensorFlow's import, only the Python
+  levels take effect (the C++ level is read once, at the import).
+  """
+  quiet_native_logs([])
+  set_python_log_levels(False)
+
+
 def set_python_log_levels(verbosity_set: bool) -> None:
   """Shows warnings and errors only, unless `--verbosity` was given.
 
