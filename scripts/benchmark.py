@@ -322,11 +322,15 @@ def _checked_rows() -> list[_Row]:
   return rows
 
 
-def main(argv):
-  """Runs the rows; a bad flag exits with one line, before TFF is imported."""
+def _checked(argv) -> list[_Row]:
+  """The selected rows; a bad flag exits with one line, before TensorFlow."""
   if len(argv) > 1:
     sys.exit(f'benchmark.py: unexpected arguments {argv[1:]}.')
-  selected = _checked_rows()
+  return _checked_rows()
+
+
+def main(selected: list[_Row]):
+  """Runs the `selected` rows (`_checked`)."""
   _import_tensorflow()
   rows = [
       bench.Row(r.name, r.make(), r.num_workers, r.own_bound) for r in selected
@@ -355,4 +359,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  log_levels.run(main)
+  log_levels.run(main, before_tensorflow=_checked)

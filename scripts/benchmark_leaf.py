@@ -116,4 +116,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  log_levels.run(main)
+  log_levels.run(main, import_tensorflow=False)  # Its starts are subprocesses.

@@ -98,6 +98,7 @@ def run(
     argv: Optional[Sequence[str]] = None,
     *,
     before_tensorflow: Optional[Callable[[list[str]], Any]] = None,
+    import_tensorflow: bool = True,
 ) -> None:
   """`absl.app.run(main, argv)` at quiet log levels, TensorFlow imported early.
 
@@ -114,6 +115,8 @@ def run(
     argv: The command line; default `sys.argv`.
     before_tensorflow: Called with the non-flag arguments; what it returns is
       `main`'s argument. Its errors leave before TensorFlow is imported.
+    import_tensorflow: False for a script whose own process never imports
+      TensorFlow (it only starts others).
   """
   argv = list(sys.argv if argv is None else argv)
   verbosity_set = verbosity_requested(argv)
@@ -122,7 +125,8 @@ def run(
     args = app.parse_flags_with_usage(args)
     set_python_log_levels(verbosity_set)
     checked = before_tensorflow(args) if before_tensorflow else args
-    import tensorflow  # pylint: disable=g-import-not-at-top,unused-import
+    if import_tensorflow:
+      import tensorflow  # pylint: disable=g-import-not-at-top,unused-import
 
     return checked
 

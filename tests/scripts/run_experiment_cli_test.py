@@ -168,10 +168,10 @@ finally:
 """
 
 
-def _run_probed(*args):
+def _run_probed(*args, script=_SCRIPT):
   """The script with `args` under `_HEAVY_MODULES_PROBE`."""
   return subprocess.run(
-      [sys.executable, '-c', _HEAVY_MODULES_PROBE, _SCRIPT, *args],
+      [sys.executable, '-c', _HEAVY_MODULES_PROBE, script, *args],
       capture_output=True,
       text=True,
       timeout=120,
@@ -211,6 +211,17 @@ def test_bad_flags_are_refused_before_tensorflow_is_imported(
   result = _run_probed(*args)
   assert result.returncode == 1
   assert result.stderr.splitlines()[0].startswith(first_line), result.stderr
+  assert result.stdout == '[]\n'
+
+
+def test_benchmark_refuses_a_bad_flag_before_tensorflow_is_imported():
+  # scripts/benchmark.py checks its rows in `log_levels.run`'s
+  # `before_tensorflow`, which `log_levels.run` imports TensorFlow after.
+  result = _run_probed(
+      '--rounds=0', script=os.path.join(_ROOT, 'scripts', 'benchmark.py')
+  )
+  assert result.returncode == 1
+  assert result.stderr.splitlines() == ['benchmark.py: --rounds must be >= 1.']
   assert result.stdout == '[]\n'
 
 
