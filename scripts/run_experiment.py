@@ -205,6 +205,13 @@ flags.DEFINE_integer('client_epochs', _DEFAULTS.client_epochs, 'Local epochs.')
 flags.DEFINE_integer(
     'client_batch_size', _DEFAULTS.client_batch_size, 'Local batch size.'
 )
+flags.DEFINE_integer(
+    'client_max_elements',
+    _DEFAULTS.client_max_elements,
+    'At most this many examples per sampled client and round, the first '
+    "ones after the shuffle and the epochs (TFF's ClientSpec.max_elements, "
+    'for StackOverflow-style users with long histories); 0: all.',
+)
 flags.DEFINE_float(
     'client_learning_rate',
     _DEFAULTS.client_learning_rate,

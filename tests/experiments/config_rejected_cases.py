@@ -262,6 +262,11 @@ BAD_CONFIGS = [
     _fails(
         'client_batch_size_zero', ['--client_batch_size'], client_batch_size=0
     ),
+    _fails(
+        'client_max_elements_negative',
+        ['--client_max_elements'],
+        client_max_elements=-1,
+    ),
     _fails('rounds_per_eval_zero', ['--rounds_per_eval'], rounds_per_eval=0),
     _fails(
         'rounds_per_checkpoint_zero',

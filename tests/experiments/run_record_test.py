@@ -50,6 +50,7 @@ CHANGES = dict(
     clients_per_round=5,
     client_epochs=2,
     client_batch_size=32,
+    client_max_elements=64,
     client_learning_rate=0.5,
     client_momentum=0.9,
     server_learning_rate=0.5,

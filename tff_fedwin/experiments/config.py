@@ -125,6 +125,7 @@ class ExperimentConfig:
   clients_per_round: int = 10
   client_epochs: int = 1
   client_batch_size: int = 20
+  client_max_elements: int = 0
   client_learning_rate: float = 0.05
   client_momentum: float = 0.0
   server_learning_rate: float = 1.0
@@ -181,7 +182,12 @@ def _check_values(config: ExperimentConfig) -> None:
       'summary_last_n',
   ):
     checks.check_int(f'--{flag}', getattr(config, flag), minimum=1)
-  for flag in ('window_size', 'window_start_round', 'seed'):
+  for flag in (
+      'window_size',
+      'window_start_round',
+      'seed',
+      'client_max_elements',
+  ):
     checks.check_int(f'--{flag}', getattr(config, flag), minimum=0)
   checks.check_number(
       '--dirichlet_alpha',

@@ -13,6 +13,7 @@ from tff_fedwin.experiments import registry
 from tff_fedwin.experiments import run_record
 from tff_fedwin.runtime import shared_dir
 from tff_fedwin.tasks import registry as tasks_registry
+from tff_fedwin.tasks import task as task_lib
 from tff_fedwin.training import disk_full
 from tff_fedwin.training import loop
 from tff_fedwin.training import outputs
@@ -53,7 +54,9 @@ def create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
         f'--client_loss=wsm needs one label per example; --task={config.task}'
         ' here predicts a sequence of tokens (use --client_loss=ce).'
     )
-  return task
+  return task_lib.with_max_elements(
+      task, config.client_max_elements, config.client_batch_size
+  )
 
 
 @contextlib.contextmanager

@@ -82,3 +82,31 @@ def batching_fn(
     )
 
   return preprocess
+
+
+def with_max_elements(task: Task, max_elements: int, batch_size: int) -> Task:
+  """`task` whose clients train on at most `max_elements` examples a round.
+
+  TFF's `ClientSpec.max_elements` (`tff.simulation.baselines`): the first
+  `max_elements` examples of the client's preprocessed stream, i.e. after the
+  shuffle and the epochs' repeat, before batching. Here the batches of
+  `task.preprocess_fn` are unbatched, cut and batched again, which is the
+  same stream (batching is sequential, the last batch may be partial) and
+  works for every task's own preprocessing.
+
+  Args:
+    task: The task.
+    max_elements: >= 1, or 0 for no cap (`task` itself).
+    batch_size: The client batch size `task.preprocess_fn` batches by.
+
+  Returns:
+    The `Task` with the capped `preprocess_fn`.
+  """
+  if not max_elements:
+    return task
+  preprocess_fn = task.preprocess_fn
+
+  def capped(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    return preprocess_fn(dataset).unbatch().take(max_elements).batch(batch_size)
+
+  return attrs.evolve(task, preprocess_fn=capped)
