@@ -6,9 +6,10 @@ format, chosen by the file's extension:
 
 * `.jsonl`: one JSON object per line, e.g.
   `{"client_id": "alice", "text": "the cat sat", "split": "train"}`. Lines
-  end at `\\n` only (JSON Lines): U+2028, U+2029, U+0085, form feeds and
-  carriage returns, which JSON allows raw inside strings, are part of their
-  line. Blank lines (only JSON whitespace) are skipped.
+  end at `\\n` only (JSON Lines): U+2028, U+2029 and U+0085, which JSON
+  allows raw inside strings, are part of their line (a `\\r` before the
+  `\\n` is JSON whitespace). Blank lines (only JSON whitespace) are
+  skipped.
 * `.csv`: a header row naming the columns, then one row per record (Python's
   `csv` dialect `excel`: comma-separated, `"`-quoted fields may hold commas
   and newlines, and be of any length).
