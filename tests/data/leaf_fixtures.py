@@ -96,3 +96,15 @@ def shakespeare_by_user(root):
       {'all_data_niid_0_keep_0_test_9.json': test},
   )
   return str(root), train, test
+
+
+# LEAF directories written by LEAF's own preprocess.sh (its README.md).
+GENERATED_DIR = os.path.join(os.path.dirname(__file__), 'leaf_generated')
+
+
+def generated_json(name: str, split: str) -> dict:
+  """The one JSON file LEAF's scripts wrote for `GENERATED_DIR/name/split`."""
+  directory = os.path.join(GENERATED_DIR, name, split)
+  (file_name,) = os.listdir(directory)
+  with open(os.path.join(directory, file_name)) as f:
+    return json.load(f)

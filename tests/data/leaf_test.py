@@ -4,7 +4,6 @@ Fixtures (`leaf_fixtures`) write a few users in LEAF's layout; every array is
 compared with numpy's reading of the lists written, or with ids by hand.
 """
 
-import json
 import os
 
 import numpy as np
@@ -198,14 +197,16 @@ def test_client_ids_with_any_characters_read_by_id(tmp_path):
 )
 def test_directories_written_by_leafs_scripts(tmp_path, name, num_test_users):
   # tests/data/leaf_generated: LEAF's preprocess.sh by sample and by user.
-  root = os.path.join(os.path.dirname(__file__), 'leaf_generated', name)
-  rows = {}
-  for split in ('train', 'test'):
-    (file_name,) = os.listdir(os.path.join(root, split))
-    with open(os.path.join(root, split, file_name)) as f:
-      rows[split] = {
-          u: len(r['x']) for u, r in json.load(f)['user_data'].items()
+  root = os.path.join(leaf_fixtures.GENERATED_DIR, name)
+  rows = {
+      split: {
+          u: len(r['x'])
+          for u, r in leaf_fixtures.generated_json(name, split)[
+              'user_data'
+          ].items()
       }
+      for split in ('train', 'test')
+  }
   cache = leaf_cache.load_leaf_cache(root, cache_dir=str(tmp_path / 'cache'))
   assert cache.kind == 'shakespeare'
   assert len(rows['test']) == num_test_users

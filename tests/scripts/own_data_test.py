@@ -260,19 +260,6 @@ def test_leaf_shakespeare_learns(tmp_path):
   assert last['global/loss'] < baseline, (last, baseline)
 
 
-_LEAF_GENERATED = os.path.join(
-    os.path.dirname(os.path.dirname(__file__)), 'data', 'leaf_generated'
-)
-
-
-def _leaf_json(name, split):
-  """The one JSON file LEAF's scripts wrote for `name`/`split`, parsed."""
-  directory = os.path.join(_LEAF_GENERATED, name, split)
-  (file_name,) = os.listdir(directory)
-  with open(os.path.join(directory, file_name)) as f:
-    return json.load(f)
-
-
 def test_leaf_shakespeare_by_sample_from_leafs_scripts_resumes_exactly(
     tmp_path, caplog
 ):
@@ -280,7 +267,10 @@ def test_leaf_shakespeare_by_sample_from_leafs_scripts_resumes_exactly(
   # every test user's num_samples is 79 above its rows, and one speech holds
   # a curly apostrophe, outside LEAF's 80 letters, past its speaker's 80th
   # character and in the train half: in the x of 80 windows, the y of one.
-  data = [_leaf_json('shakespeare_sample', s) for s in ('train', 'test')]
+  data = [
+      leaf_fixtures.generated_json('shakespeare_sample', s)
+      for s in ('train', 'test')
+  ]
   test_users = data[1]['users']
   off = [
       n - len(data[1]['user_data'][u]['x'])
@@ -299,7 +289,7 @@ def test_leaf_shakespeare_by_sample_from_leafs_scripts_resumes_exactly(
   assert curly == [80, 1]
   flags = (
       '--task=leaf',
-      f'--data_dir={os.path.join(_LEAF_GENERATED, "shakespeare_sample")}',
+      f'--data_dir={os.path.join(leaf_fixtures.GENERATED_DIR, "shakespeare_sample")}',
       f'--cache_dir={tmp_path / "cache"}',
       '--clients_per_round=2',
       '--client_batch_size=64',

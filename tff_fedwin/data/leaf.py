@@ -23,7 +23,7 @@ Kinds, recognized from the first row of a file's first user (or named):
   yet).
 
 What LEAF's scripts write and LEAF's reader accepts is accepted, and counted
-in a `LeafNotes` for one warning each: a `num_samples` other than `len(x)`
+in a `leaf_notes.LeafNotes` for one warning each: a `num_samples` other than `len(x)`
 (LEAF's by-sample split of Shakespeare writes one for every test user; the
 reader never reads it, and neither do we), a file with `"users": []`
 (written when `-k` removes every user of a source file; skipped), and
@@ -40,10 +40,10 @@ import os
 from collections.abc import Iterator
 from typing import Any, Optional
 
-import attrs
 import numpy as np
 
 from tff_fedwin import choices
+from tff_fedwin.data import leaf_notes
 
 KINDS = ('femnist', 'shakespeare', 'sent140')
 SUPPORTED_KINDS = choices.LEAF_DATA_KINDS
@@ -71,48 +71,6 @@ class LeafDataError(ValueError):
   The message is one line naming the file, the user (or index) and the
   problem.
   """
-
-
-@attrs.define
-class LeafNotes:
-  """What a read accepted as LEAF's reader does (module docstring), counted.
-
-  Attributes:
-    num_samples_users: Users whose `num_samples` is not their `len(x)`.
-    empty_files: Files with `"users": []`, skipped.
-    unknown_x: Characters of `x` outside `ALL_LETTERS` (read as id 0).
-    unknown_y: Labels `y` outside `ALL_LETTERS` (read as `'}'`, id 80).
-  """
-
-  num_samples_users: int = 0
-  empty_files: list[str] = attrs.Factory(list)
-  unknown_x: int = 0
-  unknown_y: int = 0
-
-  def messages(self) -> list[str]:
-    """One warning line per kind of note, none when there is nothing."""
-    lines = []
-    if self.num_samples_users:
-      lines.append(
-          f'{self.num_samples_users} LEAF user(s) have a "num_samples" other '
-          "than their number of x rows (LEAF's by-sample split writes one "
-          "for every test user); their x rows are used, as LEAF's reader "
-          'does'
-      )
-    if self.empty_files:
-      lines.append(
-          f'{len(self.empty_files)} LEAF file(s) with "users": [] skipped '
-          f'(LEAF writes them when -k removes every user): '
-          + ', '.join(self.empty_files)
-      )
-    if self.unknown_x or self.unknown_y:
-      lines.append(
-          f'{self.unknown_x} x character(s) and {self.unknown_y} y '
-          "character(s) are outside LEAF's Shakespeare ALL_LETTERS: read as "
-          "LEAF's reader reads them (x: find() = -1, id 0; y: the one-hot at "
-          "index -1, '}')"
-      )
-    return lines
 
 
 def _error(path: str, where: Optional[str], problem: str) -> LeafDataError:
@@ -295,7 +253,7 @@ def encode_letters(
 
 
 def _shakespeare_arrays(
-    path, where, x, y, notes: LeafNotes
+    path, where, x, y, notes: leaf_notes.LeafNotes
 ) -> tuple[np.ndarray, np.ndarray]:
   """uint8 ids `[n, 80]` and `[n]` of Shakespeare rows, checked."""
   for name, rows, length in (('x', x, SHAKESPEARE_SEQ_LENGTH), ('y', y, 1)):
@@ -316,7 +274,7 @@ def _shakespeare_arrays(
 
 
 def iter_leaf_file(
-    path: str, kind: str = 'auto', notes: Optional[LeafNotes] = None
+    path: str, kind: str = 'auto', notes: Optional[leaf_notes.LeafNotes] = None
 ) -> tuple[Optional[str], Iterator[tuple[str, np.ndarray, np.ndarray]]]:
   """Reads a LEAF JSON file: its kind and an iterator of `(user, x, y)`.
 
@@ -330,7 +288,7 @@ def iter_leaf_file(
     path: The JSON file.
     kind: One of `KINDS`, or 'auto' to recognize it from the first row.
     notes: Where what is accepted as LEAF's reader does is counted (a new
-      `LeafNotes` if None).
+      `leaf_notes.LeafNotes` if None).
 
   Returns:
     `(kind, users)`; `(None, no users)` for a file with `"users": []`.
@@ -343,7 +301,7 @@ def iter_leaf_file(
       length, labels out of range, data of another kind than `kind`, or
       Sent140 data (not supported).
   """
-  notes = LeafNotes() if notes is None else notes
+  notes = leaf_notes.LeafNotes() if notes is None else notes
   data = _load_json(path)
   users, num_samples, user_data = _check_structure(path, data)
   if not users:

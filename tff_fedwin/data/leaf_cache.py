@@ -16,7 +16,7 @@ conversion. Layout of a conversion:
   name order and users in each file's order.
 * `index.json`, written last: the key, the kind, the training client ids in
   sorted order, their example and class counts, the test size, and the
-  warnings of the read (`leaf.LeafNotes`), logged again by every load.
+  warnings of the read (`leaf_notes.LeafNotes`), logged again by every load.
 
 A conversion is written in a temporary directory beside it and renamed into
 place when complete, so a killed conversion is never used (its temporary
@@ -41,6 +41,7 @@ import attrs
 import numpy as np
 
 from tff_fedwin.data import leaf
+from tff_fedwin.data import leaf_notes
 
 FORMAT = 1
 INDEX = 'index.json'
@@ -115,7 +116,7 @@ class LeafCache:
     num_test_examples: Examples of the pooled test split.
     converted: Whether this call converted it (False: found in the cache).
     warnings: What the read accepted as LEAF's reader does
-      (`leaf.LeafNotes.messages`), one line each.
+      (`leaf_notes.LeafNotes.messages`), one line each.
   """
 
   directory: str
@@ -257,7 +258,7 @@ def _convert(files, kind, key, directory) -> LeafCache:
   tmp = tempfile.mkdtemp(prefix=f'.{key}.tmp-', dir=root)
   try:
     os.mkdir(os.path.join(tmp, 'train'))
-    kinds, notes = _KindCheck(kind), leaf.LeafNotes()
+    kinds, notes = _KindCheck(kind), leaf_notes.LeafNotes()
     ids, counts, class_counts, _ = _convert_split(
         files['train'], kinds, notes, tmp, train=True
     )
