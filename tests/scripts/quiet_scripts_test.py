@@ -6,71 +6,36 @@ report of finished runs for reproduce_papers.py, whose smallest training run
 takes minutes): its stderr holds none of TensorFlow's INFO lines (grappler
 sessions from TFF's compiler in the driver, oneDNN, CUDA stubs), gRPC's fork
 lines or absl's INFO lines, and its stdout its progress and its table. With
-`--verbosity=0` the lines come back (`tff_fedwin.log_levels`).
+`--verbosity=0` the lines come back (`tff_fedwin.log_levels`). benchmark.py
+and benchmark_window.py are checked on their runs in scripts_smoke_test.py
+(every row, and the paired mode), not run a second time here.
 """
 
 import json
 import os
-import re
-import subprocess
 import sys
 
 import pytest
 
-from tff_fedwin import log_levels
+from tests import script_runs
+from tests.scripts import quiet_lines
 from tff_fedwin.experiments import papers
 
-_ROOT = os.path.dirname(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-)
 _TINY = ['--rounds=1', '--clients=2', '--steps=1', '--batch_size=2']
-# TF's C++ INFO line: "2026-12-01 19:38:55.990096: I tensorflow/core/...".
-_NATIVE_INFO = re.compile(r'^\d{4}-\d\d-\d\d [\d:.]+: I tensorflow/', re.M)
-# absl's INFO line: "I1201 19:38:53.283362 139982205467520 keras_utils.py:400]".
-_ABSL_INFO = re.compile(r'^I\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+:\d+\]', re.M)
-_NOISE_MARKS = ('grappler', 'oneDNN', 'fork()', 'INFO:tensorflow')
 
 
 def _run(script, *args):
   """Runs scripts/`script` with `args` as a user would; (stdout, stderr)."""
-  env = dict(os.environ)
-  for name in log_levels.QUIET_NATIVE_ENV:  # The script's own defaults.
-    env.pop(name, None)
-  result = subprocess.run(
-      [sys.executable, os.path.join(_ROOT, 'scripts', script), *args],
-      capture_output=True,
-      text=True,
-      timeout=600,
-      check=False,
-      env=env,
-      cwd=_ROOT,
+  result = script_runs.run(
+      [sys.executable, os.path.join(script_runs.ROOT, 'scripts', script), *args]
   )
   assert result.returncode == 0, result.stderr[-3000:]
   return result.stdout, result.stderr
 
 
-def _assert_quiet(stderr):
-  assert not _NATIVE_INFO.search(stderr), stderr[-3000:]
-  assert not _ABSL_INFO.search(stderr), stderr[-3000:]
-  for mark in _NOISE_MARKS:
-    assert mark not in stderr, stderr[-3000:]
-
-
 def _benchmark_args(tmp_path):
   del tmp_path
   return ['benchmark.py', *_TINY, '--workers=1', '--rows=^bound: same FedAvg']
-
-
-def _benchmark_window_args(tmp_path):
-  del tmp_path
-  return [
-      'benchmark_window.py',
-      *_TINY,
-      '--window_sizes=1',
-      '--read_every=1',
-      '--noscaffold',
-      '--rows=^bound',
-  ]
 
 
 def _benchmark_memory_args(tmp_path):
@@ -151,9 +116,9 @@ def _plot_runs_args(tmp_path):
 
 
 # Script -> (its command line in tmp_path, a line its stdout must hold).
+# benchmark.py and benchmark_window.py: their runs in scripts_smoke_test.py
+# (every row, the paired mode) check their stderr with `quiet_lines`.
 _RUNS = {
-    'benchmark': (_benchmark_args, '| process | s/round |'),
-    'benchmark_window': (_benchmark_window_args, '| process | s/round |'),
     'benchmark_memory': (_benchmark_memory_args, '| tff_fedavg | 1 | 1 |'),
     'benchmark_scale': (_benchmark_scale_args, '| clients | s/round (loop) |'),
     'benchmark_leaf': (_benchmark_leaf_args, '| later start (cache hit) |'),
@@ -167,7 +132,7 @@ def test_script_prints_no_tensorflow_info_lines(tmp_path, script):
   args, expected = _RUNS[script]
   stdout, stderr = _run(*args(tmp_path))
   assert expected in stdout, stdout[-3000:]
-  _assert_quiet(stderr)
+  quiet_lines.assert_quiet(stderr)
 
 
 def test_verbosity_brings_the_info_lines_back(tmp_path):
@@ -175,6 +140,6 @@ def test_verbosity_brings_the_info_lines_back(tmp_path):
   # compiler in the driver) and TFF's absl INFO lines are back on stderr.
   stdout, stderr = _run(*_benchmark_args(tmp_path), '--verbosity=0')
   assert '| process | s/round |' in stdout, stdout[-3000:]
-  assert _NATIVE_INFO.search(stderr), stderr[-3000:]
+  assert quiet_lines.NATIVE_INFO.search(stderr), stderr[-3000:]
   assert 'grappler' in stderr, stderr[-3000:]
-  assert _ABSL_INFO.search(stderr), stderr[-3000:]
+  assert quiet_lines.ABSL_INFO.search(stderr), stderr[-3000:]

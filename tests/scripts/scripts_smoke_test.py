@@ -15,6 +15,8 @@ import sys
 
 import pytest
 
+from tests import script_runs
+from tests.scripts import quiet_lines
 from tff_fedwin.experiments import papers
 
 _ROOT = os.path.dirname(
@@ -24,20 +26,23 @@ _TINY = ['--rounds=1', '--clients=2', '--steps=1', '--batch_size=2']
 
 
 def _run(script, args, output):
-  result = subprocess.run(
+  """Runs a benchmark as a user would; the row names of its table.
+
+  Its stderr must be quiet (`quiet_lines`: the quiet-scripts check of
+  benchmark.py and benchmark_window.py) and its stdout hold the table.
+  """
+  result = script_runs.run(
       [
           sys.executable,
           os.path.join(_ROOT, 'scripts', script),
           *_TINY,
           *args,
           f'--output={output}',
-      ],
-      capture_output=True,
-      text=True,
-      timeout=900,
-      check=False,
+      ]
   )
   assert result.returncode == 0, result.stderr[-3000:]
+  assert '| process | s/round |' in result.stdout, result.stdout[-3000:]
+  quiet_lines.assert_quiet(result.stderr)
   with open(output) as f:
     return [
         line.split('|')[1].strip()
