@@ -161,3 +161,87 @@ def test_move_aside_keeps_the_version_under_damaged(checkpoint_dir):
   assert open(os.path.join(target, 'saved_model.pb'), 'rb').read() == (
       _FILES['saved_model.pb']
   )
+
+
+def _set_entry(value, group='files'):
+  """An edit of the manifest: its first `group` entry set to `value`."""
+
+  def edit(loaded):
+    loaded[group][sorted(loaded[group])[0]] = value
+
+  return edit
+
+
+def _rename_entry(relative):
+  def edit(loaded):
+    first = sorted(loaded['files'])[0]
+    loaded['files'][relative] = loaded['files'].pop(first)
+
+  return edit
+
+
+def _set_key(key, value):
+  def edit(loaded):
+    if value is None:
+      del loaded[key]
+    else:
+      loaded[key] = value
+
+  return edit
+
+
+@pytest.mark.parametrize(
+    'edit, problem',
+    [
+        (_set_entry(1234), r"entry '.*' is not a \(size, CRC-32\) pair$"),
+        (_set_entry([1, 2, 3]), r'is not a \(size, CRC-32\) pair$'),
+        (_set_entry([True, 0]), r'is not a \(size, CRC-32\) pair$'),
+        (_set_entry([-1, 0]), r'is not a \(size, CRC-32\) pair$'),
+        (_set_entry([10, 1 << 32]), r'is not a \(size, CRC-32\) pair$'),
+        (_set_entry(['10', 0]), r'is not a \(size, CRC-32\) pair$'),
+        (
+            _rename_entry('../../outside'),
+            r"files entry '\.\./\.\./outside' is outside the checkpoint",
+        ),
+        (
+            _rename_entry('/etc/hostname'),
+            r"files entry '/etc/hostname' is outside the checkpoint",
+        ),
+        (_set_key('client_states', []), r"no 'client_states' list$"),
+        (_set_key('metrics_csv', None), r'no metrics\.csv digest'),
+        (_set_key('metrics_csv', {'rows': '3'}), r'no metrics\.csv digest'),
+    ],
+)
+def test_a_manifest_that_parses_but_is_malformed_is_unusable(
+    checkpoint_dir, edit, problem
+):
+  path = manifest.manifest_path(checkpoint_dir, 3)
+  with open(path) as f:
+    loaded = json.load(f)
+  edit(loaded)
+  with open(path, 'w') as f:
+    json.dump(loaded, f)
+
+  found_manifest, found = manifest.read(checkpoint_dir, 3)
+
+  assert found_manifest is None
+  assert found.startswith(f'manifest {path} is malformed: '), found
+  assert re.search(problem, found), found
+
+
+def test_a_path_inside_the_checkpoint_directory_is_kept(checkpoint_dir):
+  # 'a/../program_state_3/saved_model.pb' normalizes inside the directory.
+  path = manifest.manifest_path(checkpoint_dir, 3)
+  with open(path) as f:
+    loaded = json.load(f)
+  relative = os.path.join('program_state_3', 'saved_model.pb')
+  loaded['files'][os.path.join('a', '..', relative)] = loaded['files'].pop(
+      relative
+  )
+  with open(path, 'w') as f:
+    json.dump(loaded, f)
+
+  found_manifest, found = manifest.read(checkpoint_dir, 3)
+
+  assert found is None
+  assert manifest.check_group(checkpoint_dir, found_manifest, 'files') is None

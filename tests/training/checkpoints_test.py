@@ -2,11 +2,15 @@
 
 import asyncio
 import collections
+import errno
+import json
 import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
+from tff_fedwin.training import checkpoint_manifest
 from tff_fedwin.training import checkpoints as checkpoints_lib
 from tff_fedwin.training import client_state_stores
 from tff_fedwin.training import client_states
@@ -200,3 +204,122 @@ def test_load_latest_rolls_metrics_csv_back_to_the_resumed_round(
       '1,0.1',
       '2,0.2',
   ]
+
+
+def _two_versions(tmp_path, run):
+  """Versions 2 and 3 of `_state(t)`; the Checkpoints of the directory."""
+  checkpoints = _checkpoints(tmp_path, run)
+  for round_num in (2, 3):
+    checkpoints.save(_state(round_num), round_num, None)
+  return checkpoints
+
+
+def _all_files(tmp_path):
+  """Every path under tmp_path with its bytes."""
+  return {
+      os.path.join(parent, name): open(os.path.join(parent, name), 'rb').read()
+      for parent, _, names in os.walk(tmp_path)
+      for name in names
+  }
+
+
+def _truncate(path):
+  with open(path, 'r+b') as f:
+    f.truncate(os.path.getsize(path) // 2)
+
+
+def _zero_fill(path):
+  with open(path, 'r+b') as f:
+    f.write(bytes(os.path.getsize(path)))
+
+
+def _flip_first_byte(path):
+  with open(path, 'r+b') as f:
+    first = f.read(1)
+    f.seek(0)
+    f.write(bytes([first[0] ^ 0xFF]))
+
+
+_VARIABLES = os.path.join('variables', 'variables.data-00000-of-00001')
+
+
+@pytest.mark.parametrize(
+    'relative, damage',
+    [
+        ('saved_model.pb', _truncate),  # TF: OSError without errno.
+        ('saved_model.pb', _zero_fill),  # ValueError.
+        (_VARIABLES, os.remove),  # OpError, code UNKNOWN.
+        (_VARIABLES, _zero_fill),  # OpError, code UNKNOWN.
+        (_VARIABLES, _flip_first_byte),  # DataLossError.
+    ],
+)
+def test_a_program_state_its_manifest_vouches_for_that_does_not_load_is_damage(
+    tmp_path, event_loop_run, relative, damage
+):
+  # The manifest is rewritten after the damage: it lists the damaged bytes, so
+  # only the load of version 3 can find it (a parse error of a vouched file).
+  checkpoints = _two_versions(tmp_path, event_loop_run)
+  damage(os.path.join(checkpoints.directory, 'program_state_3', relative))
+  checkpoint_manifest.write(checkpoints.directory, 3, {}, None)
+
+  restored = _checkpoints(tmp_path, event_loop_run).load_latest(
+      _state(0), total_rounds=3
+  )
+
+  assert (restored.round_num, restored.version) == (2, 2)
+  (moved,) = os.listdir(tmp_path / 'damaged')
+  assert moved.startswith('program_state_3-')
+  assert _files(tmp_path) == ['program_state_2']
+
+
+@pytest.mark.parametrize(
+    'error, match',
+    [
+        (MemoryError('no memory for the restore'), 'no memory'),
+        (OSError(errno.EIO, 'Input/output error'), 'Input/output error'),
+        (OSError(errno.EMFILE, 'Too many open files'), 'Too many open'),
+        (
+            tf.errors.ResourceExhaustedError(None, None, 'OOM when allocating'),
+            'OOM when allocating',
+        ),
+        (tf.errors.UnavailableError(None, None, 'socket closed'), 'socket'),
+    ],
+)
+def test_a_load_error_that_is_not_damage_moves_nothing(
+    tmp_path, event_loop_run, monkeypatch, error, match
+):
+  _two_versions(tmp_path, event_loop_run)
+  before = _all_files(tmp_path)
+  checkpoints = _checkpoints(tmp_path, event_loop_run)
+
+  async def failing_load(version, structure):
+    del version, structure
+    raise error
+
+  monkeypatch.setattr(checkpoints._manager, 'load', failing_load)
+  with pytest.raises(type(error), match=match):
+    checkpoints.resume(_state(0), total_rounds=3)
+
+  assert _all_files(tmp_path) == before  # Version 3 kept, nothing rewritten.
+
+
+def test_a_malformed_manifest_is_damage_and_the_resume_falls_back(
+    tmp_path, event_loop_run
+):
+  # Parses, but a file's entry is no (size, CRC-32) pair: a TypeError before.
+  checkpoints = _two_versions(tmp_path, event_loop_run)
+  path = checkpoint_manifest.manifest_path(checkpoints.directory, 3)
+  with open(path) as f:
+    manifest = json.load(f)
+  (relative,) = [k for k in manifest['files'] if k.endswith('saved_model.pb')]
+  manifest['files'][relative] = 1234
+  with open(path, 'w') as f:
+    json.dump(manifest, f)
+
+  restored = _checkpoints(tmp_path, event_loop_run).load_latest(
+      _state(0), total_rounds=3
+  )
+
+  assert restored.version == 2
+  (moved,) = os.listdir(tmp_path / 'damaged')
+  assert moved.startswith('program_state_3-')

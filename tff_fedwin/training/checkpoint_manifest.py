@@ -130,7 +130,12 @@ def write(
 
 
 def read(checkpoint_dir: str, round_num: int) -> tuple[Any, Optional[str]]:
-  """(manifest, None), or (None, why it cannot be used)."""
+  """(manifest, None), or (None, why it cannot be used).
+
+  A manifest that parses but is malformed (an entry that is no (size, CRC)
+  pair, a path outside the checkpoint directory, no metrics digest) cannot be
+  used either: its version counts as damaged, as one that does not parse.
+  """
   path = manifest_path(checkpoint_dir, round_num)
   if not os.path.exists(path):
     return None, f'no manifest ({MANIFEST}): the checkpoint is incomplete'
@@ -141,12 +146,51 @@ def read(checkpoint_dir: str, round_num: int) -> tuple[Any, Optional[str]]:
       return None, f'manifest {path} has another format version'
     if manifest.get('round_num') != round_num:
       return None, f'manifest {path} is of another round'
-    for group in GROUPS:
-      if not isinstance(manifest.get(group), dict):
-        return None, f'manifest {path} lacks its {group!r} list'
+    malformed = _malformed(manifest)
   except (OSError, ValueError, AttributeError) as e:
     return None, f'manifest {path} cannot be read ({e})'
+  if malformed:
+    return None, f'manifest {path} is malformed: {malformed}'
   return manifest, None
+
+
+def _is_count(value: Any, limit: Optional[int] = None) -> bool:
+  """A JSON integer >= 0 (and < `limit`); not a bool, which is an int too."""
+  return (
+      isinstance(value, int)
+      and not isinstance(value, bool)
+      and value >= 0
+      and (limit is None or value < limit)
+  )
+
+
+def _malformed(manifest: Mapping[str, Any]) -> Optional[str]:
+  """What makes a parsed manifest unusable, or None."""
+  for group in GROUPS:
+    entries = manifest.get(group)
+    if not isinstance(entries, dict):
+      return f'no {group!r} list'
+    for relative, listed in entries.items():
+      # Relative, and inside the checkpoint directory: a manifest never
+      # makes a resume read (or vouch for) a file elsewhere.
+      normalized = os.path.normpath(relative)
+      if os.path.isabs(normalized) or normalized.split(os.sep)[0] == '..':
+        return f'{group} entry {relative!r} is outside the checkpoint directory'
+      if not (
+          isinstance(listed, list)
+          and len(listed) == 2
+          and _is_count(listed[0])
+          and _is_count(listed[1], 1 << 32)
+      ):
+        return f'{group} entry {relative!r} is not a (size, CRC-32) pair'
+  digest = manifest.get('metrics_csv')
+  if not (
+      isinstance(digest, dict)
+      and _is_count(digest.get('rows'))
+      and _is_count(digest.get('crc32'), 1 << 32)
+  ):
+    return 'no metrics.csv digest (rows, CRC-32)'
+  return None
 
 
 def check_group(
