@@ -1,10 +1,10 @@
 """`tff.learning.programs.train_model` on our window processes (issue 45).
 
-tests/runtime/program_driver.py runs the program (4 rounds, W = 3, all 5
-clients per round) in `local_federated_context`. Expected values are numpy:
-the window model is the mean of the last 3 global models read from TFF's
-own saved program states, and the evaluation's loss is the softmax
-cross-entropy of that mean model over the 40 examples, in float64.
+tests/runtime/program_driver.py runs the program (4 rounds, W = 3, 3 of the 5
+clients per round, drawn from (seed, round)) in `local_federated_context`.
+Expected values are numpy: the window model is the mean of the last 3 global
+models read from TFF's own saved program states, and the evaluation's loss is
+the softmax cross-entropy of that mean model over the 40 examples, in float64.
 """
 
 import asyncio
@@ -24,6 +24,7 @@ from tests import softmax_task as task
 from tests.runtime import processes
 from tests.runtime import program_driver as driver
 from tff_fedwin import runtime
+from tff_fedwin import training
 from tff_fedwin.aggregators import window_model_weights
 
 ROUNDS = 4
@@ -49,7 +50,10 @@ def _saved_states(root, template):
   """{version: train state} from the run's FileProgramStateManager."""
   manager = tff.program.FileProgramStateManager(os.path.join(root, 'state'))
   structure = tff.learning.programs.ProgramState(
-      template, 0, 0, tff.program.ClientIdDataSource(task.CLIENT_IDS).iterator()
+      template,
+      0,
+      0,
+      training.SeededClientIdDataSource(task.CLIENT_IDS).iterator(),
   )
 
   async def load_all():
@@ -155,10 +159,12 @@ def test_killed_program_resumes_from_tff_state_manager(runs, tmp_path):
   # Round 3 ran before the kill but was not saved: the restart loads round
   # 2's state from the FileProgramStateManager and runs rounds 3 and 4 only.
   assert [line['key'] for line in lines[starts[1] + 1 :]] == [3, 4]
-  # The same final state as the uninterrupted run, up to float32 summation
-  # order (each run draws the 5 clients in its own random.sample order).
+  # The same final state as the uninterrupted run, to the bit: the data
+  # source's iterator, restored from round 2's program state, draws rounds 3
+  # and 4's clients in the uninterrupted run's order (from (seed, round)), so
+  # every float32 sum adds the same values in the same order.
   uninterrupted_root, _ = runs['fed_win']
   for got, want in zip(
       _released_leaves(root), _released_leaves(uninterrupted_root)
   ):
-    np.testing.assert_allclose(got, want, atol=1e-6)
+    np.testing.assert_array_equal(got, want, strict=True)
