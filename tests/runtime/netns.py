@@ -83,6 +83,7 @@ class Host:
       log_path: str,
       *,
       hidden_dir: Optional[str] = None,
+      read_only_dir: Optional[str] = None,
       ready_timeout_seconds: float = 60.0,
   ) -> subprocess.Popen:
     """Starts `worker_binary` in this namespace; waits until it serves.
@@ -93,23 +94,34 @@ class Host:
       hidden_dir: If set, the worker runs in a private mount namespace
         (`unshare -m`, propagation private) with an empty tmpfs mounted over
         this directory: it cannot see the files there.
+      read_only_dir: If set, the worker runs in a private mount namespace
+        with this directory bind-mounted over itself read-only: it sees the
+        files there and cannot write (as on a read-only shared mount; root
+        included).
       ready_timeout_seconds: How long the worker may take to serve.
 
     Returns:
       The worker's process (`ip netns exec` execs it: the same pid).
     """
     command = ['ip', 'netns', 'exec', self.netns]
-    if hidden_dir is not None:
-      command += [
-          'unshare',
-          '-m',
-          '--propagation',
-          'private',
-          '/bin/sh',
-          '-c',
-          'mount -t tmpfs tmpfs "$0" && exec "$@"',
-          hidden_dir,
-      ]
+    mounts = {
+        'mount -t tmpfs tmpfs "$0"': hidden_dir,
+        'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0"': (
+            read_only_dir
+        ),
+    }
+    for mount, directory in mounts.items():
+      if directory is not None:
+        command += [
+            'unshare',
+            '-m',
+            '--propagation',
+            'private',
+            '/bin/sh',
+            '-c',
+            f'{mount} && exec "$@"',
+            directory,
+        ]
     command += [
         runtime.worker_binary_path(),
         f'--port={port}',

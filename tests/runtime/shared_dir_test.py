@@ -1,8 +1,10 @@
 """Tests for tff_fedwin.runtime.shared_dir: every worker sees the directory.
 
 Workers run on namespace hosts (tests/runtime/netns.py): one sees the root
-namespace's file system, the other runs in a private mount namespace with an
-empty tmpfs over the directory, so the driver's file is invisible to it. The
+namespace's file system, one runs in a private mount namespace with an empty
+tmpfs over the directory, so the driver's file is invisible to it, and one
+with the directory bind-mounted read-only over itself, so it reads the
+driver's file and cannot write its own. The
 scripts/run_experiment.py cases with --shared_dir are in
 other_hosts_test.py, next to the reference runs they compare with.
 """
@@ -104,6 +106,73 @@ def test_worker_that_does_not_see_it_is_one_line(workers, hidden):
   assert (raised.value.address, raised.value.directory) == (address, hidden)
   assert os.listdir(hidden) == ['probe']  # The check file is removed.
   assert blind.poll() is None  # The worker is fine; only the file was hidden.
+
+
+@pytest.fixture(scope='module')
+def read_only(hosts, tmp_path_factory):
+  """(worker, address, directory): a worker that sees `directory` read-only."""
+  directory = str(tmp_path_factory.mktemp('read_only'))
+  worker = hosts[1].start_worker(
+      _PORT + 1,
+      str(tmp_path_factory.mktemp('read_only_logs') / 'worker.log'),
+      read_only_dir=directory,
+  )
+  return worker, f'{hosts[1].address}:{_PORT + 1}', directory
+
+
+def _mount_options(pid, directory):
+  """The options of the mount at `directory` in `pid`'s namespace, or None."""
+  with open(f'/proc/{pid}/mountinfo') as f:
+    for line in f:
+      fields = line.split()
+      if fields[4] == directory:
+        return fields[5].split(',')
+  return None
+
+
+def test_worker_that_cannot_write_it_is_one_line(workers, read_only):
+  (_, seeing), _ = workers
+  worker, address, directory = read_only
+  # The protection took effect: read-only in the worker's mount namespace
+  # only (as a read-only or root-squashed shared mount): it reads the
+  # driver's file, its own write fails.
+  assert 'ro' in _mount_options(worker.pid, directory)
+  assert _mount_options('self', directory) is None
+
+  with pytest.raises(
+      shared_dir.SharedDirError,
+      match=(
+          rf'^TFF worker {address} does not see the shared directory '
+          rf'{directory} \(writing {directory}/'
+          r'\.tff_fedwin_shared_dir_check-\w+ failed: .*Read-only file '
+          r'system.*\)\. Mount the same directory at .* on every worker host, '
+          r'or set --client_state_transfer, --server_state_transfer and '
+          r'--client_data_transfer to values\.$'
+      ),
+  ) as raised:
+    shared_dir.check_shared_dir(directory, [seeing, address])
+  assert '\n' not in str(raised.value)
+  assert (raised.value.address, raised.value.directory) == (address, directory)
+  assert os.listdir(directory) == []  # Every check file is removed.
+  assert worker.poll() is None
+
+
+def test_each_worker_writes_a_file_the_driver_reads(tmp_path, monkeypatch):
+  # The session's local worker: its file is read back, then removed.
+  written = []
+  real_write = shared_dir._write_file
+
+  def recording_write(path, contents):
+    written.append((path, contents))
+    return real_write(path, contents)
+
+  monkeypatch.setattr(shared_dir, '_write_file', recording_write)
+  shared_dir.check_shared_dir(str(tmp_path), ())
+
+  ((path, contents),) = written
+  assert os.path.dirname(path) == str(tmp_path)
+  assert len(contents) == 32  # secrets.token_hex(16)
+  assert os.listdir(tmp_path) == []
 
 
 @pytest.mark.parametrize(
