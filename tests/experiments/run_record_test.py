@@ -16,6 +16,7 @@ from tff_fedwin import experiments
 from tff_fedwin import runtime
 from tff_fedwin import version
 from tff_fedwin.experiments import run_record
+from tff_fedwin.training import checkpoint_manifest
 
 _BASE = experiments.ExperimentConfig()
 # Every field that changes the numbers, with a value other than the default's
@@ -234,4 +235,29 @@ def test_worker_lost_before_a_checkpoint_and_local(tmp_path):
   assert str(error).endswith(
       'The run stopped; no round is checkpointed yet: a rerun starts from '
       'round 1: rerun the same command (it starts a new worker).'
+  )
+
+
+def test_worker_lost_names_the_round_the_resume_takes(tmp_path):
+  # Version 20 has a manifest but a damaged file: the resume falls back to
+  # version 10, and the line says so (checkpoint_manifest.resume_round).
+  checkpoints = str(tmp_path / 'checkpoints')
+  for round_num in (0, 10, 20):
+    version = os.path.join(checkpoints, f'program_state_{round_num}')
+    os.makedirs(version)
+    with open(os.path.join(version, 'saved_model.pb'), 'wb') as f:
+      f.write(b'state %d' % round_num)
+    checkpoint_manifest.write(checkpoints, round_num, {}, None)
+  with open(
+      os.path.join(checkpoints, 'program_state_20', 'saved_model.pb'), 'wb'
+  ) as f:
+    f.write(b'state 99')  # Same size, another CRC-32.
+
+  error = run_record.worker_lost(
+      _unavailable(), 'localhost:4321', str(tmp_path), remote=True
+  )
+
+  assert error.resume_round == 10
+  assert f'resumes from the checkpoint of round 10 in {checkpoints}:' in str(
+      error
   )

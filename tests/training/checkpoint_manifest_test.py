@@ -245,3 +245,57 @@ def test_a_path_inside_the_checkpoint_directory_is_kept(checkpoint_dir):
 
   assert found is None
   assert manifest.check_group(checkpoint_dir, found_manifest, 'files') is None
+
+
+def _versions(checkpoints, rounds, metrics_csv=None):
+  """Version directories of one file each, with manifests; by round."""
+  for round_num in rounds:
+    version = os.path.join(checkpoints, f'program_state_{round_num}')
+    os.makedirs(version)
+    with open(os.path.join(version, 'saved_model.pb'), 'wb') as f:
+      f.write(b'state %d' % round_num)
+    manifest.write(checkpoints, round_num, {}, metrics_csv)
+
+
+def test_resume_round_is_the_newest_version_whose_files_check(tmp_path):
+  checkpoints = str(tmp_path / 'checkpoints')
+  assert manifest.resume_round(checkpoints) is None  # No directory yet.
+  _versions(checkpoints, (0, 10, 20))
+  assert manifest.resume_round(checkpoints) == 20
+
+  _damage(
+      os.path.join(checkpoints, 'program_state_20', 'saved_model.pb'),
+      'flipped_byte',
+  )
+  assert manifest.resume_round(checkpoints) == 10
+  os.remove(manifest.manifest_path(checkpoints, 10))  # Incomplete: no manifest.
+  assert manifest.resume_round(checkpoints) == 0
+
+
+def test_resume_round_takes_a_legacy_version_by_its_directory(tmp_path):
+  # Version 5 predates manifests (older than the oldest with one): the resume
+  # takes it unverified once every newer version fails.
+  checkpoints = str(tmp_path / 'checkpoints')
+  os.makedirs(os.path.join(checkpoints, 'program_state_5'))
+  _versions(checkpoints, (10,))
+  os.makedirs(os.path.join(checkpoints, 'program_state_x'))  # Not a version.
+  assert manifest.version_rounds(checkpoints) == [5, 10]
+  assert manifest.resume_round(checkpoints) == 10
+
+  _damage(
+      os.path.join(checkpoints, 'program_state_10', 'saved_model.pb'), 'missing'
+  )
+  assert manifest.resume_round(checkpoints) == 5
+
+
+def test_resume_round_checks_the_metrics_rows(tmp_path):
+  checkpoints = str(tmp_path / 'checkpoints')
+  csv_path = str(tmp_path / 'metrics.csv')
+  with open(csv_path, 'w') as f:
+    f.write('round_num,loss\n1,0.5\n2,0.25\n')
+  _versions(checkpoints, (1, 2), csv_path)
+  assert manifest.resume_round(checkpoints, csv_path) == 2
+
+  with open(csv_path, 'w') as f:  # Row 2 changed, row 1 kept.
+    f.write('round_num,loss\n1,0.5\n2,0.75\n')
+  assert manifest.resume_round(checkpoints, csv_path) == 1

@@ -8,12 +8,17 @@ filler deleted, the rerun must resume from round 2 and end with the numbers
 of an uninterrupted run (times aside).
 """
 
+import asyncio
+import errno
 import os
 import subprocess
 
+import numpy as np
 import pytest
 
 from tests.training import damaged_checkpoint_test as damaged
+from tff_fedwin.training import checkpoints as checkpoints_lib
+from tff_fedwin.training import disk_full
 
 data_npz = damaged.data_npz
 _ALGORITHM = 'fedavg_window'
@@ -84,4 +89,39 @@ def test_a_full_disk_stops_with_one_line_and_the_rerun_resumes(
   assert 'checkpoint of round 2 in' not in rerun.stderr
   assert damaged.numbers(root / damaged._NAME) == damaged.numbers(
       tmp_path / 'ref' / damaged._NAME
+  )
+
+
+def test_the_line_names_the_round_the_resume_takes(tmp_path):
+  # Version 3 has a manifest but a damaged program state: the resume takes
+  # version 2, and the full-disk line says so (checkpoint_manifest
+  # .resume_round, as every such message).
+  loop = asyncio.new_event_loop()
+  checkpoints = checkpoints_lib.Checkpoints(
+      str(tmp_path / 'checkpoints'),
+      identity=checkpoints_lib.RunIdentity(5, 2, 4),
+      run=loop.run_until_complete,
+  )
+  try:
+    for round_num in (2, 3):
+      state = {'w': np.full([2], round_num, np.float32)}
+      checkpoints.save(state, round_num, None)
+    saved_model = (
+        tmp_path / 'checkpoints' / 'program_state_3' / 'saved_model.pb'
+    )
+    with open(saved_model, 'r+b') as f:
+      f.truncate(10)
+
+    line = disk_full.message(
+        OSError(errno.ENOSPC, 'No space left on device', 'metrics.csv'),
+        checkpoints,
+    )
+  finally:
+    loop.close()
+
+  assert line.startswith(
+      'The disk is full: no space left on device writing metrics.csv.'
+  )
+  assert line.endswith(
+      'and rerun the same command: it resumes from the checkpoint of round 2.'
   )

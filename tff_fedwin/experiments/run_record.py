@@ -11,7 +11,6 @@ line saying from which round a rerun goes on.
 
 import json
 import os
-import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -66,7 +65,6 @@ MAY_DIFFER: Mapping[str, str] = {
 }
 
 # A program state version's directory (tff.program.FileProgramStateManager).
-_VERSION_DIR = re.compile(r'program_state_([0-9]+)')
 
 
 class RunConfigMismatchError(ValueError):
@@ -106,14 +104,7 @@ def checkpoint_rounds(run_dir: str) -> list[int]:
   Read from the version directories' names (`program_state_<round>`),
   ascending; [] if there are none.
   """
-  directory = os.path.join(run_dir, outputs.CHECKPOINT_DIR)
-  try:
-    names = os.listdir(directory)
-  except FileNotFoundError:
-    return []
-  return sorted(
-      int(m.group(1)) for m in map(_VERSION_DIR.fullmatch, names) if m
-  )
+  return manifest.version_rounds(os.path.join(run_dir, outputs.CHECKPOINT_DIR))
 
 
 def _as_json(value: Any) -> Any:
@@ -227,12 +218,13 @@ def worker_lost(error: Exception, address: str, run_dir: str, remote: bool):
     remote: Whether the worker was listed by --workers (else the run started
       it, and a rerun starts a new one).
   """
-  rounds = checkpoint_rounds(run_dir)
   checkpoint_dir = os.path.join(run_dir, outputs.CHECKPOINT_DIR)
-  manifested = [r for r in rounds if manifest.has_manifest(checkpoint_dir, r)]
-  # The resume takes the newest version with a manifest, when any has one.
-  rounds = manifested or rounds
-  resume_round = rounds[-1] if rounds else 0
+  resume_round = (
+      manifest.resume_round(
+          checkpoint_dir, os.path.join(run_dir, outputs.METRICS_CSV)
+      )
+      or 0
+  )
   if resume_round:
     where = (
         f'a rerun resumes from the checkpoint of round {resume_round} in '

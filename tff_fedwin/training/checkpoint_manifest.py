@@ -17,6 +17,7 @@ rolled back to round t first) are checked after that rollback.
 import csv
 import json
 import os
+import re
 import shutil
 import time
 import zlib
@@ -32,6 +33,7 @@ CLIENT_STATES = 'client_states'
 GROUPS = (FILES, CLIENT_STATES)
 DAMAGED_DIR = 'damaged'
 _CHUNK = 1 << 22
+_VERSION_DIR = re.compile(r'program_state_([0-9]+)')
 
 
 def file_checksum(path: str) -> tuple[int, int]:
@@ -226,6 +228,41 @@ def check_csv(metrics_csv: Optional[str], manifest: Any) -> Optional[str]:
         f'{metrics_csv} rows 1..{manifest["round_num"]} differ from those '
         f'of the checkpoint ({actual["rows"]} rows, {expected["rows"]} listed)'
     )
+  return None
+
+
+def version_rounds(checkpoint_dir: str) -> list[int]:
+  """The rounds of the version directories (`program_state_<t>`), ascending."""
+  try:
+    names = os.listdir(checkpoint_dir)
+  except FileNotFoundError:
+    return []
+  return sorted(
+      int(m.group(1)) for m in map(_VERSION_DIR.fullmatch, names) if m
+  )
+
+
+def resume_round(
+    checkpoint_dir: str, metrics_csv: Optional[str] = None
+) -> Optional[int]:
+  """The round a rerun resumes from, or None (it starts from round 1).
+
+  The one answer every message gives (a full disk, a lost worker): the
+  newest version whose manifest is usable and whose listed files and
+  metrics.csv rows check, as the resume walks them; versions older than the
+  oldest with a manifest (legacy) by their directory alone. The disk
+  store's files and the program state's load are checked by the resume
+  itself (`Checkpoints.resume`), which may fall back further.
+  """
+  rounds = version_rounds(checkpoint_dir)
+  verified = [t for t in rounds if has_manifest(checkpoint_dir, t)]
+  for round_num in reversed(rounds):
+    if verified and round_num >= min(verified):
+      manifest, problem = read(checkpoint_dir, round_num)
+      problem = problem or check_group(checkpoint_dir, manifest, FILES)
+      if problem or check_csv(metrics_csv, manifest):
+        continue
+    return round_num
   return None
 
 

@@ -230,6 +230,10 @@ class Checkpoints:
         return manifest_lib.listed_bytes(manifest)
     return None
 
+  def resume_round(self) -> Optional[int]:
+    """The round a rerun resumes from (`checkpoint_manifest.resume_round`)."""
+    return manifest_lib.resume_round(self.directory, self._metrics_csv)
+
   def load_latest(
       self, initial_state: Any, *, total_rounds: int
   ) -> Optional[Restored]:

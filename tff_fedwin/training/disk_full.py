@@ -13,7 +13,6 @@ from typing import Any, Optional
 
 import tensorflow as tf
 
-from tff_fedwin.training import checkpoint_manifest as manifest_lib
 from tff_fedwin.training import checkpoints as checkpoints_lib
 
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
@@ -53,11 +52,7 @@ def message(error: BaseException, checkpoints: Optional[Any]) -> str:
   if checkpoints is None:
     return text + ' Free space and rerun the same command.'
   needed = checkpoints.last_checkpoint_bytes()
-  intact = [
-      v
-      for v in checkpoints.versions()
-      if manifest_lib.has_manifest(checkpoints.directory, v)
-  ]
+  resume = checkpoints.resume_round()
   if needed:
     text += (
         f' Free at least {_megabytes(needed)} (the size of the last '
@@ -65,10 +60,10 @@ def message(error: BaseException, checkpoints: Optional[Any]) -> str:
     )
   else:
     text += ' Free space on that file system'
-  if intact:
+  if resume is not None:
     text += (
         ' and rerun the same command: it resumes from the checkpoint of round '
-        f'{max(intact)}.'
+        f'{resume}.'
     )
   else:
     text += ' and rerun the same command.'
