@@ -299,3 +299,39 @@ def test_resume_round_checks_the_metrics_rows(tmp_path):
   with open(csv_path, 'w') as f:  # Row 2 changed, row 1 kept.
     f.write('round_num,loss\n1,0.5\n2,0.75\n')
   assert manifest.resume_round(checkpoints, csv_path) == 1
+
+
+def test_every_listed_file_and_directory_is_fsynced_before_the_manifest(
+    tmp_path, monkeypatch
+):
+  version = tmp_path / 'checkpoints' / 'program_state_3'
+  for relative, content in _FILES.items():
+    (version / relative).parent.mkdir(parents=True, exist_ok=True)
+    (version / relative).write_bytes(content)
+  outside = tmp_path / 'window' / 'round_3.npz'  # Another group's file.
+  outside.parent.mkdir()
+  outside.write_bytes(b'window model')
+  synced = []
+  real_fsync = os.fsync
+
+  def recording_fsync(fd):
+    synced.append(os.readlink(f'/proc/self/fd/{fd}'))
+    real_fsync(fd)
+
+  monkeypatch.setattr(os, 'fsync', recording_fsync)
+  directory = str(tmp_path / 'checkpoints')
+  manifest.write(directory, 3, {'client_states': [str(outside)]}, None)
+
+  # The manifest's own temporary file, then its directory, come last.
+  (manifest_at,) = [
+      i for i, p in enumerate(synced) if '.fedwin_manifest.json.' in p
+  ]
+  assert synced[manifest_at + 1 :] == [str(version)]
+  before = set(synced[:manifest_at])
+  assert {str(version / r) for r in _FILES} | {str(outside)} <= before
+  assert {
+      str(version / 'variables'),
+      str(version),
+      directory,
+      str(outside.parent),
+  } <= before

@@ -88,7 +88,9 @@ def test_federated_type_is_that_of_tffs_client_id_source():
 
 @pytest.mark.parametrize('k', [0, 21, -1, None, 2.0, True])
 def test_select_refuses_a_bad_k(k):
-  with pytest.raises(ValueError, match=r'`k` must be an int in \[1, 20\]'):
+  with pytest.raises(
+      ValueError, match=r'^`k` must be an integer >= 1 and <= 20, got '
+  ):
     SeededClientIdDataSource(IDS).iterator().select(k)
 
 
@@ -98,8 +100,8 @@ def test_select_refuses_a_bad_k(k):
         ([], 0, ValueError, '`client_ids` must not be empty'),
         ('abc', 0, TypeError, '`client_ids` must be a sequence of str'),
         ([1, 2], 0, TypeError, '`client_ids` must hold str only'),
-        (IDS, -1, ValueError, r'`seed` must be an int >= 0, got -1'),
-        (IDS, 1.5, ValueError, r'`seed` must be an int >= 0, got 1\.5'),
+        (IDS, -1, ValueError, r'`seed` must be an integer >= 0, got -1\.'),
+        (IDS, 1.5, ValueError, r'`seed` must be an integer >= 0, got 1\.5\.'),
     ],
 )
 def test_bad_arguments_are_refused(client_ids, seed, error, match):

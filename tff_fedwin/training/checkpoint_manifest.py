@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 from tff_fedwin.training import client_states as client_states_lib
+from tff_fedwin.training import row_files
 
 MANIFEST = 'fedwin_manifest.json'
 FORMAT_VERSION = 1
@@ -110,7 +111,11 @@ def write(
     groups: Mapping[str, Sequence[str]],
     metrics_csv: Optional[str],
 ) -> None:
-  """Writes version t's manifest, last and atomically (fsync, rename)."""
+  """Writes version t's manifest, last and atomically (fsync, rename).
+
+  Every file it lists, and their directories, are fsynced first
+  (`_make_durable`).
+  """
   listed = {FILES: _version_files(version_dir(checkpoint_dir, round_num))}
   for group, paths in groups.items():
     listed.setdefault(group, []).extend(paths)
@@ -124,11 +129,37 @@ def write(
         os.path.relpath(path, checkpoint_dir): list(file_checksum(path))
         for path in listed.get(group, ())
     }
+  _make_durable(
+      [path for group in GROUPS for path in listed.get(group, ())],
+      checkpoint_dir,
+  )
   client_states_lib.atomic_write(
       manifest_path(checkpoint_dir, round_num),
       lambda f: f.write(json.dumps(manifest, indent=1, sort_keys=True)),
       binary=False,
   )
+
+
+def _make_durable(paths: Sequence[str], checkpoint_dir: str) -> None:
+  """fsyncs every file the manifest vouches for, then their directories.
+
+  TFF's program-state files (and any other writer's) may still be in the
+  page cache: a manifest durable before them would vouch, after a power
+  loss, for files that read as damaged. The directories: each file's parent
+  and, inside `checkpoint_dir`, every directory up to it (the renames that
+  made the version's directories).
+  """
+  top = os.path.abspath(checkpoint_dir)
+  directories = {top}
+  for path in paths:
+    row_files.fsync_path(path)
+    parent = os.path.dirname(os.path.abspath(path))
+    directories.add(parent)
+    while parent.startswith(top + os.sep):
+      parent = os.path.dirname(parent)
+      directories.add(parent)
+  for directory in sorted(directories, reverse=True):  # Deepest first.
+    row_files.fsync_path(directory)
 
 
 def read(checkpoint_dir: str, round_num: int) -> tuple[Any, Optional[str]]:

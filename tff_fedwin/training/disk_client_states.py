@@ -126,7 +126,7 @@ class DiskClientStateStore:
           store._base_fds + [store._created_fd], close=False
       )
       layout.write_json(store._path(layout.APPLIED), {'round': None})
-      row_files.fsync_directory(store.directory)
+      row_files.fsync_path(store.directory)
     except BaseException:
       store.close()
       raise
@@ -238,7 +238,7 @@ class DiskClientStateStore:
         binary=True,
     )
     os.rename(pending, layout.delta_dir(self.directory, round_num))
-    row_files.fsync_directory(self.directory)
+    row_files.fsync_path(self.directory)
     self._pending_fds, self._pending_slots = None, {}
     self._prepared = round_num
 
@@ -399,7 +399,7 @@ class DiskClientStateStore:
         os.path.join(temporary, layout.PREVIOUS), {'round': self._applied}
     )
     os.rename(temporary, target)
-    row_files.fsync_directory(self.directory)
+    row_files.fsync_path(self.directory)
 
   def _apply_undo(self, round_num: int) -> None:
     """Puts back the rows of `undo_<t>/`: the base of the checkpoint before."""
@@ -426,7 +426,7 @@ class DiskClientStateStore:
         layout.delta_dir(self.directory, round_num), ignore_errors=True
     )
     shutil.rmtree(undo)
-    row_files.fsync_directory(self.directory)
+    row_files.fsync_path(self.directory)
 
   def _apply_delta(self, round_num: int) -> None:
     """Copies `delta_<t>/` into the base files; idempotent; then deletes it."""
@@ -450,7 +450,7 @@ class DiskClientStateStore:
     layout.write_json(self._path(layout.APPLIED), {'round': round_num})
     self._applied = round_num
     shutil.rmtree(delta)
-    row_files.fsync_directory(self.directory)
+    row_files.fsync_path(self.directory)
 
   def _check_usable(self) -> None:
     if self._lock_fd is None:

@@ -35,8 +35,9 @@ def pread(fd: int, like: np.ndarray, offset: int) -> np.ndarray:
   return out
 
 
-def fsync_directory(directory: str) -> None:
-  fd = os.open(directory, os.O_RDONLY)
+def fsync_path(path: str) -> None:
+  """fsync(2) of a file or a directory, opened read-only."""
+  fd = os.open(path, os.O_RDONLY)
   try:
     os.fsync(fd)
   finally:

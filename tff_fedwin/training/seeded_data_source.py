@@ -20,6 +20,7 @@ from typing import Optional
 import numpy as np
 import tensorflow_federated as tff
 
+from tff_fedwin import checks
 from tff_fedwin.training import sampling
 
 
@@ -34,12 +35,6 @@ def _checked_ids(client_ids: Sequence[str]) -> list[str]:
   if not all(isinstance(c, str) for c in client_ids):
     raise TypeError('`client_ids` must hold str only.')
   return list(client_ids)
-
-
-def _checked_seed(seed: int) -> int:
-  if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-    raise ValueError(f'`seed` must be an int >= 0, got {seed!r}.')
-  return seed
 
 
 def _client_ids_type() -> tff.FederatedType:
@@ -64,12 +59,10 @@ class SeededClientIdDataSourceIterator(tff.program.FederatedDataSourceIterator):
       ValueError: If it is empty, or `seed` or `selections_made` < 0.
     """
     self._client_ids = _checked_ids(client_ids)
-    self._seed = _checked_seed(seed)
-    if selections_made < 0:
-      raise ValueError(
-          f'`selections_made` must be >= 0, got {selections_made}.'
-      )
-    self._selections_made = selections_made
+    self._seed = checks.check_int('seed', seed, minimum=0)
+    self._selections_made = checks.check_int(
+        'selections_made', selections_made, minimum=0
+    )
 
   @classmethod
   def from_bytes(cls, buffer: bytes) -> 'SeededClientIdDataSourceIterator':
@@ -99,17 +92,9 @@ class SeededClientIdDataSourceIterator(tff.program.FederatedDataSourceIterator):
     returns `sampling.sample_clients(client_ids, k, seed, j)`.
 
     Raises:
-      ValueError: If `k` is not an int in [1, number of client ids].
+      ValueError: If `k` is not an integer in [1, number of client ids].
     """
-    if (
-        isinstance(k, bool)
-        or not isinstance(k, int)
-        or not 1 <= k <= len(self._client_ids)
-    ):
-      raise ValueError(
-          f'`k` must be an int in [1, {len(self._client_ids)}] (the number '
-          f'of client ids), got {k!r}.'
-      )
+    checks.check_int('k', k, minimum=1, maximum=len(self._client_ids))
     self._selections_made += 1
     return sampling.sample_clients(
         self._client_ids, k, self._seed, self._selections_made
@@ -142,7 +127,7 @@ class SeededClientIdDataSource(tff.program.FederatedDataSource):
       ValueError: If it is empty or `seed` < 0.
     """
     self._client_ids = _checked_ids(client_ids)
-    self._seed = _checked_seed(seed)
+    self._seed = checks.check_int('seed', seed, minimum=0)
 
   @property
   def federated_type(self) -> tff.FederatedType:
