@@ -304,3 +304,26 @@ def test_malformed_trim_seconds_fails_before_a_worker_starts(
   with pytest.raises(ValueError, match='TFF_FEDWIN_MALLOC_TRIM_SECONDS'):
     runtime.start_local_worker(log_dir=str(tmp_path))
   assert runtime.running_workers() == before
+
+
+def _ignored_signals(pid):
+  with open(f'/proc/{pid}/status') as f:
+    return int(next(l for l in f if l.startswith('SigIgn:')).split()[1], 16)
+
+
+def test_stop_ends_a_worker_that_inherited_an_ignored_sigint(tmp_path):
+  # A program started with `cmd &` from a script (no job control) runs with
+  # SIGINT ignored; the workers it starts inherit that. stop() must still end
+  # the worker with its first signal, not with the SIGKILL after its timeout.
+  previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+  try:
+    worker = runtime.start_local_worker(log_dir=str(tmp_path))
+  finally:
+    signal.signal(signal.SIGINT, previous)
+  try:
+    # The condition took effect: the worker ignores SIGINT.
+    assert _ignored_signals(worker.pid) & (1 << (signal.SIGINT - 1))
+    worker.stop(timeout_seconds=5)
+  finally:
+    worker.kill()
+  assert worker.returncode == -signal.SIGTERM

@@ -143,11 +143,18 @@ class LocalWorker:
     return self._process.poll() is None
 
   def stop(self, timeout_seconds: float = 10.0) -> None:
-    """Stops the worker: SIGINT, then SIGKILL after `timeout_seconds`."""
+    """Stops the worker: SIGTERM, then SIGKILL after `timeout_seconds`.
+
+    SIGTERM, not SIGINT: a program started with `&` from a script (no job
+    control) runs with SIGINT ignored, and so does every worker it starts
+    (an ignored signal stays ignored across exec); SIGINT then did nothing
+    and each stop waited `timeout_seconds`. `worker_binary` handles neither
+    signal: both end it at once.
+    """
     _RUNNING_WORKERS.pop(self.pid, None)
     if self._process.poll() is not None:
       return
-    self._process.send_signal(signal.SIGINT)
+    self._process.send_signal(signal.SIGTERM)
     try:
       self._process.wait(timeout=timeout_seconds)
     except subprocess.TimeoutExpired:
