@@ -6,50 +6,19 @@ has its client states (docs/design.md secs. 5.3, 5.5).
 """
 
 import collections
-import errno
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, NamedTuple, Optional, Protocol
 
 from absl import logging
 import numpy as np
-import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_fedwin.training import checkpoint_manifest as manifest_lib
+from tff_fedwin.training import load_damage
 
 # Program states kept on disk (tff.program.FileProgramStateManager keeps the
 # first one, version 0, as well).
 CHECKPOINTS_TO_KEEP = 5
-
-
-# TF's codes of a load that failed on the files' bytes (`is_damage`).
-_DAMAGE_CODES = frozenset(
-    (
-        tf.errors.UNKNOWN,  # A missing or zero-filled variables file.
-        tf.errors.NOT_FOUND,
-        tf.errors.DATA_LOSS,  # A flipped byte in a variables file.
-        tf.errors.INVALID_ARGUMENT,
-        tf.errors.OUT_OF_RANGE,
-    )
-)
-
-
-def is_damage(error: Exception) -> bool:
-  """Whether a program state's load failed on its data (damage).
-
-  What TF 2.14 raises for damaged program-state files, measured: a truncated
-  or missing `saved_model.pb` an `OSError` without an errno, a zero-filled
-  one a `ValueError`, a missing or zero-filled variables file an `OpError`
-  with code UNKNOWN, a flipped byte in one a `DataLossError`. Anything else
-  is the machine, not the files (a `MemoryError`, an `OSError` with an errno
-  other than ENOENT such as EIO or EMFILE, TF's RESOURCE_EXHAUSTED or
-  UNAVAILABLE) and never moves a version aside (docs/design.md sec. 5.3.1).
-  """
-  if isinstance(error, tf.errors.OpError):
-    return error.error_code in _DAMAGE_CODES
-  if isinstance(error, OSError):
-    return error.errno in (None, errno.ENOENT)
-  return isinstance(error, ValueError)
 
 
 class CheckpointSteps(Protocol):
@@ -318,7 +287,7 @@ class Checkpoints:
     except CheckpointMismatchError:
       raise
     except Exception as e:  # pylint: disable=broad-except
-      if not is_damage(e):
+      if not load_damage.is_damage(e):
         raise  # Nothing moved: the machine failed, not this version's data.
       return (
           None,
