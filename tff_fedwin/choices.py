@@ -35,6 +35,10 @@ IMAGE_MODELS = (
     'resnet18_gn',
     'resnet20_gn',
 )
+# The models with dropout layers (`tff_fedwin.tasks.stateless_dropout`), and
+# the tasks whose default model is one.
+DROPOUT_MODELS = ('cnn_dropout',)
+DROPOUT_DEFAULT_TASKS = ('emnist', 'leaf')
 # --eval_split: MNIST's held-out splits ('validation' is `mnist`'s only).
 MNIST_HELD_OUT_SPLITS = ('test', 'validation')
 # --client_loss: plain cross-entropy or WSM's re-weighted softmax.

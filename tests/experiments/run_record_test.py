@@ -97,6 +97,7 @@ def test_first_start_records_every_field_and_the_version(tmp_path):
   with open(tmp_path / 'run_config.json') as f:
     record = json.load(f)
   assert record['tff_fedwin_version'] == version.__version__ == '0.2.0'
+  assert record['dropout_masks'] == 'stateless-fingerprint-1'
   assert experiments.ExperimentConfig(**record['config']) == config
   assert record['config']['dirichlet_alpha'] == float('inf')
   assert os.listdir(tmp_path) == ['run_config.json']
@@ -186,6 +187,63 @@ def test_old_run_directory_resumes_with_a_warning(tmp_path, caplog):
       'started with.'
   ]
   assert not (tmp_path / 'run_config.json').exists()
+
+
+# (task, model, leaf_kind) -> whether the run's model has dropout layers:
+# `cnn_dropout` named, EMNIST's only model, LEAF's FEMNIST default.
+DROPOUT_CONFIGS = {
+    ('mnist', 'auto', 'auto'): False,
+    ('mnist', 'cnn_dropout', 'auto'): True,
+    ('npz', 'resnet20_gn', 'auto'): False,
+    ('emnist', 'auto', 'auto'): True,
+    ('leaf', 'auto', 'auto'): True,
+    ('leaf', 'auto', 'femnist'): True,
+    ('leaf', 'auto', 'shakespeare'): False,
+    ('leaf', 'cnn', 'femnist'): False,
+    ('shakespeare', 'auto', 'auto'): False,
+}
+
+
+@pytest.mark.parametrize('fields, expected', sorted(DROPOUT_CONFIGS.items()))
+def test_uses_dropout(fields, expected):
+  task, model, leaf_kind = fields
+  config = attrs.evolve(_BASE, task=task, model=model, leaf_kind=leaf_kind)
+  assert run_record.uses_dropout(config) is expected
+
+
+def _without_mask_rule(run_dir):
+  # A record written before masks were recorded (Keras' stateful Dropout).
+  path = run_dir / 'run_config.json'
+  record = json.loads(path.read_text())
+  del record['dropout_masks']
+  path.write_text(json.dumps(record))
+
+
+_DROPOUT = attrs.evolve(_BASE, model='cnn_dropout')
+_MASKS_REFUSED = (
+    "was trained with dropout masks drawn by rule 'keras-stateful'; this "
+    "version draws them by 'stateless-fingerprint-1'"
+)
+
+
+def test_dropout_run_with_stateful_masks_is_refused(tmp_path):
+  _started(tmp_path, _DROPOUT)
+  run_record.check_or_write(_DROPOUT, str(tmp_path))
+  _without_mask_rule(tmp_path)
+  with pytest.raises(experiments.RunConfigMismatchError, match=_MASKS_REFUSED):
+    run_record.check_or_write(_DROPOUT, str(tmp_path))
+
+
+def test_run_without_dropout_resumes_across_the_mask_rule(tmp_path):
+  _started(tmp_path)
+  _without_mask_rule(tmp_path)
+  run_record.check_or_write(_BASE, str(tmp_path))
+
+
+def test_old_dropout_run_directory_is_refused(tmp_path):
+  (tmp_path / 'checkpoints' / 'program_state_4').mkdir(parents=True)
+  with pytest.raises(experiments.RunConfigMismatchError, match=_MASKS_REFUSED):
+    run_record.check_or_write(_DROPOUT, str(tmp_path))
 
 
 def test_checkpoint_rounds_read_from_version_directories(tmp_path):

@@ -1,6 +1,6 @@
 """A tiny learnable image task as an `.npz` for whole-run tests (`--task=npz`).
 
-200 train / 50 test random 8x8 images, 10 classes, every class present; the
+200 train / 50 test random 8x8 images (28x28 for `cnn_dropout`), 10 classes, every class present; the
 brightness depends on the class, so the task is learnable at all.
 """
 
@@ -14,13 +14,17 @@ IMAGE_SHAPE = (8, 8)
 NUM_CLASSES = 10
 
 
-def write_npz(path: str) -> str:
-  """Writes the task to `path`; returns `path`."""
+# The smallest images `cnn_dropout` (the model with dropout) takes.
+DROPOUT_IMAGE_SHAPE = (28, 28)
+
+
+def write_npz(path: str, image_shape: tuple[int, int] = IMAGE_SHAPE) -> str:
+  """Writes the task (images of `image_shape`) to `path`; returns `path`."""
   rng = np.random.default_rng(7)
   y_train = np.arange(NUM_TRAIN) % NUM_CLASSES
   y_test = np.arange(NUM_TEST) % NUM_CLASSES
-  x_train = rng.random((NUM_TRAIN, *IMAGE_SHAPE)) + y_train[:, None, None] / 5
-  x_test = rng.random((NUM_TEST, *IMAGE_SHAPE)) + y_test[:, None, None] / 5
+  x_train = rng.random((NUM_TRAIN, *image_shape)) + y_train[:, None, None] / 5
+  x_test = rng.random((NUM_TEST, *image_shape)) + y_test[:, None, None] / 5
   np.savez(
       path,
       x_train=x_train.astype(np.float32),

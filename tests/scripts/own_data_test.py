@@ -188,12 +188,10 @@ def _femnist_dir(root):
 # learns these 4 of 62 classes too, but leaves the 58 absent ones' logits
 # where they are: accuracy 1.0 at a plain cross-entropy of 2.39, above the
 # frequency loss, in a run with --client_loss=wsm.)
-# The small CNN, not the default cnn_dropout: dropout's masks come from
-# stateful random ops whose sequence goes on across rounds in a worker, so a
-# resumed run draws other masks than an uninterrupted one (docs/data.md).
+# LEAF-FEMNIST's default model, cnn_dropout: its stateless masks resume to
+# the bit too (docs/design.md sec. 5.4).
 _FEMNIST_FLAGS = (
     '--task=leaf',
-    '--model=cnn',
     '--algorithm=scaffold',
     '--window_size=2',
     '--workers=2',

@@ -1,12 +1,13 @@
 """What a run directory records about its run: the configuration, the resume.
 
 At its first start a run writes `run_config.json` (every `ExperimentConfig`
-field and the package version); every resume compares its configuration with
-it (`check_or_write`) before any TFF work, and refuses a field that changes
-the numbers with one line naming every differing flag. The fields that may
-differ are `MAY_DIFFER`, each with its reason. `checkpoint_rounds` reads the
-rounds a rerun can resume from; `worker_lost` turns a dead worker into one
-line saying from which round a rerun goes on.
+field, the package version and the rule that draws dropout masks); every
+resume compares its configuration with it (`check_or_write`) before any TFF
+work, and refuses a field that changes the numbers with one line naming every
+differing flag, and a run with dropout whose masks were drawn by another
+rule. The fields that may differ are `MAY_DIFFER`, each with its reason.
+`checkpoint_rounds` reads the rounds a rerun can resume from; `worker_lost`
+turns a dead worker into one line saying from which round a rerun goes on.
 """
 
 import json
@@ -17,6 +18,7 @@ from typing import Any, NamedTuple
 from absl import logging
 import attrs
 
+from tff_fedwin import choices
 from tff_fedwin import version
 from tff_fedwin.training import checkpoint_manifest as manifest
 from tff_fedwin.training import outputs
@@ -113,10 +115,46 @@ def _as_json(value: Any) -> Any:
 
 
 def record_of(config: Any) -> dict[str, Any]:
-  """The record of `config` (an attrs instance): every field, the version."""
+  """The record of `config` (an attrs instance): every field, the versions."""
   return dict(
       config=_as_json(attrs.asdict(config)),
       tff_fedwin_version=version.__version__,
+      dropout_masks=version.DROPOUT_MASKS,
+  )
+
+
+def uses_dropout(config: Any) -> bool:
+  """Whether the run's model has dropout layers (`choices.DROPOUT_MODELS`).
+
+  `--task=emnist` always trains `cnn_dropout`; `--task=leaf` does by default
+  unless the directory is declared Shakespeare.
+  """
+  if config.model in choices.DROPOUT_MODELS or config.task == 'emnist':
+    return True
+  return (
+      config.task in choices.DROPOUT_DEFAULT_TASKS
+      and config.model == 'auto'
+      and getattr(config, 'leaf_kind', 'auto') != 'shakespeare'
+  )
+
+
+def _check_dropout_masks(record: Mapping[str, Any], config: Any, run_dir: str):
+  """Refuses a dropout run whose record names another mask rule.
+
+  Raises:
+    RunConfigMismatchError: If `uses_dropout(config)` and the record's
+      `dropout_masks` (`version.STATEFUL_DROPOUT_MASKS` when it has none)
+      is not `version.DROPOUT_MASKS`.
+  """
+  recorded = record.get('dropout_masks', version.STATEFUL_DROPOUT_MASKS)
+  if recorded == version.DROPOUT_MASKS or not uses_dropout(config):
+    return
+  raise RunConfigMismatchError(
+      f"{run_dir} was trained with dropout masks drawn by rule '{recorded}'; "
+      f"this version draws them by '{version.DROPOUT_MASKS}' (docs/design.md "
+      'sec. 5.4), so its rounds would not continue that run: finish it with the '
+      'version that started it, or start a new run with another '
+      '--experiment_name.'
   )
 
 
@@ -165,11 +203,14 @@ def mismatch_message(run_dir: str, found: list[Difference]) -> str:
 
 
 def _read(run_dir: str) -> Mapping[str, Any]:
+  """The whole record (a dict with a dict `config`), or one line."""
   path = record_path(run_dir)
   try:
     with open(path) as f:
       record = json.load(f)
-    return record['config']
+    if not isinstance(record['config'], dict):
+      raise TypeError('config is not an object')
+    return record
   except (OSError, ValueError, KeyError, TypeError) as e:
     raise RunConfigMismatchError(
         f'Cannot read the run record {path} ({e!r}); restore it, or move it '
@@ -187,15 +228,20 @@ def check_or_write(config: Any, run_dir: str) -> None:
   then, as its first configuration is not known.
 
   Raises:
-    RunConfigMismatchError: If a field outside `MAY_DIFFER` differs.
+    RunConfigMismatchError: If a field outside `MAY_DIFFER` differs, or
+      the run has dropout and its masks were drawn by another rule (a
+      record without one, or no record: Keras' stateful masks).
   """
   path = record_path(run_dir)
   if os.path.exists(path):
-    found = differences(_read(run_dir), config)
+    record = _read(run_dir)
+    found = differences(record['config'], config)
     if found:
       raise RunConfigMismatchError(mismatch_message(run_dir, found))
+    _check_dropout_masks(record, config, run_dir)
     return
   if checkpoint_rounds(run_dir):
+    _check_dropout_masks({}, config, run_dir)
     logging.warning(
         '%s has checkpoints but no %s (started before runs recorded their '
         'flags): this resume checks only --seed, --clients_per_round and the '

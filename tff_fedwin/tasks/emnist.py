@@ -12,6 +12,8 @@ import collections
 import numpy as np
 import tensorflow as tf
 
+from tff_fedwin.tasks import stateless_dropout
+
 IMAGE_SHAPE = (28, 28, 1)
 
 
@@ -24,7 +26,8 @@ def create_cnn_dropout_model(
 
   Args:
     num_classes: The number of logits.
-    seed: Seeds the kernel initializers and the dropout layers.
+    seed: Seeds the kernel initializers and the dropout masks (stateless:
+      `stateless_dropout.StatelessDropout`, one stream per layer).
     input_shape: `(height, width, channels)` of the images; EMNIST's by
       default. The model is built for it as it is, so images other than
       28x28x1 get a wider first convolution (channels) and dense layer.
@@ -46,12 +49,12 @@ def create_cnn_dropout_model(
               64, 3, activation='relu', kernel_initializer=init(1)
           ),
           tf.keras.layers.MaxPool2D(2),
-          tf.keras.layers.Dropout(0.25, seed=seed),
+          stateless_dropout.StatelessDropout(0.25, seed, stream=0),
           tf.keras.layers.Flatten(),
           tf.keras.layers.Dense(
               128, activation='relu', kernel_initializer=init(2)
           ),
-          tf.keras.layers.Dropout(0.5, seed=seed),
+          stateless_dropout.StatelessDropout(0.5, seed, stream=1),
           tf.keras.layers.Dense(num_classes, kernel_initializer=init(3)),
       ]
   )
