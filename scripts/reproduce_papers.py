@@ -55,6 +55,7 @@ from absl import flags
 import attrs
 import numpy as np
 
+from tff_fedwin import errors
 from tff_fedwin import experiments
 from tff_fedwin import training
 from tff_fedwin.experiments import forks as experiment_forks
@@ -394,7 +395,7 @@ def _main_with_one_line_errors(argv):
   with `--verbosity` they keep their traceback."""
   try:
     main(argv)
-  except experiments.USER_ERRORS as e:
+  except errors.UserError as e:
     if log_levels.verbosity_requested(sys.argv):
       raise
     sys.exit(f'{os.path.basename(argv[0])}: {e}')

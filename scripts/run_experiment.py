@@ -34,6 +34,7 @@ from absl import flags
 # data files (`read_data_files`) come first, so a bad flag or file is refused in
 # about a second; `experiments.run_experiment` imports TensorFlow and TFF on
 # first use.
+from tff_fedwin import errors
 from tff_fedwin import experiments
 
 # pylint: enable=g-import-not-at-top,wrong-import-position
@@ -400,11 +401,9 @@ def _with_one_line_errors(fn, program: str):
 
 
 def _is_user_error(error: Exception) -> bool:
-  # A data file's error comes before TensorFlow is imported; reading
-  # `USER_ERRORS` would import it (and take seconds) just to compare.
-  return isinstance(error, experiments.InputDataError) or isinstance(
-      error, experiments.USER_ERRORS
-  )
+  # `tff_fedwin.errors` imports nothing: a bad flag or data file is told
+  # apart before TensorFlow is imported.
+  return isinstance(error, errors.UserError)
 
 
 if __name__ == '__main__':

@@ -2,8 +2,9 @@
 
 `scripts -> experiments -> {training, algorithms, tasks, runtime}`,
 `algorithms -> {aggregators, losses}`, `tasks -> data`, `reporting ->
-training`; `checks`, `choices` and `lazy_names` are usable everywhere; nothing
-imports upwards, and `training` imports neither `algorithms` nor `aggregators`.
+training`; `checks`, `choices`, `errors` and `lazy_names` are usable
+everywhere; nothing imports upwards, and `training` imports neither
+`algorithms` nor `aggregators`.
 """
 
 import ast
@@ -13,7 +14,14 @@ import pathlib
 import pytest
 
 _PACKAGE = pathlib.Path(__file__).resolve().parent.parent / 'tff_fedwin'
-_LEAVES = {'checks', 'choices', 'lazy_names', 'log_levels', 'version'}
+_LEAVES = {
+    'checks',
+    'choices',
+    'errors',
+    'lazy_names',
+    'log_levels',
+    'version',
+}
 ALLOWED = {
     'aggregators': set(),
     'losses': set(),

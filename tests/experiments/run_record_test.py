@@ -12,6 +12,7 @@ import os
 import attrs
 import pytest
 
+from tff_fedwin import errors
 from tff_fedwin import experiments
 from tff_fedwin import runtime
 from tff_fedwin import version
@@ -273,7 +274,7 @@ def test_worker_lost_names_worker_and_resume_round(tmp_path):
   error = run_record.worker_lost(
       _unavailable(), 'localhost:4321', str(tmp_path), remote=True
   )
-  assert isinstance(error, experiments.USER_ERRORS)
+  assert isinstance(error, errors.UserError)
   assert (error.address, error.resume_round) == ('localhost:4321', 20)
   assert str(error) == (
       'TFF worker localhost:4321 is unreachable: compute failed '

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 import tensorflow as tf
 
+from tff_fedwin import errors
 from tff_fedwin.aggregators import round_model_files
 from tff_fedwin.aggregators import window_math
 
@@ -44,7 +45,7 @@ class ProgramWindowState(NamedTuple):
   extra_sums: tuple[Any, ...]
 
 
-class WindowSizesMismatchError(ValueError):
+class WindowSizesMismatchError(errors.RunDirectoryError, ValueError):
   """A saved window state was kept for other window sizes than this one's."""
 
 

@@ -17,11 +17,13 @@ from typing import Any, Optional
 import numpy as np
 import tensorflow as tf
 
+from tff_fedwin import errors
+
 _ROUND_PATTERN = re.compile(r'^round_(\d+)\.bin$')
 _TEMPORARY_PATTERN = re.compile(r'^\.round_\d+\.bin\.tmp$')
 
 
-class WindowFilesError(ValueError):
+class WindowFilesError(errors.RunDirectoryError, ValueError):
   """The window's directory cannot be used (the message says why)."""
 
 

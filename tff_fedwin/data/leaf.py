@@ -43,6 +43,7 @@ from typing import Any, Optional
 import numpy as np
 
 from tff_fedwin import choices
+from tff_fedwin import errors
 from tff_fedwin.data import leaf_notes
 
 KINDS = ('femnist', 'shakespeare', 'sent140')
@@ -65,7 +66,7 @@ for _i, _c in enumerate(ALL_LETTERS):
   _CHAR_TO_ID[ord(_c)] = _i + 1
 
 
-class LeafDataError(ValueError):
+class LeafDataError(errors.InputError):
   """A LEAF directory or file that cannot be read.
 
   The message is one line naming the file, the user (or index) and the

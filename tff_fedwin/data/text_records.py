@@ -44,6 +44,7 @@ from typing import Any, Optional
 import attrs
 
 from tff_fedwin import checks
+from tff_fedwin import errors
 
 SPLITS = ('train', 'test')
 FIELDS = ('client_id', 'text')
@@ -51,7 +52,7 @@ SPLIT_FIELD = 'split'
 EXTENSIONS = ('.jsonl', '.csv')
 
 
-class TextDataError(ValueError):
+class TextDataError(errors.InputError):
   """A text data file cannot be used; the message names file, line, problem."""
 
 

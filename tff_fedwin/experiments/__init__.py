@@ -3,7 +3,7 @@
 The configuration and its checks (`config`, `worker_flags`, and `data_files`
 on first use) import without TensorFlow, so `scripts/run_experiment.py`
 refuses a bad flag or data file before the heavy imports; the names that need TensorFlow and TFF (`run_experiment`, the runner
-registry, the execution context, `USER_ERRORS`, ...) are imported on first use
+registry, the execution context, ...) are imported on first use
 (PEP 562 `__getattr__`).
 """
 
@@ -40,14 +40,12 @@ if typing.TYPE_CHECKING:  # The names imported on first use, for type checkers.
   from tff_fedwin.experiments.run_record import MAY_DIFFER
   from tff_fedwin.experiments.run_record import RunConfigMismatchError
   from tff_fedwin.experiments.run_record import WorkerLostError
-  from tff_fedwin.experiments.user_errors import USER_ERRORS
   from tff_fedwin.training.run_lock import RunDirectoryLockedError
 
 # name -> the module that defines it; imported on first use (TensorFlow and
 # TFF; numpy for `read_data_files`, so a bad flag needs neither).
 _HEAVY = {
     'read_data_files': 'tff_fedwin.experiments.data_files',
-    'USER_ERRORS': 'tff_fedwin.experiments.user_errors',
     'execution_context': 'tff_fedwin.experiments.context',
     'build_runner': 'tff_fedwin.experiments.registry',
     'RUNNER_BUILDERS': 'tff_fedwin.experiments.registry',

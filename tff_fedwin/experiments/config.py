@@ -14,6 +14,7 @@ import attrs
 
 from tff_fedwin import checks
 from tff_fedwin import choices
+from tff_fedwin import errors
 from tff_fedwin.experiments import data_flags
 from tff_fedwin.experiments import window_flags
 from tff_fedwin.experiments import worker_flags
@@ -63,7 +64,7 @@ CLIENT_DATA_TRANSFERS = ('auto', 'values', 'files')
 parse_window_sizes = window_flags.parse_window_sizes
 
 
-class InputDataError(ValueError):
+class InputDataError(errors.InputError):
   """The task's data cannot be used as configured.
 
   The message names the file and array, or the flag that does not fit the data.

@@ -19,6 +19,7 @@ from absl import logging
 import attrs
 
 from tff_fedwin import choices
+from tff_fedwin import errors
 from tff_fedwin import version
 from tff_fedwin.training import checkpoint_manifest as manifest
 from tff_fedwin.training import outputs
@@ -69,23 +70,11 @@ MAY_DIFFER: Mapping[str, str] = {
 # A program state version's directory (tff.program.FileProgramStateManager).
 
 
-class RunConfigMismatchError(ValueError):
+class RunConfigMismatchError(errors.RunDirectoryError, ValueError):
   """A resume's configuration differs from the one its run was started with."""
 
 
-class WorkerLostError(RuntimeError):
-  """A TFF worker died or became unreachable during a run.
-
-  Attributes:
-    address: The worker's `host:port`.
-    resume_round: The round of the newest checkpoint (0: none after the
-      initial state); a rerun of the same command resumes after it.
-  """
-
-  def __init__(self, message: str, address: str, resume_round: int):
-    super().__init__(message)
-    self.address = address
-    self.resume_round = resume_round
+WorkerLostError = errors.WorkerLostError
 
 
 class Difference(NamedTuple):

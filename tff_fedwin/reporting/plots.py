@@ -24,6 +24,7 @@ from matplotlib import figure as figure_lib
 from matplotlib.backends import backend_agg
 import numpy as np
 
+from tff_fedwin import errors
 from tff_fedwin.training import outputs
 
 # Curve name -> column prefix in metrics.csv, in plotting order.
@@ -37,7 +38,7 @@ Curve = tuple[np.ndarray, np.ndarray]  # (rounds int64, values float64)
 PathLike = Union[str, os.PathLike]
 
 
-class MetricNotFoundError(ValueError):
+class MetricNotFoundError(errors.InputError):
   """The requested metric has no column in a run's `metrics.csv`."""
 
 

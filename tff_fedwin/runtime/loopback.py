@@ -21,6 +21,8 @@ from typing import Optional
 
 from absl import logging
 
+from tff_fedwin import errors
+
 SHIM_SOURCE = os.path.join(os.path.dirname(__file__), 'loopback_bind.c')
 _COMPILE_TIMEOUT_SECONDS = 120
 _STDERR_TAIL_LINES = 5
@@ -35,7 +37,7 @@ _INSTALL_HINT = (
 )
 
 
-class WorkerConfinementError(RuntimeError):
+class WorkerConfinementError(errors.EnvironmentProblemError):
   """A TFF worker cannot be confined, or proven confined, to loopback."""
 
 

@@ -26,6 +26,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_fedwin import errors
 from tff_fedwin.runtime import contexts
 from tff_fedwin.runtime import worker_stub
 
@@ -37,7 +38,7 @@ _TRANSFER_FLAGS = (
 )
 
 
-class SharedDirError(RuntimeError):
+class SharedDirError(errors.EnvironmentProblemError):
   """A TFF worker does not see the shared directory the driver writes.
 
   Attributes:

@@ -8,6 +8,8 @@ instead of being retried forever (docs/design.md sec. 6.3).
 import grpc
 import tensorflow_federated as tff
 
+from tff_fedwin import errors
+
 GRPC_MAX_MESSAGE_BYTES = 2 * 1000 * 1000 * 1000
 GRPC_CHANNEL_OPTIONS = (
     ('grpc.max_message_length', GRPC_MAX_MESSAGE_BYTES),
@@ -16,16 +18,7 @@ GRPC_CHANNEL_OPTIONS = (
 )
 
 
-class WorkerUnavailableError(RuntimeError):
-  """A TFF worker cannot be reached.
-
-  Attributes:
-    address: The worker's `host:port`.
-  """
-
-  def __init__(self, address: str, message: str):
-    super().__init__(message)
-    self.address = address
+WorkerUnavailableError = errors.WorkerUnavailableError
 
 
 class WorkerStub(tff.framework.RemoteExecutorStub):

@@ -22,6 +22,7 @@ import grpc
 import portpicker
 import tensorflow_federated as tff
 
+from tff_fedwin import errors
 from tff_fedwin.runtime import loopback
 from tff_fedwin.runtime import worker_memory
 from tff_fedwin.runtime import worker_stub
@@ -173,8 +174,7 @@ class LocalWorker:
     return f'LocalWorker(pid={self.pid}, port={self.port}, {state})'
 
 
-class WorkerCrashedError(RuntimeError):
-  """A worker was killed by a signal (e.g. SIGSEGV) before it served."""
+WorkerCrashedError = errors.WorkerCrashedError
 
 
 # Attempts to start a worker that a signal kills before it serves (a start-up

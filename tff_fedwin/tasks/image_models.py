@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from tff_fedwin import checks
 from tff_fedwin import choices
+from tff_fedwin import errors
 from tff_fedwin.tasks import emnist
 from tff_fedwin.tasks import resnet_gn
 
@@ -40,7 +41,7 @@ MIN_IMAGE_SIZE = {
 }
 
 
-class ImageModelError(ValueError):
+class ImageModelError(errors.InputError):
   """A `--model` name or an input shape the model cannot take (one line)."""
 
 

@@ -8,6 +8,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_fedwin import data
+from tff_fedwin import errors
 from tff_fedwin.tasks import emnist as emnist_lib
 from tff_fedwin.tasks import task as task_lib
 
@@ -24,7 +25,7 @@ _KERAS_CACHE = os.path.join('~', '.keras', 'datasets')
 _KERAS_FETCH_FAILURE = 'URL fetch failure'
 
 
-class DataUnavailableError(RuntimeError):
+class DataUnavailableError(errors.EnvironmentProblemError):
   """A task's data could not be downloaded and is not in the cache."""
 
 

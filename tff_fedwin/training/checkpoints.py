@@ -13,6 +13,7 @@ from absl import logging
 import numpy as np
 import tensorflow_federated as tff
 
+from tff_fedwin import errors
 from tff_fedwin.training import checkpoint_manifest as manifest_lib
 from tff_fedwin.training import load_damage
 
@@ -91,17 +92,15 @@ def combine_steps(
   return _CombinedSteps(present)
 
 
-class CheckpointMismatchError(ValueError):
+class CheckpointMismatchError(errors.RunDirectoryError, ValueError):
   """The newest checkpoint was made by a run with other arguments."""
 
 
-# The two below subclass CheckpointMismatchError only so that the scripts,
-# which print it as one line (`experiments.USER_ERRORS`), print them so too.
-class NoIntactCheckpointError(CheckpointMismatchError):
+class NoIntactCheckpointError(errors.RunDirectoryError, ValueError):
   """No checkpoint version of the run is intact (the message lists them)."""
 
 
-class DiskFullError(CheckpointMismatchError):
+class DiskFullError(errors.EnvironmentProblemError):
   """The disk filled while the run wrote a file (the message names it)."""
 
 

@@ -12,8 +12,10 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from tff_fedwin import errors
 
-class ClientStatesError(ValueError):
+
+class ClientStatesError(errors.RunDirectoryError, ValueError):
   """Saved client states cannot be used: another run's, locked, or newer."""
 
 

@@ -11,11 +11,13 @@ import math
 from collections.abc import Mapping
 from typing import Optional
 
+from tff_fedwin import errors
+
 LOSS_SUFFIX = 'loss'
 NON_FINITE_UPDATE_SUFFIX = 'update_non_finite'
 
 
-class TrainingDivergedError(RuntimeError):
+class TrainingDivergedError(errors.TrainingStoppedError):
   """A loss became NaN or infinite, or the server skipped a non-finite update.
 
   Attributes:

@@ -19,6 +19,8 @@ import shutil
 import threading
 from collections.abc import Iterator
 
+from tff_fedwin import errors
+
 LOCK_FILE = '.lock'
 
 # The directories this process holds: real path -> [fd, nesting depth].
@@ -29,7 +31,7 @@ _HELD_GUARD = threading.Lock()
 _ATTEMPTS = 10
 
 
-class RunDirectoryLockedError(RuntimeError):
+class RunDirectoryLockedError(errors.RunDirectoryError, RuntimeError):
   """Another process holds the run directory (`hold`).
 
   Attributes:
