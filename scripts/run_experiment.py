@@ -61,7 +61,7 @@ flags.DEFINE_enum(
     _DEFAULTS.leaf_kind,
     list(experiments.LEAF_KINDS),
     'leaf: femnist (784-pixel rows, 62 classes), shakespeare (80 '
-    'characters -> the next), sent140 (tweets, 0/1), or auto (from the data).',
+    'characters -> the next), or auto (from the data).',
 )
 flags.DEFINE_string(
     'data_jsonl',
@@ -91,6 +91,20 @@ flags.DEFINE_float(
     _DEFAULTS.test_fraction,
     "text without a split field: the last fraction of each client's "
     'examples that go to the test set, in [0, 1).',
+)
+flags.DEFINE_enum(
+    'text_model',
+    _DEFAULTS.text_model,
+    list(experiments.TEXT_MODELS),
+    "text: the LSTM's size; tff: TFF's StackOverflow model (embedding 96, "
+    'LSTM 670, 4.05M parameters at 10,000 words), small: embedding 32, LSTM '
+    '128 (0.74M).',
+)
+flags.DEFINE_integer(
+    'stackoverflow_test_batches',
+    _DEFAULTS.stackoverflow_test_batches,
+    "stackoverflow: the first batches of TFF's test set evaluated (the whole "
+    'set takes hours on a CPU); 0: all of it.',
 )
 flags.DEFINE_enum(
     'model',
@@ -212,6 +226,13 @@ flags.DEFINE_integer(
     'At most this many examples per sampled client and round, the first '
     "ones after the shuffle and the epochs (TFF's ClientSpec.max_elements, "
     'for StackOverflow-style users with long histories); 0: all.',
+)
+flags.DEFINE_integer(
+    'client_shuffle_buffer',
+    _DEFAULTS.client_shuffle_buffer,
+    "The clients' shuffle buffer (TFF's ClientSpec.shuffle_buffer_size); "
+    "unset: the task's default (1000; TFF's own for stackoverflow); 1: no "
+    'shuffle.',
 )
 flags.DEFINE_float(
     'client_learning_rate',

@@ -12,7 +12,7 @@ import csv
 import os
 import subprocess
 import sys
-from typing import Any
+from typing import Any, Optional
 
 import attrs
 
@@ -76,12 +76,15 @@ def rows(run_dir: str) -> list[dict[str, str]]:
     ]
 
 
-def _flag_value(default: Any, text: str) -> Any:
-  """`text` as the type of the `ExperimentConfig` field's `default`."""
+def _flag_value(field: Any, text: str) -> Any:
+  """`text` as the type of the `ExperimentConfig` field (`attrs` field)."""
+  default = field.default
   if isinstance(default, bool):
     return {'true': True, 'false': False}[text.lower()]
   if isinstance(default, (int, float)):
     return type(default)(text)
+  if field.type in (Optional[int], 'Optional[int]'):
+    return int(text)  # An integer flag without a default.
   return text  # str, or None for an optional path.
 
 
@@ -99,7 +102,7 @@ def config_from_args(args: list[str]) -> experiments.ExperimentConfig:
       name, text = name[2:], 'false'
     elif not has_value:
       text = 'true'
-    values[name] = _flag_value(getattr(defaults, name), text)
+    values[name] = _flag_value(attrs.fields_dict(type(defaults))[name], text)
   return attrs.evolve(defaults, **values)
 
 

@@ -26,6 +26,12 @@ LEAF_DATA_KINDS = ('femnist', 'shakespeare')
 LEAF_KINDS = ('auto', *LEAF_DATA_KINDS)
 # --text_level: next-word or next-character prediction.
 TEXT_LEVELS = ('word', 'char')
+# --text_model: the text task's LSTM, TFF's StackOverflow sizes or smaller
+# (`tff_fedwin.tasks.text.TEXT_MODEL_SIZES`).
+TEXT_MODELS = ('tff', 'small')
+# --stackoverflow_test_batches by default: the first 100 batches of TFF's
+# StackOverflow test set (all 16.6M examples take hours on a CPU).
+STACKOVERFLOW_TEST_BATCHES = 100
 # --model (besides 'auto'): `tff_fedwin.tasks.image_models`.
 IMAGE_MODELS = (
     'cnn',

@@ -214,6 +214,31 @@ BAD_CONFIGS = [
     ),
     _fails('unknown_text_level', ['--text_level'], text_level='byte'),
     _fails(
+        'text_model_with_npz',
+        ['--text_model', '--task=text'],
+        text_model='small',
+    ),
+    _fails(
+        'unknown_text_model', ['--text_model', 'tff', 'small'], text_model='big'
+    ),
+    _fails(
+        'stackoverflow_test_batches_with_npz',
+        ['--stackoverflow_test_batches', '--task=stackoverflow'],
+        stackoverflow_test_batches=5,
+    ),
+    _fails(
+        'stackoverflow_test_batches_negative',
+        ['--stackoverflow_test_batches', '>= 0'],
+        task='stackoverflow',
+        data_npz=None,
+        stackoverflow_test_batches=-1,
+    ),
+    _fails(
+        'client_shuffle_buffer_zero',
+        ['--client_shuffle_buffer', '>= 1'],
+        client_shuffle_buffer=0,
+    ),
+    _fails(
         'model_with_emnist',
         ['--model', '--task=emnist'],
         task='emnist',

@@ -277,27 +277,29 @@ def test_emnist_training_data_is_built_by_id_in_the_workers(
   np.testing.assert_array_equal(batch['x'].numpy()[order][..., 0], pixels['w0'])
 
 
-def test_stackoverflow_training_data_is_built_by_id_in_the_workers(
-    tmp_path, monkeypatch
-):
-  # Two users with one post each, StackOverflow's element structure.
+def _stackoverflow_posts(tmp_path, monkeypatch, posts):
+  """TFF's StackOverflow loaders patched to read `posts` (user -> token texts).
+
+  The same users are the train, validation and test sets; StackOverflow's
+  element structure; the vocabulary is a, b, c.
+  """
   element_spec = collections.OrderedDict(
       (key, tf.TensorSpec([], tf.int64 if key == 'score' else tf.string))
       for key in ('creation_date', 'score', 'tags', 'title', 'tokens', 'type')
   )
-  posts = {
+  columns = {
       user: dict(
-          creation_date=[''],
-          score=[0],
-          tags=[''],
-          title=[''],
-          tokens=[tokens],
-          type=[''],
+          creation_date=[''] * len(texts),
+          score=[0] * len(texts),
+          tags=[''] * len(texts),
+          title=[''] * len(texts),
+          tokens=list(texts),
+          type=[''] * len(texts),
       )
-      for user, tokens in (('u0', 'a c zz'), ('u1', 'b b'))
+      for user, texts in posts.items()
   }
   parsed = _sql_client_data(
-      str(tmp_path / 'stackoverflow.sqlite'), posts, element_spec
+      str(tmp_path / 'stackoverflow.sqlite'), columns, element_spec
   )
   stackoverflow = tff.simulation.datasets.stackoverflow
   monkeypatch.setattr(
@@ -309,6 +311,12 @@ def test_stackoverflow_training_data_is_built_by_id_in_the_workers(
       lambda **kwargs: collections.OrderedDict(a=3, b=2, c=1),
   )
 
+
+def test_stackoverflow_training_data_is_built_by_id_in_the_workers(
+    tmp_path, monkeypatch
+):
+  # Two users with one post each.
+  _stackoverflow_posts(tmp_path, monkeypatch, {'u0': ['a c zz'], 'u1': ['b b']})
   task = registry.create_task('stackoverflow', batch_size=2, cache_dir='unused')
 
   # A query per id: the workers build the datasets, no bundle is written.
@@ -324,3 +332,41 @@ def test_stackoverflow_training_data_is_built_by_id_in_the_workers(
   ids[0, :5] = [5, 1, 3, 4, 6]
   np.testing.assert_array_equal(batch[0], ids[:, :-1])
   np.testing.assert_array_equal(batch[1], ids[:, 1:])
+
+
+# TFF's word ids of a, b, c: 1, 2, 3 (beginning 5 first).
+_POST_IDS = {'a': 1, 'b': 2, 'c': 3}
+
+
+def test_stackoverflow_shuffle_buffer_of_one_keeps_the_posts_order(
+    tmp_path, monkeypatch
+):
+  # Six one-word posts: a shuffle would keep their order 1 time in 720.
+  texts = ['a', 'b', 'c', 'c', 'b', 'a']
+  _stackoverflow_posts(tmp_path, monkeypatch, {'u0': texts})
+  task = registry.create_task(
+      'stackoverflow', batch_size=6, cache_dir='unused', shuffle_buffer=1
+  )
+  (batch,) = list(
+      task.preprocess_fn(task.train_data.create_tf_dataset_for_client('u0'))
+  )
+  np.testing.assert_array_equal(
+      batch[0].numpy()[:, 1], [_POST_IDS[t] for t in texts]
+  )
+
+
+@pytest.mark.parametrize('test_batches, expected', [(0, 3), (2, 2), (100, 3)])
+def test_stackoverflow_test_batches_cut_the_test_set(
+    tmp_path, monkeypatch, test_batches, expected
+):
+  # 150 posts in TFF's eval batches of 64 (its default eval ClientSpec in
+  # word_prediction_tasks.py): ceil(150 / 64) = 3 batches, of which the
+  # first `test_batches` (0: all).
+  _stackoverflow_posts(tmp_path, monkeypatch, {'u0': ['a b'] * 150})
+  task = registry.create_task(
+      'stackoverflow',
+      batch_size=2,
+      cache_dir='unused',
+      stackoverflow_test_batches=test_batches,
+  )
+  assert len(list(task.test_data)) == expected

@@ -48,6 +48,54 @@ def test_cap_equals_tffs_client_spec_order_with_a_shuffle():
   assert [len(b) for b in _batches(tffs)] == [3, 3, 1]
 
 
+@pytest.mark.parametrize(
+    'buffer, expected',
+    [
+        (1, list(range(10))),  # No shuffle: the client's order.
+        (None, None),  # The default buffer of 1000: TF's seeded shuffle.
+        (3, None),
+    ],
+)
+def test_shuffle_buffer(buffer, expected):
+  batches = _batches(
+      task_lib.batching_fn(10, 1, seed=5, shuffle_buffer=buffer)(_numbers(10))
+  )
+  size = 1000 if buffer is None else buffer
+  tfs = _batches(_numbers(10).shuffle(size, seed=5).batch(10))
+  assert batches == ([expected] if expected else tfs)
+  assert sorted(batches[0]) == list(range(10))
+
+
+@pytest.mark.parametrize(
+    'flags, expected',
+    [
+        ([], (96, 670, 1000)),
+        (['--text_model=small', '--client_shuffle_buffer=1'], (32, 128, 1)),
+    ],
+)
+def test_text_flags_reach_the_task(flags, expected):
+  # The model's embedding and LSTM sizes, and whether alice's 24 training
+  # examples keep their order (a buffer of 1) or not.
+  config = script_runs.config_from_args(
+      [
+          '--task=text',
+          '--data_jsonl=tff_fedwin/data/samples/text_sample.jsonl',
+          '--clients_per_round=2',
+          '--client_batch_size=24',
+          *flags,
+      ]
+  )
+  task = run_lib.create_task(config)
+  keras_model = task.model_fn()._keras_model  # pylint: disable=protected-access
+  embedding = keras_model.layers[1].output_dim
+  lstm = keras_model.layers[2].units
+  client = task.train_data.create_tf_dataset_for_client('alice')
+  (batch,) = list(task.preprocess_fn(client).as_numpy_iterator())
+  unshuffled = np.stack([e['x'] for e in client.as_numpy_iterator()])
+  in_order = np.array_equal(batch['x'], unshuffled)
+  assert (embedding, lstm, 1 if in_order else 1000) == expected
+
+
 def test_no_cap_is_the_task_itself():
   task = _task(task_lib.batching_fn(4, 1, seed=0))
   assert task_lib.with_max_elements(task, 0, batch_size=4) is task

@@ -122,6 +122,18 @@ def test_model_parameters_are_tffs():
   assert _params(model) == 21 + 2 * 57 + 28
 
 
+def test_small_text_model_parameters():
+  # --text_model=small at 10,004 ids, E = 32, H = 128: embedding 10004 * 32
+  # = 320,128; LSTM 4 * 128 * (32 + 128 + 1) = 82,432; dense 128 * 32 + 32 =
+  # 4,128; logits 32 * 10004 + 10004 = 330,132. Sum 736,820.
+  embedding, lstm = text.TEXT_MODEL_SIZES['small']
+  model = text.create_recurrent_model(
+      10004, sequence_length=20, embedding_size=embedding, lstm_size=lstm
+  )
+  assert _params(model) == 736820
+  assert text.TEXT_MODEL_SIZES['tff'] == (96, 670)
+
+
 def test_evaluation_leaves_out_pad_oov_and_eos(tmp_path):
   task = _task(_fixture(tmp_path), eval_batch_size=8)
   tff_model = task.model_fn()

@@ -23,6 +23,7 @@ TASKS = choices.TASKS
 EVAL_SPLITS = choices.MNIST_HELD_OUT_SPLITS
 LEAF_KINDS = choices.LEAF_KINDS
 TEXT_LEVELS = choices.TEXT_LEVELS
+TEXT_MODELS = choices.TEXT_MODELS
 # --model: 'auto' (the task's default) or one of the image models.
 MODELS = ('auto', *choices.IMAGE_MODELS)
 ALGORITHMS = (
@@ -105,6 +106,8 @@ class ExperimentConfig:
   vocab_size: int = 10000
   sequence_length: int = 20
   test_fraction: float = 0.2
+  text_model: str = 'tff'
+  stackoverflow_test_batches: int = choices.STACKOVERFLOW_TEST_BATCHES
   model: str = 'auto'
   scale_integer_features: bool = True
   eval_split: str = 'test'
@@ -127,6 +130,7 @@ class ExperimentConfig:
   client_epochs: int = 1
   client_batch_size: int = 20
   client_max_elements: int = 0
+  client_shuffle_buffer: Optional[int] = None
   client_learning_rate: float = 0.05
   client_momentum: float = 0.0
   server_learning_rate: float = 1.0
@@ -163,6 +167,7 @@ def _check_values(config: ExperimentConfig) -> None:
       ('eval_split', EVAL_SPLITS),
       ('leaf_kind', LEAF_KINDS),
       ('text_level', TEXT_LEVELS),
+      ('text_model', TEXT_MODELS),
       ('model', MODELS),
   ):
     checks.check_choice(f'--{flag}', getattr(config, flag), allowed)
@@ -188,8 +193,13 @@ def _check_values(config: ExperimentConfig) -> None:
       'window_start_round',
       'seed',
       'client_max_elements',
+      'stackoverflow_test_batches',
   ):
     checks.check_int(f'--{flag}', getattr(config, flag), minimum=0)
+  if config.client_shuffle_buffer is not None:
+    checks.check_int(
+        '--client_shuffle_buffer', config.client_shuffle_buffer, minimum=1
+    )
   checks.check_number(
       '--dirichlet_alpha',
       config.dirichlet_alpha,

@@ -16,7 +16,14 @@ from tff_fedwin import checks
 DATA_FLAGS = {'npz': 'data_npz', 'leaf': 'data_dir', 'text': 'data_jsonl'}
 # Flags read by one task only, with their defaults: a non-default value with
 # another task is refused.
-TEXT_FLAGS = ('text_level', 'vocab_size', 'sequence_length', 'test_fraction')
+TEXT_FLAGS = (
+    'text_level',
+    'vocab_size',
+    'sequence_length',
+    'test_fraction',
+    'text_model',
+)
+STACKOVERFLOW_FLAGS = ('stackoverflow_test_batches',)
 # The tasks whose models `--model` chooses (image classification).
 MODEL_TASKS = ('mnist', 'npz', 'leaf')
 TEXT_SUFFIXES = ('.jsonl', '.csv')
@@ -42,6 +49,11 @@ def check_data_flags(config: Any, defaults: Any) -> None:
         config.task != 'text'
     ):
       raise ValueError(f'--{flag} is only used with --task=text.')
+  for flag in STACKOVERFLOW_FLAGS:
+    if getattr(config, flag) != getattr(defaults, flag) and (
+        config.task != 'stackoverflow'
+    ):
+      raise ValueError(f'--{flag} is only used with --task=stackoverflow.')
   if config.model != defaults.model and config.task not in MODEL_TASKS:
     raise ValueError(
         f'--model chooses the image model of --task='

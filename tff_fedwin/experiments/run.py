@@ -44,6 +44,9 @@ def create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
           use_synthetic_data=config.use_synthetic_data,
           scale_integer_features=config.scale_integer_features,
           eval_split=config.eval_split,
+          shuffle_buffer=config.client_shuffle_buffer,
+          text_model=config.text_model,
+          stackoverflow_test_batches=config.stackoverflow_test_batches,
       )
   except tasks_registry.DataUnavailableError as e:
     raise tasks_registry.DataUnavailableError(

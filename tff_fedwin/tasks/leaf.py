@@ -133,6 +133,7 @@ def leaf_task(
     seed: int,
     cache_dir: Optional[str] = None,
     eval_batch_size: int = 1000,
+    shuffle_buffer: Optional[int] = None,
 ) -> task_lib.Task:
   """The `Task` of a LEAF directory (see the module docstring).
 
@@ -168,7 +169,7 @@ def leaf_task(
   cache = check_leaf_dir(data_dir, kind, model=model, cache_dir=cache_dir)
   client_data = leaf_client_data.LeafClientData(cache)
   test_data = leaf_client_data.test_dataset(cache)
-  preprocess_fn = task_lib.batching_fn(batch_size, epochs, seed)
+  preprocess_fn = task_lib.batching_fn(batch_size, epochs, seed, shuffle_buffer)
   if cache.kind == 'femnist':
     element_spec = collections.OrderedDict(
         x=tf.TensorSpec([None, *FEMNIST_INPUT_SHAPE], tf.float32),

@@ -76,6 +76,7 @@ def _array_task(
     epochs,
     model=image_models.DEFAULT_IMAGE_MODEL,
     eval_batch_size=1000,
+    shuffle_buffer=None,
 ) -> Task:
   (x_train, y_train), (x_test, y_test) = arrays
   input_shape = tuple(x_train.shape[1:])
@@ -90,7 +91,7 @@ def _array_task(
   train_data = partition_lib.client_data_from_partition(
       x_train, y_train, clients
   )
-  preprocess_fn = task_lib.batching_fn(batch_size, epochs, seed)
+  preprocess_fn = task_lib.batching_fn(batch_size, epochs, seed, shuffle_buffer)
   element_spec = preprocess_fn(
       train_data.create_tf_dataset_for_client(train_data.client_ids[0])
   ).element_spec
@@ -106,9 +107,9 @@ def _array_task(
   return Task(name, model_fn, train_data, preprocess_fn, test_data, num_classes)
 
 
-def _shakespeare_task(*, batch_size, epochs, seed):
+def _shakespeare_task(*, batch_size, epochs, seed, shuffle_buffer=None):
   train_data, test = shakespeare_data.shakespeare_client_data()
-  preprocess_fn = task_lib.batching_fn(batch_size, epochs, seed)
+  preprocess_fn = task_lib.batching_fn(batch_size, epochs, seed, shuffle_buffer)
   seq_length = shakespeare_data.DEFAULT_SEQ_LENGTH
 
   def model_fn():
@@ -168,6 +169,9 @@ def create_task(
     use_synthetic_data: bool = False,
     scale_integer_features: bool = True,
     eval_split: str = 'test',
+    shuffle_buffer: Optional[int] = None,
+    text_model: str = 'tff',
+    stackoverflow_test_batches: int = tff_baselines.STACKOVERFLOW_TEST_BATCHES,
 ) -> Task:
   """Builds the task `name` (one of `TASKS`); see the module docstring.
 
@@ -207,6 +211,12 @@ def create_task(
     eval_split: One of `EVAL_SPLITS`: what `Task.test_data` holds, the test
       set, or for `mnist` its 10,000-example validation split
       (`sources.load_mnist`).
+    shuffle_buffer: The clients' shuffle buffer (`task.batching_fn`; TFF's
+      `ClientSpec.shuffle_buffer_size` for `stackoverflow`); None: the
+      task's default; 1: no shuffle.
+    text_model: Task `text`: one of `TEXT_MODELS` (`text.TEXT_MODEL_SIZES`).
+    stackoverflow_test_batches: Task `stackoverflow`: the test batches
+      evaluated (the first ones of TFF's test set); 0: all of them.
 
   Returns:
     The `Task`.
@@ -233,6 +243,7 @@ def create_task(
         batch_size=batch_size,
         epochs=epochs,
         model=array_model,
+        shuffle_buffer=shuffle_buffer,
     )
   if name == 'npz':
     if not data_npz:
@@ -251,6 +262,7 @@ def create_task(
         batch_size=batch_size,
         epochs=epochs,
         model=array_model,
+        shuffle_buffer=shuffle_buffer,
     )
   if name == 'leaf':
     if not data_dir:
@@ -265,6 +277,7 @@ def create_task(
         epochs=epochs,
         seed=seed,
         cache_dir=data_files.leaf_cache_dir(cache_dir),
+        shuffle_buffer=shuffle_buffer,
     )
   if name == 'text':
     if not data_jsonl:
@@ -280,6 +293,9 @@ def create_task(
         batch_size=batch_size,
         epochs=epochs,
         seed=seed,
+        shuffle_buffer=shuffle_buffer,
+        embedding_size=text_lib.TEXT_MODEL_SIZES[text_model][0],
+        lstm_size=text_lib.TEXT_MODEL_SIZES[text_model][1],
     )
   if name == 'emnist':
     return tff_baselines.emnist_task(
@@ -288,13 +304,21 @@ def create_task(
         seed=seed,
         cache_dir=cache_dir,
         use_synthetic_data=use_synthetic_data,
+        shuffle_buffer=shuffle_buffer,
     )
   if name == 'shakespeare':
-    return _shakespeare_task(batch_size=batch_size, epochs=epochs, seed=seed)
+    return _shakespeare_task(
+        batch_size=batch_size,
+        epochs=epochs,
+        seed=seed,
+        shuffle_buffer=shuffle_buffer,
+    )
   return tff_baselines.stackoverflow_task(
       batch_size=batch_size,
       epochs=epochs,
       seed=seed,
       cache_dir=cache_dir,
       use_synthetic_data=use_synthetic_data,
+      shuffle_buffer=shuffle_buffer,
+      test_batches=stackoverflow_test_batches,
   )

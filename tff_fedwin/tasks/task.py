@@ -69,17 +69,27 @@ def classification_model_fn(keras_fn, element_spec):
   return model_fn
 
 
+# The clients' shuffle buffer when the user gives none (`--client_shuffle_buffer`).
+DEFAULT_SHUFFLE_BUFFER = 1000
+
+
 def batching_fn(
-    batch_size: int, epochs: int, seed: int, shuffle_buffer: int = 1000
+    batch_size: int,
+    epochs: int,
+    seed: int,
+    shuffle_buffer: Optional[int] = None,
 ):
-  """Client dataset -> shuffled (seeded), repeated `epochs` times, batched."""
+  """Client dataset -> shuffled (seeded), repeated `epochs` times, batched.
+
+  `shuffle_buffer`: the shuffle's buffer (`DEFAULT_SHUFFLE_BUFFER` if None);
+  1 keeps the client's order (TFF's `ClientSpec.shuffle_buffer_size`).
+  """
+  buffer = DEFAULT_SHUFFLE_BUFFER if shuffle_buffer is None else shuffle_buffer
 
   def preprocess(dataset: tf.data.Dataset) -> tf.data.Dataset:
-    return (
-        dataset.shuffle(shuffle_buffer, seed=seed)
-        .repeat(epochs)
-        .batch(batch_size)
-    )
+    if buffer > 1:
+      dataset = dataset.shuffle(buffer, seed=seed)
+    return dataset.repeat(epochs).batch(batch_size)
 
   return preprocess
 

@@ -7,6 +7,7 @@ from typing import Optional
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_fedwin import choices
 from tff_fedwin import data
 from tff_fedwin import errors
 from tff_fedwin.tasks import emnist as emnist_lib
@@ -15,6 +16,7 @@ from tff_fedwin.tasks import task as task_lib
 Task = task_lib.Task
 
 STACKOVERFLOW_VOCAB_SIZE = 10000
+STACKOVERFLOW_TEST_BATCHES = choices.STACKOVERFLOW_TEST_BATCHES
 # The files TFF 0.87 reads (after an LZMA/bz2 download) for the tasks.
 EMNIST_FILE = 'emnist_all.sqlite'
 STACKOVERFLOW_FILE = 'stackoverflow.sqlite'
@@ -65,7 +67,15 @@ def _load_emnist(cache_dir: Optional[str]):
     ) from e
 
 
-def emnist_task(*, batch_size, epochs, seed, cache_dir, use_synthetic_data):
+def emnist_task(
+    *,
+    batch_size,
+    epochs,
+    seed,
+    cache_dir,
+    use_synthetic_data,
+    shuffle_buffer=None,
+):
   if use_synthetic_data:
     train = test = tff.simulation.datasets.emnist.get_synthetic()
   else:
@@ -80,7 +90,7 @@ def emnist_task(*, batch_size, epochs, seed, cache_dir, use_synthetic_data):
   train_data = train.preprocess(lambda ds: ds.map(to_xy))
   if not use_synthetic_data:  # A query per client id (TFF's SqlClientData).
     train_data = data.datasets_from_ids(train_data)
-  preprocess_fn = task_lib.batching_fn(batch_size, epochs, seed)
+  preprocess_fn = task_lib.batching_fn(batch_size, epochs, seed, shuffle_buffer)
   test_data = test.create_tf_dataset_from_all_clients().map(to_xy).batch(1000)
   element_spec = preprocess_fn(
       train_data.create_tf_dataset_for_client(train_data.client_ids[0])
@@ -92,14 +102,29 @@ def emnist_task(*, batch_size, epochs, seed, cache_dir, use_synthetic_data):
 
 
 def stackoverflow_task(
-    *, batch_size, epochs, seed, cache_dir, use_synthetic_data
+    *,
+    batch_size,
+    epochs,
+    seed,
+    cache_dir,
+    use_synthetic_data,
+    shuffle_buffer=None,
+    test_batches=STACKOVERFLOW_TEST_BATCHES,
 ):
+  """TFF's StackOverflow next-word task as it is.
+
+  `shuffle_buffer` is TFF's `ClientSpec.shuffle_buffer_size` (None: TFF's
+  default; TFF's shuffle is unseeded); `test_batches` the first batches of
+  TFF's centralized test set evaluated (0: all).
+  """
   del seed
   try:
     baseline = (
         tff.simulation.baselines.stackoverflow.create_word_prediction_task(
             tff.simulation.baselines.ClientSpec(
-                num_epochs=epochs, batch_size=batch_size
+                num_epochs=epochs,
+                batch_size=batch_size,
+                shuffle_buffer_size=shuffle_buffer,
             ),
             vocab_size=STACKOVERFLOW_VOCAB_SIZE,
             cache_dir=cache_dir,
@@ -123,7 +148,8 @@ def stackoverflow_task(
   if not use_synthetic_data:
     # A query per client id (TFF's SqlClientData).
     train_data = data.datasets_from_ids(train_data)
-    test_data = test_data.take(100)  # 100 batches: a tractable eval on CPU.
+  if test_batches:  # 100 by default: a tractable eval on CPU.
+    test_data = test_data.take(test_batches)
   # TFF's word-prediction ids: 0 pad, 1..vocab words, then OOV, BOS, EOS.
   return Task(
       'stackoverflow',
