@@ -6,7 +6,9 @@ conversion that did not finish is never used; the datasets the workers build
 from the ids (the `dataset_computation`) hold the JSON's numbers exactly.
 """
 
+import concurrent.futures
 import json
+import multiprocessing
 import os
 import shutil
 
@@ -17,6 +19,7 @@ from tests.data import leaf_fixtures
 from tff_fedwin.data import leaf
 from tff_fedwin.data import leaf_cache
 from tff_fedwin.data import leaf_client_data
+from tff_fedwin.data import leaf_convert
 
 
 def _no_parsing(*args, **kwargs):
@@ -71,23 +74,108 @@ def test_changed_file_of_same_size_and_time_converts_again(femnist):
 def test_interrupted_conversion_leaves_nothing_used(femnist, monkeypatch):
   root, train, _, cache_dir = femnist
   calls = []
-  convert_split = leaf_cache._convert_split
+  convert_file = leaf_convert._convert_file
 
-  def interrupted(paths, kinds, notes, out_dir, train):
+  def interrupted(path, kind, out_dir, is_train, part):
     calls.append(out_dir)
-    if not train:  # After the training clients are written.
+    if not is_train:  # After the training clients are written.
       raise KeyboardInterrupt
-    return convert_split(paths, kinds, notes, out_dir, train)
+    return convert_file(path, kind, out_dir, is_train, part)
 
-  monkeypatch.setattr(leaf_cache, '_convert_split', interrupted)
+  monkeypatch.setattr(leaf_convert, '_convert_file', interrupted)
   with pytest.raises(KeyboardInterrupt, match=r'^$'):
     leaf_cache.load_leaf_cache(root, cache_dir=cache_dir)
-  assert len(calls) == 2 and not os.path.exists(calls[0])
+  assert len(set(calls)) == 1 and not os.path.exists(calls[0])
   assert os.listdir(cache_dir) == []
   monkeypatch.undo()
   cache = leaf_cache.load_leaf_cache(root, cache_dir=cache_dir)
   assert cache.converted
   assert _y(cache, 'f0001_07') == train['f0001_07'][1]
+
+
+def _tree(directory):
+  """Relative path -> bytes of every file below `directory`."""
+  found = {}
+  for parent, _, names in os.walk(directory):
+    for name in names:
+      path = os.path.join(parent, name)
+      with open(path, 'rb') as f:
+        found[os.path.relpath(path, directory)] = f.read()
+  return found
+
+
+def test_conversion_by_two_processes_equals_one(femnist, tmp_path, monkeypatch):
+  # The files converted by two processes at once, merged in order: the same
+  # bytes in every file as converted one file after another. (Spawned: this
+  # test process may run TensorFlow; the scripts fork before importing it.)
+  root, _, _, _ = femnist
+  context = multiprocessing.get_context('spawn')
+  monkeypatch.setattr(leaf_convert, 'pool_context', lambda: context)
+  pools = []
+  pool_class = concurrent.futures.ProcessPoolExecutor
+
+  def recorded(workers, mp_context):
+    pools.append(workers)
+    return pool_class(workers, mp_context)
+
+  monkeypatch.setattr(
+      leaf_convert.concurrent.futures, 'ProcessPoolExecutor', recorded
+  )
+  files = leaf_cache.json_files(root)
+  results = []
+  for workers in (1, 2):
+    out = tmp_path / f'out{workers}'
+    out.mkdir()
+    converted = leaf_convert.convert_splits(files, 'auto', str(out), workers)
+    results.append((converted, _tree(out)))
+  assert pools == [2]
+  assert results[0][0] == results[1][0]
+  assert results[0][1] == results[1][1]
+  assert 'test.x' in results[0][1] and not any(
+      name.startswith('test_parts') for name in results[0][1]
+  )
+
+
+def test_two_processes_report_the_first_problem_in_file_order(
+    femnist, tmp_path, monkeypatch
+):
+  # A problem in train file 1 and in test file 0: one process reading the
+  # files in order meets train file 1's first, and so do two.
+  root, _, _, _ = femnist
+  files = leaf_cache.json_files(root)
+  for path, bad in ((files['train'][1], 'train'), (files['test'][0], 'test')):
+    with open(path, 'w') as f:
+      f.write('{"users": [' + bad)
+  context = multiprocessing.get_context('spawn')
+  monkeypatch.setattr(leaf_convert, 'pool_context', lambda: context)
+  for workers in (1, 2):
+    out = tmp_path / f'out{workers}'
+    out.mkdir()
+    with pytest.raises(leaf.LeafDataError, match='invalid JSON') as raised:
+      leaf_convert.convert_splits(files, 'auto', str(out), workers)
+    assert str(raised.value).startswith(files['train'][1] + ':')
+
+
+def test_later_start_reads_no_json_byte(femnist, monkeypatch):
+  root, train, _, cache_dir = femnist
+  first = leaf_cache.load_leaf_cache(root, cache_dir=cache_dir)
+  monkeypatch.setattr(leaf_cache, '_crc32', _no_parsing)
+  monkeypatch.setattr(leaf, 'iter_leaf_file', _no_parsing)
+  second = leaf_cache.load_leaf_cache(root, cache_dir=cache_dir)
+  assert not second.converted and second.directory == first.directory
+  assert _y(second, 'f0001_07') == train['f0001_07'][1]
+
+
+def test_touched_file_is_read_again_not_converted(femnist, monkeypatch):
+  # A new modification time, the same bytes: the stat digest misses, the
+  # CRC-32s are read, and the content key finds the conversion.
+  root, _, _, cache_dir = femnist
+  first = leaf_cache.load_leaf_cache(root, cache_dir=cache_dir)
+  path = os.path.join(root, 'train', 'all_data_1_niid_0_keep_0_train_9.json')
+  os.utime(path, ns=(0, os.stat(path).st_mtime_ns + 10**9))
+  monkeypatch.setattr(leaf, 'iter_leaf_file', _no_parsing)
+  second = leaf_cache.load_leaf_cache(root, cache_dir=cache_dir)
+  assert not second.converted
 
 
 def test_killed_conversion_directory_is_ignored(femnist):

@@ -1,11 +1,14 @@
 """A LEAF directory converted once into per-client binary files, read by id.
 
 `load_leaf_cache(data_dir, kind, cache_dir)` checks and converts the LEAF
-JSON (`tff_fedwin.data.leaf`) on the first start, one file at a time, into
-`<cache_dir>/<key>/`; later starts find it there and parse nothing. The key
-is a digest of every JSON file's name, size, modification time (ns) and
+JSON (`tff_fedwin.data.leaf`) on the first start, several files at once
+(`leaf_convert`), into `<cache_dir>/<key>/`; later starts find it there and
+parse nothing. The key is a digest of every JSON file's name, size and
 CRC-32 (read streaming), so a changed or damaged file means a new
-conversion. Layout of a conversion:
+conversion. A later start of the same files does not read
+them: `<cache_dir>/stat_keys/<stat digest>` remembers the key of files with
+exactly these paths, sizes, times, ctimes and inodes (`stat_key`; any write
+changes the ctime). Layout of a conversion:
 
 * `train/<name>.x`, `train/<name>.y`: one training client's raw examples,
   `<name>` the client id in URL-safe base64 without padding (what
@@ -27,7 +30,6 @@ not match is converted again. The workers read the files, so they must see
 `tff_fedwin.data.leaf_client_data` reads it with TensorFlow ops.
 """
 
-import base64
 import hashlib
 import json
 import os
@@ -41,35 +43,22 @@ import attrs
 import numpy as np
 
 from tff_fedwin.data import leaf
-from tff_fedwin.data import leaf_notes
+from tff_fedwin.data import leaf_convert
 
 FORMAT = 1
 INDEX = 'index.json'
+# `<cache_dir>/stat_keys/<stat_key>`: the content key of those exact files.
+STAT_KEYS = 'stat_keys'
 LeafDataError = leaf.LeafDataError
-# Per kind: (x record shape, x dtype, y dtype, number of classes).
-_LAYOUT = {
-    'femnist': ((leaf.FEMNIST_PIXELS,), '<f4', '<i4', leaf.FEMNIST_CLASSES),
-    'shakespeare': (
-        (leaf.SHAKESPEARE_SEQ_LENGTH,),
-        'u1',
-        'u1',
-        leaf.SHAKESPEARE_VOCAB_SIZE,
-    ),
-}
-_NAME_MAX = 200
 _CRC_CHUNK = 4 * 2**20
+# The cache's file names and record sizes (`leaf_convert` writes them).
+client_file_name = leaf_convert.client_file_name
+record_bytes = leaf_convert.record_bytes
 
 
 def default_cache_dir() -> str:
   """`~/.cache/tff_fedwin/leaf`."""
   return os.path.join(os.path.expanduser('~'), '.cache', 'tff_fedwin', 'leaf')
-
-
-def client_file_name(client_id: str) -> str:
-  """URL-safe base64 of the id's UTF-8, no padding (`tf.io.encode_base64`)."""
-  return (
-      base64.urlsafe_b64encode(client_id.encode('utf-8')).decode().rstrip('=')
-  )
 
 
 def _crc32(path: str) -> int:
@@ -80,22 +69,51 @@ def _crc32(path: str) -> int:
   return crc
 
 
-def source_key(data_dir: str) -> tuple[str, dict[str, list[str]]]:
-  """The cache key of `data_dir` and its JSON files per split.
+def json_files(data_dir: str) -> dict[str, list[str]]:
+  """`data_dir`'s JSON files per split, in name order.
 
   Raises:
     LeafDataError: If `train/` or `test/` is missing or holds no `.json`.
   """
-  files = {
-      split: leaf.leaf_json_files(data_dir, split) for split in leaf.SPLITS
-  }
+  return {split: leaf.leaf_json_files(data_dir, split) for split in leaf.SPLITS}
+
+
+def stat_key(files: dict[str, list[str]]) -> str:
+  """A digest of the files' paths, sizes, times (ns), inodes and devices.
+
+  Any write to a file changes its ctime (which no `utime` sets back), and a
+  replaced file has another inode, so a file changed in any way gives
+  another digest: it names the `STAT_KEYS` entry that remembers the content
+  key of these exact files without reading them.
+  """
   records = [FORMAT]
   for split, paths in files.items():
     for path in paths:
       stat = os.stat(path)
       records.append(
-          [split, os.path.basename(path), stat.st_size, stat.st_mtime_ns]
-          + [_crc32(path)]
+          [split, os.path.abspath(path), stat.st_size, stat.st_mtime_ns]
+          + [stat.st_ctime_ns, stat.st_ino, stat.st_dev]
+      )
+  return hashlib.sha256(json.dumps(records).encode()).hexdigest()[:32]
+
+
+def source_key(data_dir: str) -> tuple[str, dict[str, list[str]]]:
+  """The cache key of `data_dir` (its contents) and its JSON files.
+
+  A digest of every file's split, name, size and CRC-32 (the files read
+  once, streaming): not of its times, so a copied or touched file finds its
+  conversion.
+
+  Raises:
+    LeafDataError: If `train/` or `test/` is missing or holds no `.json`.
+  """
+  files = json_files(data_dir)
+  records = [FORMAT]
+  for split, paths in files.items():
+    for path in paths:
+      stat = os.stat(path)
+      records.append(
+          [split, os.path.basename(path), os.path.getsize(path), _crc32(path)]
       )
   digest = hashlib.sha256(json.dumps(records).encode()).hexdigest()
   return digest[:32], files
@@ -134,14 +152,6 @@ class LeafCache:
     return base + '.x', base + '.y'
 
 
-def record_bytes(kind: str) -> tuple[int, int]:
-  shape, x_dtype, y_dtype, _ = _LAYOUT[kind]
-  return (
-      int(np.prod(shape)) * np.dtype(x_dtype).itemsize,
-      np.dtype(y_dtype).itemsize,
-  )
-
-
 def _from_index(directory: str, key: str) -> Optional[LeafCache]:
   """The conversion in `directory` if complete and intact, else None."""
   try:
@@ -178,102 +188,24 @@ def _from_index(directory: str, key: str) -> Optional[LeafCache]:
     return None
 
 
-class _KindCheck:
-  """One kind across a directory's files: the first file's."""
-
-  def __init__(self, kind: str):
-    self.requested = kind
-    self.kind = None
-    self.first_path = None
-
-  def check(self, path: str, found: Optional[str]) -> Optional[str]:
-    if found is None:  # A file with no users.
-      return None
-    if self.kind is None:
-      self.kind, self.first_path = found, path
-    elif found != self.kind:
-      raise leaf.LeafDataError(
-          f'{path}: holds {found}-style data but {self.first_path} holds '
-          f'{self.kind}-style data; a LEAF directory holds one kind'
-      )
-    return found
-
-
-def _convert_split(paths, kinds: _KindCheck, notes, out_dir, train: bool):
-  """Writes a split's users; returns (ids, counts, class counts, total)."""
-  ids, counts, class_counts, seen = [], [], [], {}
-  total = 0
-  test_files = None
-  if not train:
-    test_files = (
-        open(os.path.join(out_dir, 'test.x'), 'wb'),
-        open(os.path.join(out_dir, 'test.y'), 'wb'),
-    )
-  try:
-    for path in paths:
-      found, users = leaf.iter_leaf_file(path, kinds.requested, notes)
-      kind = kinds.check(path, found)
-      if kind is None:
-        continue
-      _, x_dtype, y_dtype, num_classes = _LAYOUT[kind]
-      for user, x, y in users:
-        if user in seen:
-          raise leaf.LeafDataError(
-              f'{path}: user {user!r}: appears in {seen[user]} too'
-          )
-        seen[user] = path
-        x, y = x.astype(x_dtype, copy=False), y.astype(y_dtype, copy=False)
-        total += len(y)
-        if train:
-          name = client_file_name(user)
-          if len(name) > _NAME_MAX:
-            raise leaf.LeafDataError(
-                f'{path}: user {user[:40]!r}...: the id is too long for a '
-                'file name (at most 150 bytes of UTF-8)'
-            )
-          x.tofile(os.path.join(out_dir, 'train', name + '.x'))
-          y.tofile(os.path.join(out_dir, 'train', name + '.y'))
-          ids.append(user)
-          counts.append(len(y))
-          class_counts.append(np.bincount(y, minlength=num_classes).tolist())
-        else:
-          x.tofile(test_files[0])
-          y.tofile(test_files[1])
-  finally:
-    if test_files:
-      for f in test_files:
-        f.close()
-  if not total:
-    raise leaf.LeafDataError(
-        f'{os.path.dirname(paths[0])}: no user in any .json file (each has '
-        '"users": []); a LEAF split needs at least one user'
-    )
-  return ids, counts, class_counts, total
-
-
 def _convert(files, kind, key, directory) -> LeafCache:
   """Converts into a temporary directory, then renames it to `directory`."""
   root = os.path.dirname(directory)
   os.makedirs(root, exist_ok=True)
   tmp = tempfile.mkdtemp(prefix=f'.{key}.tmp-', dir=root)
   try:
-    os.mkdir(os.path.join(tmp, 'train'))
-    kinds, notes = _KindCheck(kind), leaf_notes.LeafNotes()
-    ids, counts, class_counts, _ = _convert_split(
-        files['train'], kinds, notes, tmp, train=True
-    )
-    *_, num_test = _convert_split(files['test'], kinds, notes, tmp, train=False)
-    kind = kinds.kind
+    converted = leaf_convert.convert_splits(files, kind, tmp)
+    ids = converted.client_ids
     order = sorted(range(len(ids)), key=ids.__getitem__)
     index = {
         'format': FORMAT,
         'key': key,
-        'kind': kind,
+        'kind': converted.kind,
         'client_ids': [ids[i] for i in order],
-        'num_examples': [counts[i] for i in order],
-        'class_counts': [class_counts[i] for i in order],
-        'num_test_examples': num_test,
-        'warnings': notes.messages(),
+        'num_examples': [converted.num_examples[i] for i in order],
+        'class_counts': [converted.class_counts[i] for i in order],
+        'num_test_examples': converted.num_test_examples,
+        'warnings': converted.notes.messages(),
     }
     with open(os.path.join(tmp, INDEX), 'w') as f:
       json.dump(index, f)
@@ -293,14 +225,37 @@ def _convert(files, kind, key, directory) -> LeafCache:
   return attrs.evolve(cache, converted=True)
 
 
+def _read_key(path: str) -> Optional[str]:
+  """The content key a `STAT_KEYS` entry remembers, or None."""
+  try:
+    with open(path) as f:
+      key = f.read()
+  except OSError:
+    return None
+  return key if len(key) == 32 and key.isalnum() else None
+
+
+def _write_key(path: str, key: str) -> None:
+  """Remembers `key` for the files' stat digest (atomically)."""
+  if _read_key(path) == key:
+    return
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  tmp = f'{path}.tmp-{os.getpid()}'
+  with open(tmp, 'w') as f:
+    f.write(key)
+  os.replace(tmp, path)
+
+
 def load_leaf_cache(
     data_dir: str, kind: str = 'auto', cache_dir: Optional[str] = None
 ) -> LeafCache:
   """The conversion of `data_dir`: found in `cache_dir`, or made now.
 
-  Checks the whole directory on conversion (no TensorFlow work); a cache hit
-  reads only the index, the file sizes and the JSON files' bytes (for the
-  key's CRC-32s).
+  Checks the whole directory on conversion (no TensorFlow work). A start
+  whose JSON files have the paths, sizes, times and inodes of a start before
+  (`stat_key`) reads only the index and the files' sizes; otherwise the
+  files' CRC-32s give the content key (`source_key`), so files copied or
+  touched without a change still find their conversion.
 
   Args:
     data_dir: A LEAF directory with `train/*.json` and `test/*.json`.
@@ -319,14 +274,20 @@ def load_leaf_cache(
     raise leaf.LeafDataError(
         f'`leaf_kind` must be one of {("auto", *leaf.KINDS)}, got {kind!r}'
     )
-  key, files = source_key(data_dir)
   root = os.path.abspath(cache_dir or default_cache_dir())
-  directory = os.path.join(root, key)
-  cache = _from_index(directory, key)
+  files = json_files(data_dir)
+  by_stat = os.path.join(root, STAT_KEYS, stat_key(files))
+  key = _read_key(by_stat)
+  cache = None if key is None else _from_index(os.path.join(root, key), key)
+  if cache is None:
+    key, files = source_key(data_dir)
+    directory = os.path.join(root, key)
+    cache = _from_index(directory, key)
   if cache is None:
     if os.path.exists(directory):
       shutil.rmtree(directory, ignore_errors=True)  # Damaged: convert again.
     cache = _convert(files, kind, key, directory)
+  _write_key(by_stat, key)
   if kind != 'auto' and cache.kind != kind:
     raise leaf.LeafDataError(
         f'{os.path.abspath(data_dir)}: holds {cache.kind}-style data, not '

@@ -1,0 +1,280 @@
+"""A LEAF directory's JSON files converted into the cache's binary files.
+
+`convert_splits` checks and converts every file of both splits
+(`tff_fedwin.data.leaf`) into a conversion directory
+(`tff_fedwin.data.leaf_cache`'s layout): each training user's `train/<name>.x`
+and `.y`, the test split pooled into `test.x`, `test.y`. The files are
+independent, so they are converted by up to `MAX_WORKERS` processes at once,
+one file each at a time; the results are merged in the files' name order, so
+the users, the test split's order, the warnings and the first error are
+those of one process reading the files in order.
+
+The processes are forked, and only while TensorFlow is not imported (the
+scripts check their data files before importing it): forking a process that
+runs TensorFlow's threads can deadlock the child, and spawning re-imports the
+caller's `__main__` (a script without a main guard would run again). With
+TensorFlow imported, and for directories below `PARALLEL_MIN_BYTES` (where a
+process costs more than it saves), this process converts the files itself.
+"""
+
+import base64
+import concurrent.futures
+import multiprocessing
+import os
+import shutil
+import sys
+from typing import Any, Optional
+
+import attrs
+import numpy as np
+
+from tff_fedwin.data import leaf
+from tff_fedwin.data import leaf_notes
+
+# Per kind: (x record shape, x dtype, y dtype, number of classes).
+LAYOUT = {
+    'femnist': ((leaf.FEMNIST_PIXELS,), '<f4', '<i4', leaf.FEMNIST_CLASSES),
+    'shakespeare': (
+        (leaf.SHAKESPEARE_SEQ_LENGTH,),
+        'u1',
+        'u1',
+        leaf.SHAKESPEARE_VOCAB_SIZE,
+    ),
+}
+_NAME_MAX = 200
+# JSON bytes from which the files are converted by several processes.
+PARALLEL_MIN_BYTES = 64 * 2**20
+# At most this many conversion processes (each holds one parsed file).
+MAX_WORKERS = 4
+_TEST_PARTS = 'test_parts'
+
+
+def client_file_name(client_id: str) -> str:
+  """URL-safe base64 of the id's UTF-8, no padding (`tf.io.encode_base64`)."""
+  return (
+      base64.urlsafe_b64encode(client_id.encode('utf-8')).decode().rstrip('=')
+  )
+
+
+def record_bytes(kind: str) -> tuple[int, int]:
+  """Bytes of one example's x and y in the cache's files."""
+  shape, x_dtype, y_dtype, _ = LAYOUT[kind]
+  return (
+      int(np.prod(shape)) * np.dtype(x_dtype).itemsize,
+      np.dtype(y_dtype).itemsize,
+  )
+
+
+@attrs.frozen
+class _FileResult:
+  """One converted file: its kind (None: no users) and users, its notes."""
+
+  path: str
+  kind: Optional[str]
+  users: tuple[tuple[str, int, Optional[list[int]]], ...]  # id, n, classes.
+  notes: leaf_notes.LeafNotes
+
+
+@attrs.frozen
+class Converted:
+  """Both splits converted (see the module docstring).
+
+  Attributes:
+    kind: The directory's kind.
+    client_ids: The training users, in the files' order.
+    num_examples: Their example counts.
+    class_counts: Their label counts (lists of the kind's class count).
+    num_test_examples: Examples of the pooled test split.
+    notes: What the read accepted as LEAF's reader does.
+  """
+
+  kind: str
+  client_ids: list[str]
+  num_examples: list[int]
+  class_counts: list[list[int]]
+  num_test_examples: int
+  notes: leaf_notes.LeafNotes
+
+
+def _convert_file(
+    path: str, requested: str, out_dir: str, train: bool, part: int
+) -> _FileResult:
+  """Converts one file: training users' files, or a test part file."""
+  notes = leaf_notes.LeafNotes()
+  found, users = leaf.iter_leaf_file(path, requested, notes)
+  if found is None:
+    return _FileResult(path, None, (), notes)
+  _, x_dtype, y_dtype, num_classes = LAYOUT[found]
+  written = []
+  parts = None
+  if not train:
+    base = os.path.join(out_dir, _TEST_PARTS, str(part))
+    parts = (open(base + '.x', 'wb'), open(base + '.y', 'wb'))
+  try:
+    for user, x, y in users:
+      x, y = x.astype(x_dtype, copy=False), y.astype(y_dtype, copy=False)
+      if train:
+        name = client_file_name(user)
+        if len(name) > _NAME_MAX:
+          raise leaf.LeafDataError(
+              f'{path}: user {user[:40]!r}...: the id is too long for a file '
+              'name (at most 150 bytes of UTF-8)'
+          )
+        x.tofile(os.path.join(out_dir, 'train', name + '.x'))
+        y.tofile(os.path.join(out_dir, 'train', name + '.y'))
+        classes = np.bincount(y, minlength=num_classes).tolist()
+        written.append((user, len(y), classes))
+      else:
+        x.tofile(parts[0])
+        y.tofile(parts[1])
+        written.append((user, len(y), None))
+  finally:
+    for f in parts or ():
+      f.close()
+  return _FileResult(path, found, tuple(written), notes)
+
+
+class _Merge:
+  """The files' results, merged in their order (module docstring)."""
+
+  def __init__(self, requested: str):
+    self.requested = requested
+    self.kind: Optional[str] = None
+    self.first_path: Optional[str] = None
+    # Per split (LEAF's by-sample split has every user in both): user ->
+    # the file it is in.
+    self.seen: dict[bool, dict[str, str]] = {True: {}, False: {}}
+    self.notes = leaf_notes.LeafNotes()
+    self.train: list[tuple[str, int, list[int]]] = []
+    self.test_examples = 0
+
+  def add(self, result: _FileResult, train: bool) -> None:
+    notes = result.notes
+    self.notes.num_samples_users += notes.num_samples_users
+    self.notes.empty_files.extend(notes.empty_files)
+    self.notes.unknown_x += notes.unknown_x
+    self.notes.unknown_y += notes.unknown_y
+    if result.kind is None:
+      return
+    if self.kind is None:
+      self.kind, self.first_path = result.kind, result.path
+    elif result.kind != self.kind:
+      raise leaf.LeafDataError(
+          f'{result.path}: holds {result.kind}-style data but '
+          f'{self.first_path} holds {self.kind}-style data; a LEAF directory '
+          'holds one kind'
+      )
+    seen = self.seen[train]
+    for user, n, classes in result.users:
+      if user in seen:
+        raise leaf.LeafDataError(
+            f'{result.path}: user {user!r}: appears in {seen[user]} too'
+        )
+      seen[user] = result.path
+      if train:
+        self.train.append((user, n, classes))
+      else:
+        self.test_examples += n
+
+
+def _no_users(paths: list[str]) -> leaf.LeafDataError:
+  return leaf.LeafDataError(
+      f'{os.path.dirname(paths[0])}: no user in any .json file (each has '
+      '"users": []); a LEAF split needs at least one user'
+  )
+
+
+def pool_context() -> Optional[Any]:
+  """The processes' start method: fork before TensorFlow is imported."""
+  if 'tensorflow' in sys.modules:
+    return None
+  return multiprocessing.get_context('fork')
+
+
+def _workers(files: dict[str, list[str]], max_workers: Optional[int]) -> int:
+  """How many processes convert: 1 below `PARALLEL_MIN_BYTES` of JSON."""
+  paths = files['train'] + files['test']
+  if max_workers is None:
+    if sum(os.path.getsize(p) for p in paths) < PARALLEL_MIN_BYTES:
+      return 1
+    max_workers = min(MAX_WORKERS, len(os.sched_getaffinity(0)))
+  return max(1, min(max_workers, len(paths)))
+
+
+def convert_splits(
+    files: dict[str, list[str]],
+    kind: str,
+    out_dir: str,
+    max_workers: Optional[int] = None,
+) -> Converted:
+  """Converts `files` (split -> JSON paths) into `out_dir`.
+
+  Args:
+    files: `{'train': [...], 'test': [...]}`, each in name order.
+    kind: 'auto', or the kind every file must hold.
+    out_dir: An empty directory (the conversion's temporary one).
+    max_workers: Processes converting at once; None: up to `MAX_WORKERS`
+      (the CPUs this process may use) from `PARALLEL_MIN_BYTES` of JSON,
+      else 1 (this process). Without a `pool_context()`, 1.
+
+  Returns:
+    The merged `Converted`.
+
+  Raises:
+    LeafDataError: The first problem in the files' order (one line naming
+      the file, the user and the problem).
+  """
+  os.mkdir(os.path.join(out_dir, 'train'))
+  os.mkdir(os.path.join(out_dir, _TEST_PARTS))
+  tasks = [
+      (path, kind, out_dir, split == 'train', i)
+      for split in ('train', 'test')
+      for i, path in enumerate(files[split])
+  ]
+  merge = _Merge(kind)
+  workers = _workers(files, max_workers)
+  context = pool_context() if workers > 1 else None
+  if context is None:
+    results = (_convert_file(*task) for task in tasks)
+    _merge_all(merge, tasks, results, files)
+  else:
+    with concurrent.futures.ProcessPoolExecutor(workers, context) as pool:
+      futures = [pool.submit(_convert_file, *task) for task in tasks]
+      try:
+        _merge_all(merge, tasks, (f.result() for f in futures), files)
+      finally:
+        for future in futures:
+          future.cancel()
+  _join_test_parts(out_dir, len(files['test']))
+  return Converted(
+      merge.kind,
+      [u for u, _, _ in merge.train],
+      [n for _, n, _ in merge.train],
+      [c for _, _, c in merge.train],
+      merge.test_examples,
+      merge.notes,
+  )
+
+
+def _merge_all(merge: _Merge, tasks, results, files) -> None:
+  """Merges the results in order; a split without users once it is read."""
+  users = {'train': 0, 'test': 0}
+  for (_, _, _, train, part), result in zip(tasks, results):
+    split = 'train' if train else 'test'
+    merge.add(result, train)
+    users[split] += len(result.users)
+    if part == len(files[split]) - 1 and not users[split]:
+      raise _no_users(files[split])
+
+
+def _join_test_parts(out_dir: str, num_parts: int) -> None:
+  """`test.x`, `test.y`: the test files' parts in order; the parts removed."""
+  parts_dir = os.path.join(out_dir, _TEST_PARTS)
+  for suffix in ('.x', '.y'):
+    with open(os.path.join(out_dir, 'test' + suffix), 'wb') as out:
+      for part in range(num_parts):
+        path = os.path.join(parts_dir, f'{part}{suffix}')
+        if os.path.exists(path):
+          with open(path, 'rb') as f:
+            shutil.copyfileobj(f, out, 16 * 2**20)
+  shutil.rmtree(parts_dir)
