@@ -31,6 +31,8 @@ minutes (`benchmarks.paired`).
   .venv/bin/python scripts/benchmark.py --repeats=6 \
       --rows='^FedAvg via build_fed_win$|^WSM|files'
   .venv/bin/python scripts/benchmark.py --paired=10
+  .venv/bin/python scripts/benchmark.py --paired=10 --model_family=word_lstm \
+      --rows='^FedAvg via build_fed_win|^build_fed_win WiMA W=100 E=10$'
 """
 
 import sys
@@ -72,6 +74,15 @@ _PAIRED = flags.DEFINE_integer(
     "bound, the rows of one bound interleaved with the bound's rounds, this "
     'many cycles (--rounds unused).',
 )
+_FAMILY = flags.DEFINE_enum(
+    'model_family',
+    'cnn',
+    list(row_order.MODEL_FAMILIES),
+    'The model every row trains (benchmarks.model_families): cnn, EMNIST-62 '
+    "cnn_dropout; word_lstm, TFF's StackOverflow LSTM (sequences of 20 over "
+    '10,004 ids); char_lstm, the shakespeare character LSTM. WSM rows only '
+    'with cnn (one label per example).',
+)
 _ROWS = flags.DEFINE_string(
     'rows',
     None,
@@ -105,31 +116,35 @@ def _import_tensorflow():
   """Imports TFF and the row builders, once the flags passed their checks."""
   # pylint: disable=g-import-not-at-top,global-statement,redefined-outer-name
   # pylint: disable=global-variable-undefined
-  global tff, algorithms, tasks, paired, program_window_rows, bench
+  global tff, algorithms, model, paired, program_window_rows, bench
   import tensorflow_federated as tff
 
   from tff_fedwin import algorithms
-  from tff_fedwin import tasks
+  from tff_fedwin.benchmarks import model_families
   from tff_fedwin.benchmarks import paired
   from tff_fedwin.benchmarks import program_window_rows
   from tff_fedwin.benchmarks import rounds as bench
+
+  model = model_families.family(_FAMILY.value)
 
 
 def _fed_avg_rows(sgd) -> list[_Row]:
   """TFF's builder and FedAvg through `build_fed_win`, in TFF's loop forms."""
   fed_win = lambda **kw: (
-      lambda: algorithms.build_fed_win(bench.emnist_model_fn, sgd(), **kw)
+      lambda: algorithms.build_fed_win(model.model_fn, sgd(), **kw)
   )
   return [
       _Row(
           _BASELINE,
-          lambda: bench.learning_process_row(bench.fed_avg_baseline(_LR)),
+          lambda: bench.learning_process_row(
+              bench.fed_avg_baseline(_LR, model.model_fn)
+          ),
       ),
       _Row(
           'TFF build_weighted_fed_avg, loop_implementation=' 'DATASET_ITERATOR',
           lambda: bench.learning_process_row(
               lambda: tff.learning.algorithms.build_weighted_fed_avg(
-                  bench.emnist_model_fn,
+                  model.model_fn,
                   sgd(),
                   loop_implementation=(
                       tff.learning.LoopImplementation.DATASET_ITERATOR
@@ -172,15 +187,13 @@ def _fed_avg_rows(sgd) -> list[_Row]:
       ),
       _Row(
           _BOUND,
-          lambda: bench.bound_row(tasks.create_cnn_dropout_model, _LR),
+          lambda: bench.bound_row(model.keras_fn, _LR),
           num_workers=0,
       ),
       _Row(
           'same client training, plain TensorFlow, `for batch in '
           'dataset` (not a bound)',
-          lambda: bench.plain_tensorflow_row(
-              tasks.create_cnn_dropout_model, _LR
-          ),
+          lambda: bench.plain_tensorflow_row(model.keras_fn, _LR),
           num_workers=0,
       ),
   ]
@@ -189,10 +202,10 @@ def _fed_avg_rows(sgd) -> list[_Row]:
 def _window_and_wsm_rows(sgd) -> list[_Row]:
   """WiMA W=100 E=10 (in the state, kept by the program), WSM clients."""
   wima = lambda: algorithms.build_fed_win(
-      bench.emnist_model_fn, sgd(), window_size=100, window_read_every=10
+      model.model_fn, sgd(), window_size=100, window_read_every=10
   )
   wsm = lambda: algorithms.build_fed_win(
-      bench.emnist_model_fn, sgd(), client_loss='wsm', num_classes=_CLASSES
+      model.model_fn, sgd(), client_loss='wsm', num_classes=_CLASSES
   )
   return [
       _Row(
@@ -210,7 +223,7 @@ def _window_and_wsm_rows(sgd) -> list[_Row]:
           'state as files, client data by id (the default with local '
           'workers)',
           lambda: program_window_rows.program_window_row(
-              lambda: algorithms.build_fed_win(bench.emnist_model_fn, sgd()),
+              lambda: algorithms.build_fed_win(model.model_fn, sgd()),
               server_state_files=True,
               client_data_by_id=True,
               window_size=100,
@@ -238,7 +251,7 @@ def _window_and_wsm_rows(sgd) -> list[_Row]:
       _Row(
           _WSM_BOUND,
           lambda: bench.bound_row(
-              tasks.create_cnn_dropout_model,
+              model.keras_fn,
               _LR,
               client_loss='wsm',
               num_classes=_CLASSES,
@@ -251,7 +264,7 @@ def _window_and_wsm_rows(sgd) -> list[_Row]:
 def _scaffold_rows() -> list[_Row]:
   """SCAFFOLD with its states as values and as files, and its bound."""
   scaffold = lambda **kw: (
-      lambda: bench.scaffold_row(bench.emnist_model_fn, _LR, **kw)
+      lambda: bench.scaffold_row(model.model_fn, _LR, **kw)
   )
   return [
       _Row(
@@ -281,9 +294,7 @@ def _scaffold_rows() -> list[_Row]:
       ),
       _Row(
           _SCAFFOLD_BOUND,
-          lambda: bench.bound_row(
-              tasks.create_cnn_dropout_model, _LR, scaffold=True
-          ),
+          lambda: bench.bound_row(model.keras_fn, _LR, scaffold=True),
           num_workers=0,
       ),
   ]
@@ -292,7 +303,10 @@ def _scaffold_rows() -> list[_Row]:
 def _rows() -> list[_Row]:
   """Every row of the table, in order; TFF's baseline first and last."""
   sgd = lambda: tff.learning.optimizers.build_sgdm(_LR)
-  rows = [*_fed_avg_rows(sgd), *_window_and_wsm_rows(sgd), *_scaffold_rows()]
+  window_and_wsm = _window_and_wsm_rows(sgd)
+  if _FAMILY.value != 'cnn':  # WSM needs one label per example.
+    window_and_wsm = [r for r in window_and_wsm if 'WSM' not in r.name]
+  rows = [*_fed_avg_rows(sgd), *window_and_wsm, *_scaffold_rows()]
   for n in (int(w) for w in _WORKERS.value):
     if n > 1:
       rows.append(
@@ -343,6 +357,7 @@ def main(selected: list[_Row]):
         steps=_STEPS.value,
         batch_size=_BATCH.value,
         output=_OUTPUT.value,
+        family=_FAMILY.value,
     )
     return
   bench.run_and_report(
@@ -355,6 +370,7 @@ def main(selected: list[_Row]):
       batch_size=_BATCH.value,
       output=_OUTPUT.value,
       repeats=_REPEATS.value,
+      family=_FAMILY.value,
   )
 
 

@@ -45,6 +45,9 @@ IMAGE_MODELS = (
 # the tasks whose default model is one.
 DROPOUT_MODELS = ('cnn_dropout',)
 DROPOUT_DEFAULT_TASKS = ('emnist', 'leaf')
+# scripts/benchmark.py --model_family: the model the rounds train
+# (`tff_fedwin.benchmarks.model_families`).
+BENCHMARK_MODEL_FAMILIES = ('cnn', 'word_lstm', 'char_lstm')
 # --eval_split: MNIST's held-out splits ('validation' is `mnist`'s only).
 MNIST_HELD_OUT_SPLITS = ('test', 'validation')
 # --client_loss: plain cross-entropy or WSM's re-weighted softmax.

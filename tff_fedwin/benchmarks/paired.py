@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Optional
 
 from tff_fedwin import runtime
+from tff_fedwin.benchmarks import model_families
 from tff_fedwin.benchmarks import rounds
 from tff_fedwin.benchmarks import stepped
 
@@ -138,12 +139,18 @@ def run_and_report(
     steps: int,
     batch_size: int,
     output: Optional[str] = None,
+    family: str = 'cnn',
 ) -> str:
-  """`run_pairs` on synthetic EMNIST clients; prints and returns the table."""
-  data = rounds.synthetic_emnist_data(clients, steps, batch_size)
+  """`run_pairs` on synthetic clients; prints and returns the table.
+
+  `family`: the model family the clients' data are for
+  (`model_families.NAMES`; the rows must train its model).
+  """
+  model = model_families.family(family)
+  data = model.client_data(clients, steps, batch_size)
   table = markdown_table(
       run_pairs(rows, data, num_pairs),
-      f'EMNIST-62 cnn_dropout (1.2M params); {clients} clients x {steps} '
+      f'{model.description}; {clients} clients x {steps} '
       f'steps of batch {batch_size}; the rows of one own bound on one fresh '
       "TFF worker, their rounds interleaved with their bound's (rows in "
       'order, bound; bound, rows in reverse), '

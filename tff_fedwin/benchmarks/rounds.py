@@ -19,8 +19,8 @@ import tensorflow_federated as tff
 
 from tff_fedwin import algorithms
 from tff_fedwin import runtime
-from tff_fedwin import tasks
 from tff_fedwin.algorithms import scaffold
+from tff_fedwin.benchmarks import model_families
 from tff_fedwin.benchmarks import row_order
 from tff_fedwin.benchmarks import stepped
 from tff_fedwin.benchmarks import tensor_rounds
@@ -51,12 +51,7 @@ class Result(NamedTuple):
 
 def emnist_model_fn() -> tff.learning.models.VariableModel:
   """The EMNIST-62 `cnn_dropout` CNN (1.2M parameters) as a TFF model."""
-  return tff.learning.models.from_keras_model(
-      tasks.create_cnn_dropout_model(),
-      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-      input_spec=tasks.emnist_input_spec(),
-      metrics=[tf.keras.metrics.SparseCategoricalAccuracy()],
-  )
+  return model_families.family('cnn').model_fn()
 
 
 def state_mb(state: Any) -> float:
@@ -346,8 +341,12 @@ def run_and_report(
     batch_size: int,
     output: Optional[str] = None,
     repeats: int = 1,
+    family: str = 'cnn',
 ) -> str:
-  """Runs `rows` on synthetic EMNIST clients; prints and returns the table.
+  """Runs `rows` on synthetic clients; prints and returns the table.
+
+  `family`: the model family the clients' data are for
+  (`model_families.NAMES`; the rows must train its model).
 
   With `repeats` > 1 the whole list of rows runs that many times, one list
   after the other, every other list backward (`row_order.run_order`), and
@@ -357,7 +356,8 @@ def run_and_report(
     raise ValueError(f'`rounds` must be >= 1, got {rounds}.')
   if repeats < 1:
     raise ValueError(f'`repeats` must be >= 1, got {repeats}.')
-  data = synthetic_emnist_data(clients, steps, batch_size)
+  model = model_families.family(family)
+  data = model.client_data(clients, steps, batch_size)
   runs = [_run_in_order(rows, data, rounds, i) for i in range(repeats)]
   repeated = (
       f' The whole list ran {repeats} times, every other time in reverse '
@@ -370,7 +370,7 @@ def run_and_report(
       runs[0],
       baseline_name,
       bound_name,
-      f'EMNIST-62 cnn_dropout (1.2M params); {clients} clients x {steps} '
+      f'{model.description}; {clients} clients x {steps} '
       f'steps of batch {batch_size}; {rounds} timed rounds per row after one '
       f'warm-up call; each row on fresh TFF worker(s).{repeated}',
       repeats=runs[1:],
@@ -398,12 +398,4 @@ def fed_avg_baseline(
   """TFF's own `build_weighted_fed_avg`: the baseline of every table."""
   return lambda: tff.learning.algorithms.build_weighted_fed_avg(
       model_fn, tff.learning.optimizers.build_sgdm(client_learning_rate)
-  )
-
-
-def synthetic_emnist_data(
-    num_clients: int, steps: int, batch_size: int, seed: Optional[int] = 0
-) -> list[tf.data.Dataset]:
-  return tasks.synthetic_client_datasets(
-      num_clients, steps * batch_size, batch_size, seed=seed
   )

@@ -12,8 +12,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from tff_fedwin import choices
+
 # The bound's row (`rounds.bound_row`), a reference of every table.
 BOUND_NAME = 'bound: same FedAvg arithmetic, one tf.function over tensors'
+# scripts/benchmark.py --model_family (known before TensorFlow is imported).
+MODEL_FAMILIES = choices.BENCHMARK_MODEL_FAMILIES
 
 
 def select(

@@ -163,7 +163,10 @@ class _TensorRound:
         loss = tf.reduce_mean(
             tf.nn.sparse_softmax_cross_entropy_with_logits(y[c, s], logits)
         )
-      grads = tape.gradient(loss, self._weights)
+      # Dense, as TFF's optimizers make an embedding's IndexedSlices.
+      grads = [
+          tf.convert_to_tensor(g) for g in tape.gradient(loss, self._weights)
+      ]
       if self._population is not None:  # g + (c - c_i)
         grads = [g + d for g, d in zip(grads, correction)]
       for var, grad in zip(self._weights, grads):
