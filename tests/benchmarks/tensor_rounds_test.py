@@ -127,6 +127,61 @@ def test_tensor_round_is_the_algorithms_round(
   np.testing.assert_allclose(global_weights[1].numpy(), b, rtol=1e-5, atol=1e-5)
 
 
+def test_tensor_round_on_sequences_with_an_embedding():
+  # Next-token rounds as the LSTM rows' bound runs them: ids x [B, L] ->
+  # logits E[x] @ W + b over V ids, the mean cross-entropy over all B * L
+  # positions (the synthetic sequences hold no padding). With q = p - onehot
+  # of each position: dW = sum_pos E[x]^T q / (B L), db = sum_pos q / (B L),
+  # dE[v] = sum of q W^T over the positions whose id is v, / (B L): the
+  # embedding's gradient is IndexedSlices, made dense as TFF's optimizers do.
+  vocab, dim, length, batch, steps = 5, 3, 4, 2, 2
+  rng = np.random.default_rng(3)
+  data = []
+  for _ in range(2):
+    ids = rng.integers(1, vocab, (steps * batch, length + 1)).astype(np.int32)
+    data.append(
+        tf.data.Dataset.from_tensor_slices(
+            collections.OrderedDict(x=ids[:, :-1], y=ids[:, 1:])
+        ).batch(batch)
+    )
+  inputs = tf.keras.Input(shape=[length], dtype=tf.int32)
+  hidden = tf.keras.layers.Embedding(vocab, dim)(inputs)
+  model = tf.keras.Model(inputs, tf.keras.layers.Dense(vocab)(hidden))
+  round_fn, global_weights = tensor_rounds.build_tensor_round(model, LR)
+  e, w, b = (v.numpy().astype(np.float64) for v in global_weights)
+  x, y = tensor_rounds.stack_client_data(data)
+  round_fn(x, y)
+  deltas = []
+  for dataset in data:
+    ce, cw, cb = e.copy(), w.copy(), b.copy()
+    for step in dataset.as_numpy_iterator():
+      ids, targets = step['x'], step['y']
+      h = ce[ids]  # [B, L, D]
+      logits = h @ cw + cb
+      p = np.exp(logits - logits.max(-1, keepdims=True))
+      p /= p.sum(-1, keepdims=True)
+      q = p.copy()
+      np.put_along_axis(
+          q,
+          targets[..., None],
+          np.take_along_axis(q, targets[..., None], -1) - 1,
+          -1,
+      )
+      q /= ids.size
+      gw = np.einsum('bld,blv->dv', h, q)
+      gb = q.sum((0, 1))
+      ge = np.zeros_like(ce)
+      np.add.at(ge, ids, q @ cw.T)
+      ce, cw, cb = ce - LR * ge, cw - LR * gw, cb - LR * gb
+    deltas.append((ce - e, cw - w, cb - b))
+  expected = [
+      v + np.mean([d[i] for d in deltas], axis=0)
+      for i, v in enumerate((e, w, b))
+  ]
+  for got, want in zip(global_weights, expected):
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-6)
+
+
 def test_bad_arguments():
   model = tf.keras.Sequential([tf.keras.layers.Dense(2, input_shape=(1,))])
   with pytest.raises(ValueError, match='client_loss'):

@@ -25,7 +25,7 @@ import tensorflow_federated as tff
 
 from tff_fedwin import choices
 from tff_fedwin import tasks
-from tff_fedwin.data import shakespeare as shakespeare_data
+from tff_fedwin.tasks import registry as tasks_registry
 from tff_fedwin.tasks import shakespeare as shakespeare_lib
 from tff_fedwin.tasks import text as text_lib
 
@@ -132,8 +132,8 @@ def _word_lstm() -> ModelFamily:
 
 
 def _char_lstm() -> ModelFamily:
-  length = shakespeare_data.DEFAULT_SEQ_LENGTH
-  vocab = shakespeare_data.VOCAB_SIZE
+  length = shakespeare_lib.DEFAULT_SEQ_LENGTH
+  vocab = tasks_registry.SHAKESPEARE_VOCAB_SIZE
   keras_fn = lambda: shakespeare_lib.create_char_model(vocab, seq_length=length)
 
   def model_fn():

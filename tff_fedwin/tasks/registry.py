@@ -47,6 +47,8 @@ from tff_fedwin.tasks import tff_baselines
 Task = task_lib.Task
 DataUnavailableError = tff_baselines.DataUnavailableError
 STACKOVERFLOW_VOCAB_SIZE = tff_baselines.STACKOVERFLOW_VOCAB_SIZE
+# The `shakespeare` task's character ids (padding, OOV, BOS, EOS included).
+SHAKESPEARE_VOCAB_SIZE = shakespeare_data.VOCAB_SIZE
 
 # The choices live in `tff_fedwin.choices` (checked before TensorFlow loads).
 TASKS = choices.TASKS
