@@ -150,15 +150,14 @@ def _start(data_dir: str, cache_dir: str) -> dict[str, Any]:
   """One start in this process (the child of `measure_start`).
 
   As `scripts/run_experiment.py` starts: the data files read and converted
-  before TensorFlow is imported (`tasks.data_files`, through
-  `data.preloaded`), then the task built from them.
+  before TensorFlow is imported (`tasks.data_files`), then the task built
+  from them (`<cache_dir>/leaf`, as `--cache_dir`).
   """
   # pylint: disable=g-import-not-at-top
-  from tff_fedwin.data import leaf_cache
-  from tff_fedwin.data import preloaded
+  from tff_fedwin.tasks import data_files
 
   started = time.perf_counter()
-  preloaded.load(leaf_cache.load_leaf_cache, data_dir, 'auto', cache_dir)
+  data_files.read_data_files('leaf', data_dir=data_dir, cache_dir=cache_dir)
   data_step = time.perf_counter() - started
   # Before TensorFlow (whose import runs programs of its own).
   children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KB.
@@ -167,7 +166,11 @@ def _start(data_dir: str, cache_dir: str) -> dict[str, Any]:
 
   imported = time.perf_counter()
   task = leaf_task_lib.leaf_task(
-      data_dir, batch_size=20, epochs=1, seed=0, cache_dir=cache_dir
+      data_dir,
+      batch_size=20,
+      epochs=1,
+      seed=0,
+      cache_dir=data_files.leaf_cache_dir(cache_dir),
   )
   client = task.train_data.client_ids[0]
   next(iter(task.train_data.create_tf_dataset_for_client(client)))
