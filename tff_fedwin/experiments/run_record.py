@@ -56,8 +56,10 @@ MAY_DIFFER: Mapping[str, str] = {
     'root_output_dir': 'names the run directory (a moved run resumes)',
     'experiment_name': 'names the run directory (a moved run resumes)',
     'workers': (
-        'where the run is computed, not what (a dead worker can be replaced '
-        'by another address)'
+        'where the run is computed (a dead worker can be replaced by another '
+        "address); another number of workers adds the clients' sums in "
+        'another order, so the numbers may then differ in their last bits '
+        '(docs/design.md sec. 6.5)'
     ),
     'worker_bind': 'which interfaces local workers listen on',
     'shared_dir': (
