@@ -111,7 +111,6 @@ def source_key(data_dir: str) -> tuple[str, dict[str, list[str]]]:
   records = [FORMAT]
   for split, paths in files.items():
     for path in paths:
-      stat = os.stat(path)
       records.append(
           [split, os.path.basename(path), os.path.getsize(path), _crc32(path)]
       )
