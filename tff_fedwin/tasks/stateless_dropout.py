@@ -1,4 +1,4 @@
-"""Dropout whose mask is a pure function of the run seed, the layer and its input.
+"""Dropout masks as a pure function of the run seed, the layer and its input.
 
 Keras' `Dropout(rate, seed=s)` draws its masks from stateful random kernels:
 their sequence goes on across every call a TFF worker makes, in whatever order
