@@ -32,3 +32,10 @@ apply shared_dir_write_unchecked tff_fedwin/runtime/shared_dir.py "      _check_
 apply unseeded_program_source tff_fedwin/training/seeded_data_source.py "        self._client_ids, k, self._seed, self._selections_made" "        self._client_ids, k, self._seed + __import__('random').randrange(9), self._selections_made" tests/training/seeded_data_source_test.py tests/runtime/program_train_model_test.py
 apply resume_round_unchecked tff_fedwin/training/checkpoint_manifest.py "      if problem or check_csv(metrics_csv, manifest):" "      if False:" tests/training/checkpoint_manifest_test.py tests/experiments/run_record_test.py
 apply no_fsync_before_manifest tff_fedwin/training/checkpoint_manifest.py "  directories = {top}" "  directories = set(); paths = []" tests/training/checkpoint_manifest_test.py
+# Stop 59's defects.
+apply stateful_dropout tff_fedwin/tasks/stateless_dropout.py "    return tf.nn.experimental.stateless_dropout(" "    return tf.nn.dropout(inputs, rate=self.rate, seed=self.seed) if True else tf.nn.experimental.stateless_dropout(" tests/tasks/stateless_dropout_test.py
+apply dropout_rule_unchecked tff_fedwin/experiments/run_record.py "  if recorded == version.DROPOUT_MASKS or not uses_dropout(config):" "  if True:" tests/experiments/run_record_test.py
+apply user_errors_not_one_line scripts/run_experiment.py "  return isinstance(error, errors.UserError)" "  return isinstance(error, errors.InputError)" tests/scripts/run_experiment_cli_test.py
+apply stat_key_without_ctime tff_fedwin/data/leaf_cache.py "          + [stat.st_ctime_ns, stat.st_ino, stat.st_dev]" "          + []" tests/data/leaf_cache_test.py
+apply parallel_merge_out_of_order tff_fedwin/data/leaf_convert.py "      futures = [pool.submit(_convert_file, *task) for task in tasks]" "      futures = [pool.submit(_convert_file, *task) for task in tasks[::-1]][::-1]; futures = futures[1:] + futures[:1]" tests/data/leaf_cache_test.py
+apply shuffle_buffer_ignored tff_fedwin/tasks/task.py "  buffer = DEFAULT_SHUFFLE_BUFFER if shuffle_buffer is None else shuffle_buffer" "  buffer = DEFAULT_SHUFFLE_BUFFER" tests/tasks/task_test.py
