@@ -22,7 +22,9 @@ import pytest
 
 from tests.data import leaf_fixtures
 from tff_fedwin import runtime
+from tff_fedwin.data import leaf
 from tff_fedwin.tasks import registry
+from tff_fedwin.training import checkpoints
 from tff_fedwin.training import divergence
 
 _SCRIPT = os.path.join(
@@ -174,6 +176,11 @@ def test_main_rejects_positional_arguments(tmp_path):
         divergence.TrainingDivergedError(
             'e: loss is nan at round 3.', 3, 'loss', float('nan')
         ),
+        # One line since tff_fedwin.errors (were tracebacks after
+        # TensorFlow loaded, or printed short only as a CheckpointMismatch).
+        leaf.LeafDataError('d/train/a.json: user u: x row 0 has 3 values'),
+        checkpoints.DiskFullError('No space left writing metrics.csv.'),
+        checkpoints.NoIntactCheckpointError('No checkpoint in c is intact.'),
     ],
     ids=lambda e: type(e).__name__,
 )
