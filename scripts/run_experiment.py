@@ -36,6 +36,7 @@ from absl import flags
 # first use.
 from tff_fedwin import errors
 from tff_fedwin import experiments
+from tff_fedwin.experiments import task_defaults
 
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
@@ -91,6 +92,14 @@ flags.DEFINE_float(
     _DEFAULTS.test_fraction,
     "text without a split field: the last fraction of each client's "
     'examples that go to the test set, in [0, 1).',
+)
+flags.DEFINE_enum(
+    'text_tokenizer',
+    _DEFAULTS.text_tokenizer,
+    list(experiments.TEXT_TOKENIZERS),
+    'text (word level): words: lowercased, punctuation marks as tokens of '
+    "their own (raw text; StackOverflow's own preprocessing); whitespace: "
+    'split on whitespace only (text that is already tokenized).',
 )
 flags.DEFINE_enum(
     'text_model',
@@ -237,7 +246,9 @@ flags.DEFINE_integer(
 flags.DEFINE_float(
     'client_learning_rate',
     _DEFAULTS.client_learning_rate,
-    'Client SGD learning rate.',
+    'Client SGD learning rate; '
+    + task_defaults.help_text('client_learning_rate')
+    + '.',
 )
 flags.DEFINE_float(
     'client_momentum',
@@ -248,7 +259,9 @@ flags.DEFINE_float(
 flags.DEFINE_float(
     'server_learning_rate',
     _DEFAULTS.server_learning_rate,
-    'Server learning rate.',
+    'Server learning rate; '
+    + task_defaults.help_text('server_learning_rate')
+    + '; fedprox, scaffold and mime_lite as fedavg.',
 )
 flags.DEFINE_integer(
     'seed', _DEFAULTS.seed, 'Seed (partition, sampling, ' 'model init).'

@@ -26,6 +26,9 @@ LEAF_DATA_KINDS = ('femnist', 'shakespeare')
 LEAF_KINDS = ('auto', *LEAF_DATA_KINDS)
 # --text_level: next-word or next-character prediction.
 TEXT_LEVELS = ('word', 'char')
+# --text_tokenizer: how word-level text is cut into words
+# (`tff_fedwin.data.text_vocab.TOKENIZERS`).
+TEXT_TOKENIZERS = ('words', 'whitespace')
 # --text_model: the text task's LSTM, TFF's StackOverflow sizes or smaller
 # (`tff_fedwin.tasks.text.TEXT_MODEL_SIZES`).
 TEXT_MODELS = ('tff', 'small')

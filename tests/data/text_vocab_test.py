@@ -15,13 +15,59 @@ def _vocab(vocab_size=4):
   return text_vocab.build_vocabulary(_TEXTS, vocab_size=vocab_size)
 
 
-def test_tokenize_word_is_a_plain_whitespace_split():
-  assert text_vocab.tokenize('Hi,  you.\tOK\n') == ['Hi,', 'you.', 'OK']
-  assert text_vocab.tokenize('   ') == []
+@pytest.mark.parametrize(
+    'text, tokens',
+    [
+        # Lowercased; ',' and '.' tokens of their own.
+        ("Hi,  you're late.\tOK\n", ['hi', ',', "you're", 'late', '.', 'ok']),
+        # Inner apostrophes (ASCII and U+2019) stay; a leading one does not.
+        ("We know't; \u2019tis don\u2019t", ['we', "know't", ';', '\u2019', 'tis',
+                                      'don\u2019t']),
+        # Every non-word, non-space character alone, also in a run of them.
+        ('e.g. 3.5 -- a_b', ['e', '.', 'g', '.', '3', '.', '5', '-', '-',
+                             'a_b']),
+        ('   ', []),
+    ],
+)
+def test_tokenize_words_lowercases_and_cuts_off_punctuation(text, tokens):
+  assert text_vocab.tokenize(text) == tokens
+  assert text_vocab.tokenize(text, 'word', 'words') == tokens
 
 
-def test_tokenize_char_keeps_every_code_point():
-  assert text_vocab.tokenize('a b\né', 'char') == ['a', ' ', 'b', '\n', 'é']
+def test_tokenize_whitespace_is_a_plain_split():
+  assert text_vocab.tokenize('Hi,  you.\tOK\n', tokenizer='whitespace') == [
+      'Hi,',
+      'you.',
+      'OK',
+  ]
+  assert text_vocab.tokenize('   ', tokenizer='whitespace') == []
+
+
+def test_vocabulary_keeps_its_tokenizer():
+  # 'The' and 'the.' are one word to `words` (the 2, '.' 1), two to
+  # `whitespace`, which keeps both as written.
+  texts = ['The cat', 'the.']
+  words = text_vocab.build_vocabulary(texts, vocab_size=10)
+  assert words.tokens == ('the', 'cat', '.') and words.tokenizer == 'words'
+  x, _ = text_vocab.text_to_sequences('THE.', words, 3)
+  np.testing.assert_array_equal(x, [[words.bos_id, 1, 3]])
+  split = text_vocab.build_vocabulary(
+      texts, vocab_size=10, tokenizer='whitespace'
+  )
+  assert split.tokens == ('The', 'cat', 'the.')
+  x, _ = text_vocab.text_to_sequences('THE.', split, 3)
+  np.testing.assert_array_equal(x, [[split.bos_id, split.oov_id, split.eos_id]])
+
+
+@pytest.mark.parametrize('tokenizer', text_vocab.TOKENIZERS)
+def test_tokenize_char_keeps_every_code_point(tokenizer):
+  assert text_vocab.tokenize('A b\né', 'char', tokenizer) == [
+      'A',
+      ' ',
+      'b',
+      '\n',
+      'é',
+  ]
 
 
 def test_vocabulary_order_ties_and_cut():
@@ -114,6 +160,10 @@ def test_char_vocabulary_cut_by_vocab_size():
     [
         (dict(vocab_size=0), r'`vocab_size` must be an integer >= 1'),
         (dict(vocab_size=3, level='byte'), r"`level` must be one of .*'byte'"),
+        (
+            dict(vocab_size=3, tokenizer='nltk'),
+            r"`tokenizer` must be one of \('words', 'whitespace'\), got 'nltk'",
+        ),
     ],
 )
 def test_bad_arguments(kwargs, match):

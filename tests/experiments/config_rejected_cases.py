@@ -222,6 +222,16 @@ BAD_CONFIGS = [
         'unknown_text_model', ['--text_model', 'tff', 'small'], text_model='big'
     ),
     _fails(
+        'text_tokenizer_with_npz',
+        ['--text_tokenizer', '--task=text'],
+        text_tokenizer='whitespace',
+    ),
+    _fails(
+        'unknown_text_tokenizer',
+        ['--text_tokenizer', 'words', 'whitespace'],
+        text_tokenizer='nltk',
+    ),
+    _fails(
         'stackoverflow_test_batches_with_npz',
         ['--stackoverflow_test_batches', '--task=stackoverflow'],
         stackoverflow_test_batches=5,
@@ -270,6 +280,15 @@ BAD_CONFIGS = [
         data_jsonl='own.csv',
         text_level='char',
         vocab_size=500,
+    ),
+    _fails(
+        'text_tokenizer_with_char_level',
+        ['--text_tokenizer', '--text_level=word'],
+        task='text',
+        data_npz=None,
+        data_jsonl='own.csv',
+        text_level='char',
+        text_tokenizer='whitespace',
     ),
     _fails('unknown_eval_split', ['--eval_split'], eval_split='train'),
     _fails(

@@ -46,12 +46,22 @@ def test_build_runner_calls_the_builder_of_the_algorithm(
       'RUNNER_BUILDERS',
       {name: builder_of(name) for name in experiments.ALGORITHMS},
   )
-  config = experiments.ExperimentConfig(algorithm=algorithm)
+  config = experiments.ExperimentConfig(
+      algorithm=algorithm, client_learning_rate=0.5, server_learning_rate=0.3
+  )
 
   runner = registry.build_runner(config, 'task', 7)
 
   assert runner == f'runner of {algorithm}'
   assert calls == [(algorithm, config, 'task', 7)]
+  # Unset rates reach the builder as the task's defaults (an image task's:
+  # 0.05 and 1.0, task_defaults).
+  calls.clear()
+  registry.build_runner(
+      experiments.ExperimentConfig(algorithm=algorithm), 'task', 7
+  )
+  (_, built, _, _), = calls
+  assert (built.client_learning_rate, built.server_learning_rate) == (0.05, 1.0)
 
 
 @pytest.mark.parametrize(

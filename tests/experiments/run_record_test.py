@@ -19,7 +19,10 @@ from tff_fedwin import version
 from tff_fedwin.experiments import run_record
 from tff_fedwin.training import checkpoint_manifest
 
-_BASE = experiments.ExperimentConfig()
+# As `run_experiment` records a config: the learning rates set.
+_BASE = experiments.ExperimentConfig(
+    client_learning_rate=0.05, server_learning_rate=1.0
+)
 # Every field that changes the numbers, with a value other than the default's
 # (written here, not taken from the code under test): a resume with it is
 # refused. Each other field must be in MAY_DIFFER (test_every_field_decided).
@@ -30,6 +33,7 @@ CHANGES = dict(
     leaf_kind='shakespeare',
     data_jsonl='/data/text.jsonl',
     text_level='char',
+    text_tokenizer='whitespace',
     vocab_size=500,
     sequence_length=30,
     test_fraction=0.1,
@@ -167,6 +171,27 @@ def test_a_field_the_record_lacks_is_compared_with_its_default(tmp_path):
     run_record.check_or_write(
         attrs.evolve(_BASE, client_momentum=0.9), str(tmp_path)
     )
+
+
+def test_a_text_run_recorded_before_the_tokenizer_flag_split_on_whitespace(
+    tmp_path,
+):
+  # Up to 0.2.0 word-level text was split on whitespace only; a record of
+  # that time has no `text_tokenizer`: it resumes only with whitespace.
+  text = attrs.evolve(_BASE, task='text', data_npz=None, data_jsonl='t.jsonl')
+  _started(tmp_path, text)
+  path = tmp_path / 'run_config.json'
+  record = json.loads(path.read_text())
+  del record['config']['text_tokenizer']
+  path.write_text(json.dumps(record))
+  with pytest.raises(
+      experiments.RunConfigMismatchError,
+      match='--text_tokenizer whitespace there, words now',
+  ):
+    run_record.check_or_write(text, str(tmp_path))
+  run_record.check_or_write(
+      attrs.evolve(text, text_tokenizer='whitespace'), str(tmp_path)
+  )
 
 
 def test_unreadable_record_is_one_line(tmp_path):

@@ -318,6 +318,20 @@ def test_run_summary_json_is_the_returned_summary(smoke_run):
     assert json.load(f) == json.loads(json.dumps(returned))
 
 
+def test_run_config_records_the_learning_rates_trained_with(smoke_run):
+  # tiny_data sets client lr 0.05; the server lr is unset but in the FedAdam
+  # and FedYogi cases (0.01): an image task's default, 1.0, is recorded, not
+  # "unset" (tff_fedwin.experiments.task_defaults).
+  config, _, directory = smoke_run
+  with open(os.path.join(directory, 'run_config.json')) as f:
+    recorded = json.load(f)['config']
+  server = 0.01 if config.algorithm in ('fedadam', 'fedyogi') else 1.0
+  assert (
+      recorded['client_learning_rate'],
+      recorded['server_learning_rate'],
+  ) == (0.05, server)
+
+
 def test_run_checkpoints_the_last_round(smoke_run):
   config, _, directory = smoke_run
   expected = [f'program_state_{TOTAL_ROUNDS}/saved_model.pb']

@@ -24,6 +24,7 @@ from tff_fedwin import runtime
 from tff_fedwin.algorithms import runners
 from tff_fedwin.experiments import config as config_lib
 from tff_fedwin.experiments import registry
+from tff_fedwin.experiments import task_defaults
 from tff_fedwin.experiments import run as run_lib
 from tff_fedwin.training import loop
 from tff_fedwin.training import outputs
@@ -121,7 +122,7 @@ def build_config(
   if run not in RUNS:
     raise ValueError(f'Unknown run {run!r}; one of {sorted(RUNS)}.')
   algorithm, window_size = RUNS[run]
-  return config_lib.ExperimentConfig(
+  return task_defaults.with_task_defaults(config_lib.ExperimentConfig(
       task='mnist',
       algorithm='fedavg' if algorithm == 'tff_fedavg' else algorithm,
       window_size=min(window_size, total_rounds),
@@ -130,7 +131,7 @@ def build_config(
       rounds_per_checkpoint=sample_every,
       seed=seed,
       experiment_name=run,
-  )
+  ))
 
 
 def _build_runner(run: str, config, task) -> Any:

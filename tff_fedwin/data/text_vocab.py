@@ -6,16 +6,25 @@ word_prediction_preprocessing.py`: `get_special_tokens`, `build_to_ids_fn`,
 `batch_and_split`, `split_input_target`) with one out-of-vocabulary bucket
 (TFF's default), done in numpy on the records instead of in `tf.data`.
 
-Tokenizer (`tokenize`):
+Tokenizer (`tokenize`), word level, by `tokenizer` (`TOKENIZERS`):
 
-* `level='word'`: `text.split()`, Python's split on runs of whitespace
-  (spaces, tabs, newlines); nothing else: no lowercasing, punctuation stays
-  part of its word (`"Hi, you."` -> `['Hi,', 'you.']`). TFF splits its
-  StackOverflow text, which is already lowercased with punctuation
-  separated by spaces, on single spaces; on such text the two agree. Prepare
-  one's own text the same way for StackOverflow-like tokens.
-* `level='char'`: every Unicode code point, whitespace included
-  (`"a b"` -> `['a', ' ', 'b']`).
+* `'words'` (the default, for raw text): the text lowercased (`str.lower`),
+  then every run of word characters (Unicode letters, digits, `_`) is a
+  token, with apostrophes inside it kept (`know't`, `don't`), and every
+  other character that is not whitespace is a token of its own
+  (`"Hi, you're late."` -> `['hi', ',', "you're", 'late', '.']`). This is
+  what TFF's StackOverflow text already is (lowercased, punctuation
+  separated by spaces), so StackOverflow-like tokens come out of raw text;
+  on such pre-tokenized text it mostly agrees with `'whitespace'` (not for
+  tokens that mix letters and punctuation, such as `e.g.`).
+* `'whitespace'`: `text.split()`, Python's split on runs of whitespace;
+  nothing else: no lowercasing, punctuation stays part of its word
+  (`"Hi, you."` -> `['Hi,', 'you.']`). For text that is already tokenized
+  (TFF splits its StackOverflow text on single spaces; on such text the two
+  agree). Versions up to 0.2.0 tokenized only this way.
+
+Char level: every Unicode code point, whitespace included
+(`"a b"` -> `['a', ' ', 'b']`); `tokenizer` plays no part.
 
 Vocabulary (`build_vocabulary`): the `vocab_size` most frequent tokens of the
 training texts (all their tokens, before any cut to the sequence length);
@@ -44,6 +53,7 @@ padded target.
 
 import collections
 import math
+import re
 from collections.abc import Iterable, Sequence
 
 import attrs
@@ -52,6 +62,10 @@ import numpy as np
 from tff_fedwin import checks
 
 LEVELS = ('word', 'char')
+TOKENIZERS = ('words', 'whitespace')
+# Word characters with inner apostrophes (ASCII ' and U+2019), or any other
+# non-space character on its own.
+_WORDS = re.compile(r"\w+(?:['\u2019]\w+)*|[^\w\s]")
 PAD_ID = 0
 # Ids after the vocabulary's V tokens: OOV = V + 1, BOS = V + 2, EOS = V + 3.
 NUM_SPECIAL_IDS = 4
@@ -64,11 +78,24 @@ def check_level(level: str) -> str:
   return level
 
 
-def tokenize(text: str, level: str = 'word') -> list[str]:
-  """The tokens of `text` at `level` (module docstring)."""
-  if check_level(level) == 'word':
+def check_tokenizer(tokenizer: str) -> str:
+  """Returns `tokenizer` if it is one of `TOKENIZERS`, else raises ValueError."""
+  if tokenizer not in TOKENIZERS:
+    raise ValueError(
+        f'`tokenizer` must be one of {TOKENIZERS}, got {tokenizer!r}.'
+    )
+  return tokenizer
+
+
+def tokenize(
+    text: str, level: str = 'word', tokenizer: str = 'words'
+) -> list[str]:
+  """The tokens of `text` at `level`, words by `tokenizer` (module docstring)."""
+  if check_level(level) == 'char':
+    return list(text)
+  if check_tokenizer(tokenizer) == 'whitespace':
     return text.split()
-  return list(text)
+  return _WORDS.findall(text.lower())
 
 
 @attrs.frozen
@@ -78,10 +105,12 @@ class Vocabulary:
   Attributes:
     tokens: The vocabulary's tokens, token `tokens[i]` has id `i + 1`.
     level: `'word'` or `'char'`, how texts are tokenized.
+    tokenizer: One of `TOKENIZERS`, how words are told apart.
   """
 
   tokens: tuple[str, ...]
   level: str = 'word'
+  tokenizer: str = 'words'
   _ids: dict[str, int] = attrs.field(
       init=False,
       eq=False,
@@ -115,7 +144,11 @@ class Vocabulary:
 
 
 def build_vocabulary(
-    texts: Iterable[str], *, vocab_size: int, level: str = 'word'
+    texts: Iterable[str],
+    *,
+    vocab_size: int,
+    level: str = 'word',
+    tokenizer: str = 'words',
 ) -> Vocabulary:
   """The `vocab_size` most frequent tokens of `texts` (module docstring).
 
@@ -123,24 +156,26 @@ def build_vocabulary(
     texts: The training texts, in order (the order breaks count ties).
     vocab_size: The largest vocabulary, >= 1.
     level: One of `LEVELS`.
+    tokenizer: One of `TOKENIZERS` (word level).
 
   Returns:
     The `Vocabulary`: tokens by count, descending, then first occurrence.
 
   Raises:
     ValueError: If `vocab_size` is not a positive integer, `level` is not in
-      `LEVELS`, or the texts have no token.
+      `LEVELS`, `tokenizer` not in `TOKENIZERS`, or the texts have no token.
   """
   vocab_size = checks.check_int('vocab_size', vocab_size, minimum=1)
   check_level(level)
+  check_tokenizer(tokenizer)
   counts = collections.Counter()
   for text in texts:
-    counts.update(tokenize(text, level))
+    counts.update(tokenize(text, level, tokenizer))
   if not counts:
     raise ValueError(f'The training texts have no {level} token.')
   # Counter keeps first-insertion order; sorted() is stable.
   ranked = sorted(counts, key=lambda t: -counts[t])
-  return Vocabulary(tuple(ranked[:vocab_size]), level)
+  return Vocabulary(tuple(ranked[:vocab_size]), level, tokenizer)
 
 
 def text_to_sequences(
@@ -152,7 +187,7 @@ def text_to_sequences(
   docstring).
   """
   length = checks.check_int('sequence_length', sequence_length, minimum=1)
-  ids = vocab.ids(tokenize(text, vocab.level))
+  ids = vocab.ids(tokenize(text, vocab.level, vocab.tokenizer))
   if vocab.level == 'word':
     stream = [vocab.bos_id] + ids[:length]
     if len(ids) < length:

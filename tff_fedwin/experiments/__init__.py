@@ -26,6 +26,7 @@ from tff_fedwin.experiments.config import SERVER_STATE_TRANSFERS
 from tff_fedwin.experiments.config import TASKS
 from tff_fedwin.experiments.config import TEXT_LEVELS
 from tff_fedwin.experiments.config import TEXT_MODELS
+from tff_fedwin.experiments.config import TEXT_TOKENIZERS
 from tff_fedwin.experiments.config import validate_config
 from tff_fedwin.experiments.config import WINDOW_LOCATIONS
 from tff_fedwin.experiments.config import WINDOW_MODES

@@ -23,6 +23,7 @@ TASKS = choices.TASKS
 EVAL_SPLITS = choices.MNIST_HELD_OUT_SPLITS
 LEAF_KINDS = choices.LEAF_KINDS
 TEXT_LEVELS = choices.TEXT_LEVELS
+TEXT_TOKENIZERS = choices.TEXT_TOKENIZERS
 TEXT_MODELS = choices.TEXT_MODELS
 # --model: 'auto' (the task's default) or one of the image models.
 MODELS = ('auto', *choices.IMAGE_MODELS)
@@ -103,6 +104,7 @@ class ExperimentConfig:
   leaf_kind: str = 'auto'
   data_jsonl: Optional[str] = None
   text_level: str = 'word'
+  text_tokenizer: str = 'words'
   vocab_size: int = 10000
   sequence_length: int = 20
   test_fraction: float = 0.2
@@ -131,9 +133,10 @@ class ExperimentConfig:
   client_batch_size: int = 20
   client_max_elements: int = 0
   client_shuffle_buffer: Optional[int] = None
-  client_learning_rate: float = 0.05
+  # None: the task's default (`task_defaults`), set by `run_experiment`.
+  client_learning_rate: Optional[float] = None
   client_momentum: float = 0.0
-  server_learning_rate: float = 1.0
+  server_learning_rate: Optional[float] = None
   seed: int = 0
   rounds_per_eval: int = 5
   rounds_per_checkpoint: int = 10
@@ -167,6 +170,7 @@ def _check_values(config: ExperimentConfig) -> None:
       ('eval_split', EVAL_SPLITS),
       ('leaf_kind', LEAF_KINDS),
       ('text_level', TEXT_LEVELS),
+      ('text_tokenizer', TEXT_TOKENIZERS),
       ('text_model', TEXT_MODELS),
       ('model', MODELS),
   ):
@@ -210,7 +214,8 @@ def _check_values(config: ExperimentConfig) -> None:
       '--proximal_strength', config.proximal_strength, minimum=0
   )
   for flag in ('client_learning_rate', 'server_learning_rate'):
-    checks.check_number(f'--{flag}', getattr(config, flag), positive=True)
+    if getattr(config, flag) is not None:
+      checks.check_number(f'--{flag}', getattr(config, flag), positive=True)
   if (
       not 0
       <= checks.check_number('--client_momentum', config.client_momentum)
@@ -337,7 +342,8 @@ def _check_algorithm(config: ExperimentConfig) -> None:
       config.algorithm == 'mime_lite'
       and config.window_size
       and not window_flags.kept_by_program(config)
-      and config.server_learning_rate != 1.0
+      # Unset, it is 1.0 for every task (`task_defaults`).
+      and config.server_learning_rate not in (None, 1.0)
   ):
     raise ValueError(
         '--algorithm=mime_lite with the window in the state uses it as TFF '

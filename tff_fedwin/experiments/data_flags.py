@@ -18,6 +18,7 @@ DATA_FLAGS = {'npz': 'data_npz', 'leaf': 'data_dir', 'text': 'data_jsonl'}
 # another task is refused.
 TEXT_FLAGS = (
     'text_level',
+    'text_tokenizer',
     'vocab_size',
     'sequence_length',
     'test_fraction',
@@ -81,4 +82,11 @@ def _check_text(config: Any, defaults: Any) -> None:
     raise ValueError(
         '--vocab_size is for --text_level=word; the character vocabulary is '
         "every character of the training split's texts."
+    )
+  if config.text_level == 'char' and (
+      config.text_tokenizer != defaults.text_tokenizer
+  ):
+    raise ValueError(
+        '--text_tokenizer is for --text_level=word; at the character level '
+        'every character is a token.'
     )

@@ -12,7 +12,7 @@ round 1 would.
 import json
 import os
 from collections.abc import Sequence
-from typing import Optional
+from typing import Any, Optional
 
 import attrs
 
@@ -23,6 +23,7 @@ from tff_fedwin.experiments import context
 from tff_fedwin.experiments import registry
 from tff_fedwin.experiments import run as run_lib
 from tff_fedwin.experiments import run_record
+from tff_fedwin.experiments import task_defaults
 from tff_fedwin.training import checkpoints
 from tff_fedwin.training import divergence
 from tff_fedwin.training import forks
@@ -162,18 +163,23 @@ def fork_config_run(
   config_lib.validate_config(trunk)
   config_lib.validate_config(target)
   with run_lock.hold(run_dir(target)):
+    task = run_lib.create_task(trunk)
+    trunk, target = (
+        task_defaults.with_defaults_of_task(c, task) for c in (trunk, target)
+    )
     # The target's record, as its own first start would write it.
     run_record.check_or_write(target, run_dir(target))
-    _fork_held(trunk, target, round_num)
+    _fork_held(trunk, target, round_num, task)
 
 
 def _fork_held(
     trunk: config_lib.ExperimentConfig,
     target: config_lib.ExperimentConfig,
     round_num: int,
+    task: Any,
 ) -> None:
-  """`fork_config_run`'s work, the target's directory held."""
-  task = run_lib.create_task(trunk)
+  """`fork_config_run`'s work on the trunk's `task`, the target's directory
+  held."""
   num_clients = len(task.train_data.client_ids)
   with context.execution_context(trunk.workers, trunk.worker_bind):
     initial_states = []

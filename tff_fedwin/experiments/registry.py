@@ -24,6 +24,7 @@ from tff_fedwin.algorithms import runners
 from tff_fedwin.algorithms import scaffold
 from tff_fedwin.algorithms import scheduled_client_work
 from tff_fedwin.experiments import config as config_lib
+from tff_fedwin.experiments import task_defaults
 from tff_fedwin.tasks import registry as tasks_registry
 from tff_fedwin.training import outputs
 from tff_fedwin.training import runner as runner_lib
@@ -310,11 +311,14 @@ def build_runner(
 ) -> runner_lib.RoundRunner:
   """The runner of `config.algorithm` (a validated config) on `task`.
 
+  Unset learning rates take `task`'s defaults (`task_defaults`).
+
   With the window kept by the program, the algorithm's runner is built
   without a window and wrapped in a `ProgramWindowRunner`. With
   `--client_data_transfer` resolving to files, writes the training examples
   to the run's `client_data/` (`run_experiment` removes it at the end).
   """
+  config = task_defaults.with_defaults_of_task(config, task)
   build = RUNNER_BUILDERS[config.algorithm]
   if window_location(config, task) != 'program':
     return build(config, task, num_train_clients)

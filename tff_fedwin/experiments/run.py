@@ -11,6 +11,7 @@ from tff_fedwin.experiments import config as config_lib
 from tff_fedwin.experiments import context
 from tff_fedwin.experiments import registry
 from tff_fedwin.experiments import run_record
+from tff_fedwin.experiments import task_defaults
 from tff_fedwin.runtime import shared_dir
 from tff_fedwin.tasks import registry as tasks_registry
 from tff_fedwin.tasks import task as task_lib
@@ -36,6 +37,7 @@ def create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
           leaf_kind=config.leaf_kind,
           data_jsonl=config.data_jsonl,
           text_level=config.text_level,
+          text_tokenizer=config.text_tokenizer,
           vocab_size=config.vocab_size,
           sequence_length=config.sequence_length,
           test_fraction=config.test_fraction,
@@ -108,6 +110,8 @@ def run_experiment(
       )
     total_rounds = stop_after_round
   task = create_task(config)
+  # Recorded as trained: the task's learning rates where the flags set none.
+  config = task_defaults.with_defaults_of_task(config, task)
   config_lib.check_clients_per_round(config, len(task.train_data.client_ids))
   run_dir = outputs.RunPaths(config.root_output_dir, config.experiment_name)
   with run_lock.hold(run_dir.root):

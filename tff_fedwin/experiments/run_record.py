@@ -69,7 +69,12 @@ MAY_DIFFER: Mapping[str, str] = {
     ),
 }
 
-# A program state version's directory (tff.program.FileProgramStateManager).
+# Fields added after runs began to record their flags whose default is not
+# what the runs before them did: a record without the field reads as this.
+ABSENT_MEANS: Mapping[str, Any] = {
+    # Word-level text was split on whitespace only up to version 0.2.0.
+    'text_tokenizer': 'whitespace',
+}
 
 
 class RunConfigMismatchError(errors.RunDirectoryError, ValueError):
@@ -155,7 +160,7 @@ def differences(recorded: Mapping[str, Any], config: Any) -> list[Difference]:
   Args:
     recorded: The recorded fields (`record_of(...)['config']`). A field
       missing there (added to the class after the record was written) is
-      compared with the field's default.
+      compared with its `ABSENT_MEANS` value, else the field's default.
     config: The current configuration (an attrs instance).
   """
   found = []
@@ -166,7 +171,9 @@ def differences(recorded: Mapping[str, Any], config: Any) -> list[Difference]:
     default = field.default
     if isinstance(default, attrs.Factory):
       default = default.factory()
-    was = recorded.get(field.name, _as_json(default))
+    was = recorded.get(
+        field.name, ABSENT_MEANS.get(field.name, _as_json(default))
+    )
     if was != current:
       found.append(Difference(field.name, was, current))
   return found

@@ -163,6 +163,7 @@ def create_task(
     leaf_kind: str = 'auto',
     data_jsonl: Optional[str] = None,
     text_level: str = 'word',
+    text_tokenizer: str = 'words',
     vocab_size: int = 10000,
     sequence_length: int = 20,
     test_fraction: float = 0.2,
@@ -197,6 +198,7 @@ def create_task(
     leaf_kind: Task `leaf`: one of `LEAF_KINDS`; 'auto' recognizes it.
     data_jsonl: The `.jsonl` or `.csv` file of task `text` (`tasks.text`).
     text_level: Task `text`: one of `TEXT_LEVELS`.
+    text_tokenizer: Task `text`, word level: one of `TEXT_TOKENIZERS`.
     vocab_size: Task `text`, word level: the most frequent training words.
     sequence_length: Task `text`: tokens per example.
     test_fraction: Task `text`, a file without `split`: the last fraction of
@@ -289,6 +291,7 @@ def create_task(
     return text_lib.text_task(
         data_jsonl,
         level=text_level,
+        tokenizer=text_tokenizer,
         vocab_size=vocab_size,
         sequence_length=sequence_length,
         test_fraction=test_fraction,

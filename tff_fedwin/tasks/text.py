@@ -178,6 +178,7 @@ def load_text_data(
     path: str,
     *,
     level: str = 'word',
+    tokenizer: str = 'words',
     vocab_size: int = 10000,
     sequence_length: int = 20,
     test_fraction: float = 0.2,
@@ -187,13 +188,14 @@ def load_text_data(
   Arguments as `text_task`; raises its errors.
   """
   text_vocab.check_level(level)
+  text_vocab.check_tokenizer(tokenizer)
   checks.check_int('vocab_size', vocab_size, minimum=1)
   checks.check_int('sequence_length', sequence_length, minimum=1)
   splits = preloaded.take(text_records.load_text_splits, path, test_fraction)
   train_texts = [t for c in splits.client_ids for t in splits.train[c]]
   try:
     vocab = text_vocab.build_vocabulary(
-        train_texts, vocab_size=vocab_size, level=level
+        train_texts, vocab_size=vocab_size, level=level, tokenizer=tokenizer
     )
   except ValueError as e:
     raise text_records.TextDataError(f'{path}: {e}') from e
@@ -209,6 +211,7 @@ def text_task(
     path: str,
     *,
     level: str = 'word',
+    tokenizer: str = 'words',
     vocab_size: int = 10000,
     sequence_length: int = 20,
     test_fraction: float = 0.2,
@@ -226,6 +229,8 @@ def text_task(
     path: A `.jsonl` or `.csv` file (`tff_fedwin.data.text_records`).
     level: `'word'` (TFF's StackOverflow) or `'char'`
       (`tff_fedwin.data.text_vocab`).
+    tokenizer: Word level: `'words'` (raw text: lowercased, punctuation as
+      tokens) or `'whitespace'` (pre-tokenized text; `text_vocab.TOKENIZERS`).
     vocab_size: The most frequent training tokens kept (TFF's 10000).
     sequence_length: Length of each example's `x` and `y` (TFF's 20).
     test_fraction: In `[0, 1)`: the last fraction of each client's records
@@ -259,6 +264,7 @@ def text_task(
   data = load_text_data(
       path,
       level=level,
+      tokenizer=tokenizer,
       vocab_size=vocab_size,
       sequence_length=sequence_length,
       test_fraction=test_fraction,

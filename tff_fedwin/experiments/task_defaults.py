@@ -1,0 +1,156 @@
+"""The learning rates a run takes where its flags leave them unset.
+
+`--client_learning_rate` and `--server_learning_rate` are unset (None in
+`ExperimentConfig`) unless given; `with_task_defaults` fills them in by what
+the task predicts (`prediction_kind`) and by the algorithm's server optimizer
+(`SERVER_OPTIMIZERS`), before the run records its flags, so `run_config.json`
+holds the numbers trained with. A flag the user passes is never changed.
+
+* Image classification (`mnist`, `npz`, `emnist`, LEAF FEMNIST): client SGD
+  0.05 and server 1.0 for every algorithm, this package's defaults from
+  before the table existed (the numbers of such runs are unchanged).
+* Next word (`stackoverflow`, `text` at the word level) and next character
+  (`shakespeare`, LEAF Shakespeare, `text` at the character level): the
+  tuned rates of Reddi et al., "Adaptive Federated Optimization" (ICLR 2021,
+  arXiv:2003.00295), for their Stack Overflow next-word and Shakespeare
+  tasks, as the authors publish them with their code (google-research/
+  federated, `optimization/docs/hyperparameters.md`, base-10 logarithms):
+
+  | task | client SGD | FedAvg | FedAvgM | FedAdam | FedYogi |
+  |---|---|---|---|---|---|
+  | Stack Overflow next word | 10^-0.5 | 10^0 | 10^0 | 10^-2 | 10^-2 |
+  | Shakespeare | 10^0 | 10^0 | 10^-0.5 | 10^-2 | 10^-2 |
+
+  Algorithms whose server takes a plain SGD step (FedProx, SCAFFOLD, Mime
+  Lite) take FedAvg's server rate. The same paper's FedAdam/FedYogi also
+  set the adaptivity epsilon (1e-5 and 1e-3); TFF's optimizers here keep
+  their default (1e-7), which this table does not change.
+"""
+
+from typing import Any, Optional
+
+import attrs
+
+from tff_fedwin import choices
+
+IMAGE = 'image'
+NEXT_WORD = 'next_word'
+NEXT_CHAR = 'next_char'
+PREDICTION_KINDS = (IMAGE, NEXT_WORD, NEXT_CHAR)
+
+# --algorithm -> the optimizer its server steps with (`registry`).
+SERVER_OPTIMIZERS = {
+    'fedavg': 'sgd',
+    'fedprox': 'sgd',
+    'scaffold': 'sgd',
+    'mime_lite': 'sgd',
+    'fedavgm': 'sgdm',
+    'fedadam': 'adam',
+    'fedyogi': 'yogi',
+}
+
+# kind -> (client SGD rate, {server optimizer: server rate}); module docstring.
+LEARNING_RATES = {
+    IMAGE: (0.05, dict(sgd=1.0, sgdm=1.0, adam=1.0, yogi=1.0)),
+    NEXT_WORD: (10**-0.5, dict(sgd=1.0, sgdm=1.0, adam=0.01, yogi=0.01)),
+    NEXT_CHAR: (1.0, dict(sgd=1.0, sgdm=10**-0.5, adam=0.01, yogi=0.01)),
+}
+
+
+def prediction_kind(config: Any, leaf_kind: Optional[str] = None) -> str:
+  """What `config`'s task predicts: one of `PREDICTION_KINDS`.
+
+  Args:
+    config: An `ExperimentConfig`.
+    leaf_kind: With `--task=leaf --leaf_kind=auto`, the kind the data were
+      recognized as (`choices.LEAF_DATA_KINDS`); None: `config.leaf_kind`.
+  """
+  if config.task == 'text':
+    return NEXT_CHAR if config.text_level == 'char' else NEXT_WORD
+  if config.task == 'stackoverflow':
+    return NEXT_WORD
+  if config.task == 'shakespeare':
+    return NEXT_CHAR
+  if config.task == 'leaf':
+    kind = config.leaf_kind if leaf_kind is None else leaf_kind
+    if kind not in choices.LEAF_DATA_KINDS:
+      raise ValueError(
+          f'`leaf_kind` must be one of {choices.LEAF_DATA_KINDS} with '
+          f'--leaf_kind=auto; got {kind!r}.'
+      )
+    return NEXT_CHAR if kind == 'shakespeare' else IMAGE
+  return IMAGE
+
+
+def default_learning_rates(kind: str, algorithm: str) -> tuple[float, float]:
+  """(client, server) learning rate of prediction `kind` and `algorithm`."""
+  client, server = LEARNING_RATES[kind]
+  return client, server[SERVER_OPTIMIZERS[algorithm]]
+
+
+def with_task_defaults(config: Any, leaf_kind: Optional[str] = None) -> Any:
+  """`config` with its unset learning rates set (module docstring).
+
+  Args:
+    config: An `ExperimentConfig` that passed `validate_config`.
+    leaf_kind: As for `prediction_kind`; needed only for an unset rate of
+      `--task=leaf --leaf_kind=auto`.
+
+  Returns:
+    `config` itself when both rates are set, else a copy with them set.
+  """
+  if (
+      config.client_learning_rate is not None
+      and config.server_learning_rate is not None
+  ):
+    return config
+  client, server = default_learning_rates(
+      prediction_kind(config, leaf_kind), config.algorithm
+  )
+  return attrs.evolve(
+      config,
+      client_learning_rate=(
+          client
+          if config.client_learning_rate is None
+          else config.client_learning_rate
+      ),
+      server_learning_rate=(
+          server
+          if config.server_learning_rate is None
+          else config.server_learning_rate
+      ),
+  )
+
+
+def with_defaults_of_task(config: Any, task: Any) -> Any:
+  """`with_task_defaults` for the built `task` (a `tasks.registry.Task`).
+
+  A LEAF task that predicts sequences (`task.pad_label` set) holds
+  Shakespeare, else FEMNIST: the recognized kind of `--leaf_kind=auto`.
+  """
+  leaf_kind = None
+  if config.task == 'leaf':
+    leaf_kind = 'shakespeare' if task.pad_label is not None else 'femnist'
+  return with_task_defaults(config, leaf_kind)
+
+
+def help_text(flag: str) -> str:
+  """The per-task defaults of `flag` (`client_learning_rate` or
+  `server_learning_rate`), for its `--helpfull` line."""
+  if flag == 'client_learning_rate':
+    shown = {k: f'{LEARNING_RATES[k][0]:.3g}' for k in PREDICTION_KINDS}
+  else:
+    shown = {
+        k: ', '.join(
+            f'{alg} {LEARNING_RATES[k][1][opt]:.3g}'
+            for alg, opt in SERVER_OPTIMIZERS.items()
+            if alg in ('fedavg', 'fedavgm', 'fedadam', 'fedyogi')
+        )
+        for k in PREDICTION_KINDS
+    }
+  return (
+      f'unset: the task\'s default: image tasks {shown[IMAGE]}; next word '
+      f'(stackoverflow, text) {shown[NEXT_WORD]}; next character '
+      f'(shakespeare, leaf shakespeare, text --text_level=char) '
+      f'{shown[NEXT_CHAR]} (Reddi et al. 2021; docs/data.md)'
+  )
