@@ -21,11 +21,15 @@ def _vocab(vocab_size=4):
         # Lowercased; ',' and '.' tokens of their own.
         ("Hi,  you're late.\tOK\n", ['hi', ',', "you're", 'late', '.', 'ok']),
         # Inner apostrophes (ASCII and U+2019) stay; a leading one does not.
-        ("We know't; \u2019tis don\u2019t", ['we', "know't", ';', '\u2019', 'tis',
-                                      'don\u2019t']),
+        (
+            "We know't; \u2019tis don\u2019t",
+            ['we', "know't", ';', '\u2019', 'tis', 'don\u2019t'],
+        ),
         # Every non-word, non-space character alone, also in a run of them.
-        ('e.g. 3.5 -- a_b', ['e', '.', 'g', '.', '3', '.', '5', '-', '-',
-                             'a_b']),
+        (
+            'e.g. 3.5 -- a_b',
+            ['e', '.', 'g', '.', '3', '.', '5', '-', '-', 'a_b'],
+        ),
         ('   ', []),
     ],
 )

@@ -60,7 +60,7 @@ def test_build_runner_calls_the_builder_of_the_algorithm(
   registry.build_runner(
       experiments.ExperimentConfig(algorithm=algorithm), 'task', 7
   )
-  (_, built, _, _), = calls
+  ((_, built, _, _),) = calls
   assert (built.client_learning_rate, built.server_learning_rate) == (0.05, 1.0)
 
 

@@ -55,8 +55,10 @@ def test_unset_rates_take_the_tasks_defaults(task, algorithm, client, server):
       client,
       server,
   )
-  assert attrs.evolve(filled, client_learning_rate=None,
-                      server_learning_rate=None) == config
+  assert (
+      attrs.evolve(filled, client_learning_rate=None, server_learning_rate=None)
+      == config
+  )
 
 
 @pytest.mark.parametrize('task', sorted(_TASKS))
@@ -70,9 +72,7 @@ def test_a_given_rate_is_never_changed(task):
   assert task_defaults.with_task_defaults(both) is both
 
 
-@pytest.mark.parametrize(
-    'pad_label, client', [(None, 0.05), (0, 1.0)]
-)
+@pytest.mark.parametrize('pad_label, client', [(None, 0.05), (0, 1.0)])
 def test_leaf_auto_takes_the_kind_of_the_built_task(pad_label, client):
   config = config_lib.ExperimentConfig(task='leaf', data_dir='d')
   with pytest.raises(ValueError, match=r"with --leaf_kind=auto; got 'auto'"):
@@ -95,6 +95,7 @@ def test_help_names_each_kinds_rates():
       'shakespeare, text --text_level=char) 1 (Reddi et al. 2021; '
       'docs/data.md)'
   )
-  assert 'next word (stackoverflow, text) fedavg 1, fedavgm 1, fedadam 0.01' in (
-      task_defaults.help_text('server_learning_rate')
+  assert (
+      'next word (stackoverflow, text) fedavg 1, fedavgm 1, fedadam 0.01'
+      in (task_defaults.help_text('server_learning_rate'))
   )

@@ -122,16 +122,18 @@ def build_config(
   if run not in RUNS:
     raise ValueError(f'Unknown run {run!r}; one of {sorted(RUNS)}.')
   algorithm, window_size = RUNS[run]
-  return task_defaults.with_task_defaults(config_lib.ExperimentConfig(
-      task='mnist',
-      algorithm='fedavg' if algorithm == 'tff_fedavg' else algorithm,
-      window_size=min(window_size, total_rounds),
-      total_rounds=total_rounds,
-      rounds_per_eval=sample_every,
-      rounds_per_checkpoint=sample_every,
-      seed=seed,
-      experiment_name=run,
-  ))
+  return task_defaults.with_task_defaults(
+      config_lib.ExperimentConfig(
+          task='mnist',
+          algorithm='fedavg' if algorithm == 'tff_fedavg' else algorithm,
+          window_size=min(window_size, total_rounds),
+          total_rounds=total_rounds,
+          rounds_per_eval=sample_every,
+          rounds_per_checkpoint=sample_every,
+          seed=seed,
+          experiment_name=run,
+      )
+  )
 
 
 def _build_runner(run: str, config, task) -> Any:

@@ -149,7 +149,7 @@ def help_text(flag: str) -> str:
         for k in PREDICTION_KINDS
     }
   return (
-      f'unset: the task\'s default: image tasks {shown[IMAGE]}; next word '
+      f"unset: the task's default: image tasks {shown[IMAGE]}; next word "
       f'(stackoverflow, text) {shown[NEXT_WORD]}; next character '
       f'(shakespeare, leaf shakespeare, text --text_level=char) '
       f'{shown[NEXT_CHAR]} (Reddi et al. 2021; docs/data.md)'
