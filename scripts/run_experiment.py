@@ -263,6 +263,13 @@ flags.DEFINE_float(
     + task_defaults.help_text('server_learning_rate')
     + '; fedprox, scaffold and mime_lite as fedavg.',
 )
+flags.DEFINE_float(
+    'server_epsilon',
+    _DEFAULTS.server_epsilon,
+    'fedadam/fedyogi: the adaptivity epsilon (tau in Reddi et al. 2021); '
+    "unset: the task's default: image tasks TFF's (Adam 1e-7, Yogi 1e-3); "
+    'next word (stackoverflow, text) 1e-5; next character 1e-3.',
+)
 flags.DEFINE_integer(
     'seed', _DEFAULTS.seed, 'Seed (partition, sampling, ' 'model init).'
 )

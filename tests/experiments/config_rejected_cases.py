@@ -222,6 +222,17 @@ BAD_CONFIGS = [
         'unknown_text_model', ['--text_model', 'tff', 'small'], text_model='big'
     ),
     _fails(
+        'server_epsilon_with_fedavg',
+        ['--server_epsilon', 'fedadam or fedyogi', '--algorithm=fedavg'],
+        server_epsilon=1e-5,
+    ),
+    _fails(
+        'server_epsilon_zero',
+        ['--server_epsilon', '> 0'],
+        algorithm='fedadam',
+        server_epsilon=0.0,
+    ),
+    _fails(
         'text_tokenizer_with_npz',
         ['--text_tokenizer', '--task=text'],
         text_tokenizer='whitespace',

@@ -65,26 +65,43 @@ def test_build_runner_calls_the_builder_of_the_algorithm(
 
 
 @pytest.mark.parametrize(
-    'algorithm, hparams, optimizer',
+    'algorithm, hparams, optimizer, epsilon',
     [
-        ('fedavg', dict(learning_rate=0.25), 'sgd'),
-        ('fedavgm', dict(learning_rate=0.25, momentum=0.9), 'sgd'),
-        ('fedprox', dict(learning_rate=0.25), 'sgd'),
+        ('fedavg', dict(learning_rate=0.25), 'sgd', None),
+        ('fedavgm', dict(learning_rate=0.25, momentum=0.9), 'sgd', None),
+        ('fedprox', dict(learning_rate=0.25), 'sgd', None),
+        # Unset epsilon: TFF's own, 1e-7 for Adam, 1e-3 for Yogi.
         (
             'fedadam',
             dict(learning_rate=0.25, beta_1=0.9, beta_2=0.999, epsilon=1e-7),
             'adam',
+            None,
         ),
         (
             'fedyogi',
             dict(learning_rate=0.25, beta_1=0.9, beta_2=0.999, epsilon=1e-3),
             'yogi',
+            None,
+        ),
+        (
+            'fedadam',
+            dict(learning_rate=0.25, beta_1=0.9, beta_2=0.999, epsilon=1e-5),
+            'adam',
+            1e-5,
+        ),
+        (
+            'fedyogi',
+            dict(learning_rate=0.25, beta_1=0.9, beta_2=0.999, epsilon=0.5),
+            'yogi',
+            0.5,
         ),
     ],
 )
-def test_server_optimizer_of_the_algorithm(algorithm, hparams, optimizer):
+def test_server_optimizer_of_the_algorithm(
+    algorithm, hparams, optimizer, epsilon
+):
   config = experiments.ExperimentConfig(
-      algorithm=algorithm, server_learning_rate=0.25
+      algorithm=algorithm, server_learning_rate=0.25, server_epsilon=epsilon
   )
 
   built = registry._server_optimizer(config)  # pylint: disable=protected-access

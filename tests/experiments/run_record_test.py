@@ -63,6 +63,7 @@ CHANGES = dict(
     client_learning_rate=0.5,
     client_momentum=0.9,
     server_learning_rate=0.5,
+    server_epsilon=1e-5,
     seed=1,
     rounds_per_eval=1,
     client_states='disk',

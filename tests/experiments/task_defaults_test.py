@@ -55,9 +55,37 @@ def test_unset_rates_take_the_tasks_defaults(task, algorithm, client, server):
       client,
       server,
   )
-  assert (
-      attrs.evolve(filled, client_learning_rate=None, server_learning_rate=None)
-      == config
+  # Nothing else changes (the epsilon has its own test).
+  unset = dict.fromkeys(
+      ('client_learning_rate', 'server_learning_rate', 'server_epsilon')
+  )
+  assert attrs.evolve(filled, **unset) == config
+
+
+@pytest.mark.parametrize(
+    'task, algorithm, epsilon',
+    [
+        # tau: Stack Overflow -5, Shakespeare -3 (log10, the same table).
+        ('text_word', 'fedadam', 1e-5),
+        ('stackoverflow', 'fedyogi', 1e-5),
+        ('shakespeare', 'fedadam', 1e-3),
+        ('text_char', 'fedyogi', 1e-3),
+        # Image tasks keep TFF's optimizers' own (unset); SGD servers have none.
+        ('mnist', 'fedadam', None),
+        ('leaf_femnist', 'fedyogi', None),
+        ('text_word', 'fedavg', None),
+        ('shakespeare', 'fedavgm', None),
+    ],
+)
+def test_adaptive_servers_take_the_tasks_epsilon(task, algorithm, epsilon):
+  config = config_lib.ExperimentConfig(algorithm=algorithm, **_TASKS[task])
+  assert task_defaults.with_task_defaults(config).server_epsilon == epsilon
+  given = attrs.evolve(
+      config,
+      server_epsilon=0.5 if algorithm in ('fedadam', 'fedyogi') else None,
+  )
+  assert task_defaults.with_task_defaults(given).server_epsilon == (
+      given.server_epsilon
   )
 
 
@@ -68,8 +96,8 @@ def test_a_given_rate_is_never_changed(task):
   )
   filled = task_defaults.with_task_defaults(config)
   assert filled.client_learning_rate == 0.7
-  both = attrs.evolve(config, server_learning_rate=0.3)
-  assert task_defaults.with_task_defaults(both) is both
+  every = attrs.evolve(config, server_learning_rate=0.3, server_epsilon=0.2)
+  assert task_defaults.with_task_defaults(every) is every
 
 
 @pytest.mark.parametrize('pad_label, client', [(None, 0.05), (0, 1.0)])

@@ -137,6 +137,8 @@ class ExperimentConfig:
   client_learning_rate: Optional[float] = None
   client_momentum: float = 0.0
   server_learning_rate: Optional[float] = None
+  # FedAdam/FedYogi's epsilon; None: the task's (`task_defaults`), else TFF's.
+  server_epsilon: Optional[float] = None
   seed: int = 0
   rounds_per_eval: int = 5
   rounds_per_checkpoint: int = 10
@@ -213,7 +215,11 @@ def _check_values(config: ExperimentConfig) -> None:
   checks.check_number(
       '--proximal_strength', config.proximal_strength, minimum=0
   )
-  for flag in ('client_learning_rate', 'server_learning_rate'):
+  for flag in (
+      'client_learning_rate',
+      'server_learning_rate',
+      'server_epsilon',
+  ):
     if getattr(config, flag) is not None:
       checks.check_number(f'--{flag}', getattr(config, flag), positive=True)
   if (
@@ -311,6 +317,14 @@ def _check_algorithm(config: ExperimentConfig) -> None:
     raise ValueError(
         f'--client_loss=wsm needs one label per example: --task must be one '
         f'of {", ".join(choices.CLASSIFICATION_TASKS)}; got {config.task!r}.'
+    )
+  if config.server_epsilon is not None and config.algorithm not in (
+      'fedadam',
+      'fedyogi',
+  ):
+    raise ValueError(
+        '--server_epsilon is the adaptivity of --algorithm=fedadam or '
+        f'fedyogi; --algorithm={config.algorithm} has none.'
     )
   if config.algorithm == 'mime_lite' and config.client_loss != 'ce':
     raise ValueError('--algorithm=mime_lite supports --client_loss=ce only.')

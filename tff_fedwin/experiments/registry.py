@@ -43,12 +43,18 @@ RunnerBuilder = Callable[
 def _server_optimizer(config: config_lib.ExperimentConfig):
   """FedAvgM: SGD with momentum 0.9; FedAdam, FedYogi; otherwise plain SGD."""
   lr = config.server_learning_rate
+  # Unset: TFF's own epsilon (1e-7 for Adam, 1e-3 for Yogi).
+  epsilon = (
+      {}
+      if config.server_epsilon is None
+      else dict(epsilon=config.server_epsilon)
+  )
   if config.algorithm == 'fedavgm':
     return tff.learning.optimizers.build_sgdm(lr, momentum=SERVER_MOMENTUM)
   if config.algorithm == 'fedadam':
-    return tff.learning.optimizers.build_adam(lr)
+    return tff.learning.optimizers.build_adam(lr, **epsilon)
   if config.algorithm == 'fedyogi':
-    return tff.learning.optimizers.build_yogi(lr)
+    return tff.learning.optimizers.build_yogi(lr, **epsilon)
   return tff.learning.optimizers.build_sgdm(lr)
 
 
