@@ -85,6 +85,8 @@ def _flag_value(field: Any, text: str) -> Any:
     return type(default)(text)
   if field.type in (Optional[int], 'Optional[int]'):
     return int(text)  # An integer flag without a default.
+  if field.type in (Optional[float], 'Optional[float]'):
+    return float(text)  # A number flag unset by default (learning rates).
   return text  # str, or None for an optional path.
 
 

@@ -96,6 +96,28 @@ def test_text_flags_reach_the_task(flags, expected):
   assert (embedding, lstm, 1 if in_order else 1000) == expected
 
 
+@pytest.mark.parametrize(
+    'flags, num_ids',
+    [
+        # words: 'the', 'cat', '.' (V = 3) + pad, OOV, BOS, EOS.
+        ([], 7),
+        # whitespace: 'The', 'cat.', 'the', 'CAT' (V = 4) + 4.
+        (['--text_tokenizer=whitespace'], 8),
+    ],
+)
+def test_text_tokenizer_flag_reaches_the_vocabulary(tmp_path, flags, num_ids):
+  path = tmp_path / 'raw.jsonl'
+  path.write_text(
+      '{"client_id": "a", "text": "The cat.", "split": "train"}\n'
+      '{"client_id": "b", "text": "the CAT", "split": "train"}\n'
+      '{"client_id": "b", "text": "cat", "split": "test"}\n'
+  )
+  config = script_runs.config_from_args(
+      ['--task=text', f'--data_jsonl={path}', '--clients_per_round=2', *flags]
+  )
+  assert run_lib.create_task(config).num_classes == num_ids
+
+
 def test_no_cap_is_the_task_itself():
   task = _task(task_lib.batching_fn(4, 1, seed=0))
   assert task_lib.with_max_elements(task, 0, batch_size=4) is task
