@@ -6,6 +6,7 @@ checks the message names the file, the user (or index) and the problem.
 
 import os
 
+import numpy as np
 import pytest
 
 from tests.data import leaf_fixtures as fx
@@ -216,6 +217,70 @@ _CASES = {
         _sent140,
     )
 }
+
+
+def _gaussian_rows(width, n=3):
+  # LEAF's Synthetic generator draws x ~ N(v, Sigma): values outside [0, 1].
+  rng = np.random.default_rng(0)
+  return rng.normal(size=(n, width)).round(6).tolist()
+
+
+# Each of LEAF's four other datasets is refused naming its kind, never read
+# as FEMNIST or Shakespeare (on the old detection: a FEMNIST row-length error
+# for Synthetic, a Shakespeare one for CelebA, Reddit read as FEMNIST, and a
+# 784-wide Synthetic set read silently as images).
+_NOT_SUPPORTED = 'is not supported yet; supported kinds: femnist, shakespeare'
+_OTHER_KINDS = {
+    # LEAF's own scripts' output (tests/data/leaf_generated/make.sh).
+    'synthetic_generated': (
+        lambda tmp_path: os.path.join(fx.GENERATED_DIR, 'synthetic_sample'),
+        r'train/data_niid_0_keep_5_train_6\.json: Synthetic-style data \(x '
+        r'rows of 10 numbers, not 784 in \[0, 1\] as FEMNIST images\) '
+        + _NOT_SUPPORTED,
+    ),
+    'celeba_generated': (
+        lambda tmp_path: os.path.join(fx.GENERATED_DIR, 'celeba_sample'),
+        r'train/all_data_niid_0_keep_5_train_6\.json: CelebA-style data \(x '
+        r'image file names, y numbers\) ' + _NOT_SUPPORTED,
+    ),
+    'synthetic_784': (
+        lambda tmp_path: _one_user(tmp_path, _gaussian_rows(784), [0, 1, 2]),
+        r'a\.json: Synthetic-style data \(x rows of 784 numbers, not 784 in '
+        r'\[0, 1\]',
+    ),
+    # LEAF's Reddit JSON: x a user's comments as token lists, y objects
+    # (`models/reddit/reddit_utils.py` reads y's target_tokens).
+    'reddit': (
+        lambda tmp_path: _one_user(
+            tmp_path,
+            [[['<BOS>', 'hi', 'there', '<EOS>']]],
+            [{'target_tokens': [['hi', 'there', '<EOS>', '<PAD>']]}],
+        ),
+        r'a\.json: Reddit-style data \(x token lists or y objects\) '
+        + _NOT_SUPPORTED,
+    ),
+}
+
+
+@pytest.mark.parametrize('case', sorted(_OTHER_KINDS))
+def test_other_leaf_kinds_are_refused_by_name(tmp_path, case):
+  make, match = _OTHER_KINDS[case]
+  with pytest.raises(leaf.LeafDataError, match=match) as raised:
+    leaf_cache.load_leaf_cache(make(tmp_path), cache_dir=str(tmp_path / 'c'))
+  assert '\n' not in str(raised.value)
+
+
+def test_numeric_rows_named_femnist_are_read_as_images(tmp_path):
+  # --leaf_kind=femnist reads 784-wide rows of any values (the user's call).
+  rows = _gaussian_rows(784)
+  root = _one_user(tmp_path, rows, [0, 1, 2])
+  kind, users = leaf.iter_leaf_file(
+      os.path.join(root, 'train', 'a.json'), 'femnist'
+  )
+  ((user, x, y),) = list(users)
+  assert (kind, user) == ('femnist', 'u1')
+  np.testing.assert_array_equal(x, np.asarray(rows, np.float32))
+  np.testing.assert_array_equal(y, [0, 1, 2])
 
 
 @pytest.mark.parametrize('case', sorted(_CASES))

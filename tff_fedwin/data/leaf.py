@@ -18,9 +18,17 @@ Kinds, recognized from the first row of a file's first user (or named):
   outside `ALL_LETTERS` is what LEAF makes of it: in `x`, `find` gives -1,
   so id 0; in `y`, LEAF's one-hot sets index -1, the last letter `'}'`, so
   id 80.
-* `sent140`: `x` rows (lists) whose last field is the tweet, `y` 0/1: it is
-  recognized, and rejected with a one-line `LeafDataError` (not supported
-  yet).
+
+The other four LEAF datasets are recognized and refused with a one-line
+`LeafDataError` naming the kind (not supported yet), never read as one of the
+two above: `sent140` (`x` rows are lists ending in the tweet), `synthetic`
+(`x` rows of numbers that are not 784 values in `[0, 1]`: LEAF's generator
+draws Gaussian features of any `-num-dim`), `celeba` (`x` image file names,
+`y` numbers) and `reddit` (`x` lists of token lists, or `y` objects).
+Detection reads the first row and label of a file's first user; a row of
+784 numbers all in `[0, 1]` is FEMNIST (an image; a Gaussian row of that
+width falls outside), and `--leaf_kind=femnist` reads any numeric rows as
+FEMNIST.
 
 What LEAF's scripts write and LEAF's reader accepts is accepted, and counted
 in a `leaf_notes.LeafNotes` for one warning each: a `num_samples` other than `len(x)`
@@ -46,7 +54,18 @@ from tff_fedwin import choices
 from tff_fedwin import errors
 from tff_fedwin.data import leaf_notes
 
-KINDS = ('femnist', 'shakespeare', 'sent140')
+KINDS = ('femnist', 'shakespeare', 'sent140', 'synthetic', 'celeba', 'reddit')
+# What each refused kind looks like, for its one-line message.
+_REFUSED = {
+    'sent140': 'Sent140-style data (x rows ending in the tweet)',
+    'synthetic': (
+        'Synthetic-style data (x rows of {width} numbers, not 784 in [0, 1] as '
+        'FEMNIST images)'
+    ),
+    'celeba': 'CelebA-style data (x image file names, y numbers)',
+    'reddit': 'Reddit-style data (x token lists or y objects)',
+}
+_IMAGE_SUFFIXES = ('.jpg', '.jpeg', '.png')
 SUPPORTED_KINDS = choices.LEAF_DATA_KINDS
 SPLITS = ('train', 'test')
 FEMNIST_PIXELS = 784
@@ -140,14 +159,28 @@ def _load_json(path: str) -> Any:
     raise _error(path, None, f'invalid JSON: not UTF-8 ({e.reason})') from None
 
 
-def detect_kind(path: str, user: str, row: Any) -> str:
-  """The kind (one of `KINDS`) of an `x` row; `path`, `user` for errors."""
+def detect_kind(path: str, user: str, row: Any, label: Any = None) -> str:
+  """The kind (one of `KINDS`) of an `x` row and its `y` label.
+
+  Module docstring; `path`, `user` name the file and user in errors.
+  """
+  if isinstance(label, dict):
+    return 'reddit'
   if isinstance(row, str):
+    if isinstance(label, str):
+      return 'shakespeare'
+    if row.lower().endswith(_IMAGE_SUFFIXES) or _is_number(label):
+      return 'celeba'
     return 'shakespeare'
+  if isinstance(row, list) and row and isinstance(row[0], list):
+    return 'reddit'
   if isinstance(row, list) and row and isinstance(row[-1], str):
     return 'sent140'
   if isinstance(row, list):
-    return 'femnist'
+    image = len(row) == FEMNIST_PIXELS and all(
+        _is_number(v) and 0 <= v <= 1 for v in row
+    )
+    return 'femnist' if image or not all(map(_is_number, row)) else 'synthetic'
   raise _error(
       path,
       f'user {user!r}',
@@ -300,7 +333,7 @@ def iter_leaf_file(
       disagree, a `num_samples` list of another length than `users`, `x` and
       `y` of different lengths, a user with no examples, rows of the wrong
       length, labels out of range, data of another kind than `kind`, or
-      Sent140 data (not supported).
+      data of a kind not supported yet (Sent140, Synthetic, CelebA, Reddit).
   """
   notes = leaf_notes.LeafNotes() if notes is None else notes
   data = _load_json(path)
@@ -314,19 +347,22 @@ def iter_leaf_file(
       and isinstance(first.get('x'), list)
       and first['x']
   ):
-    found = detect_kind(path, users[0], first['x'][0])
+    found = detect_kind(path, users[0], first['x'][0], _first(first.get('y')))
   else:  # Raises the first user's problem.
     _user_arrays(path, 'femnist', users[0], notes, dict(user_data))
+  if kind == 'femnist' and found == 'synthetic':
+    found = 'femnist'  # Named: read as images (FEMNIST's checks apply).
   if kind not in ('auto', found):
     raise _error(
         path, f'user {users[0]!r}', f'holds {found}-style data, not {kind}'
     )
-  if found == 'sent140':
+  if found in _REFUSED:
+    width = len(first['x'][0]) if isinstance(first['x'][0], list) else 0
     raise _error(
         path,
         None,
-        'Sent140-style data (x rows ending in the tweet) is not supported '
-        f'yet; supported kinds: {", ".join(SUPPORTED_KINDS)}',
+        f'{_REFUSED[found].format(width=width)} is not supported yet; '
+        f'supported kinds: {", ".join(SUPPORTED_KINDS)}',
     )
 
   def users_iter():
@@ -336,6 +372,11 @@ def iter_leaf_file(
       yield (user, *_user_arrays(path, found, user, notes, user_data))
 
   return found, users_iter()
+
+
+def _first(values: Any) -> Any:
+  """`values[0]` of a non-empty list, else None."""
+  return values[0] if isinstance(values, list) and values else None
 
 
 def _rows(record: Any) -> Any:
@@ -358,7 +399,7 @@ def _user_arrays(path, kind, user, notes, user_data):
   if not x:
     raise _error(path, where, 'has no examples')
   if kind == 'auto':
-    kind = detect_kind(path, user, x[0])
+    kind = detect_kind(path, user, x[0], y[0])
   if kind == 'femnist':
     return _femnist_arrays(path, where, x, y)
   return _shakespeare_arrays(path, where, x, y, notes)

@@ -5,25 +5,34 @@
 #   LEAF_CHECKOUT: a git checkout of github.com/TalwalkarLab/leaf (commit in README.md here).
 # Runs LEAF's data/shakespeare/preprocess.sh (preprocess_shakespeare.py, gen_all_data.py,
 # sample.py, remove_users.py, split_data.py) in a temporary copy, once by sample and once by
-# user, and copies each data/train and data/test here. Needs python3 on PATH (no packages).
+# user, and copies each data/train and data/test here; then LEAF's Synthetic generator
+# (data/synthetic/main.py) and CelebA's metadata_to_json.py (on made_up_celeba.py's metadata),
+# each through LEAF's utils/preprocess.sh by sample. Needs python3 and python on PATH with numpy
+# and scipy (e.g. PATH=.venv/bin:$PATH) for the Synthetic generator.
 set -euo pipefail
 leaf=$(cd "$1" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-git -C "$leaf" archive HEAD data/shakespeare data/utils | tar -x -C "$work"
+git -C "$leaf" archive HEAD data/shakespeare data/synthetic data/celeba data/utils |
+  tar -x -C "$work"
 raw="$work/data/shakespeare/data/raw_data"
 mkdir -p "$raw"
 python3 "$here/made_up_plays.py" > "$raw/raw_data.txt"
 
-run() {  # name, preprocess.sh arguments...
-  local name=$1; shift
-  (cd "$work/data/shakespeare" && rm -rf data/sampled_data data/rem_user_data data/train \
+run() {  # name, dataset, preprocess.sh arguments...
+  local name=$1 dataset=$2; shift 2
+  (cd "$work/data/$dataset" && rm -rf data/sampled_data data/rem_user_data data/train \
     data/test meta && ./preprocess.sh "$@" > "$work/$name.log")
   rm -rf "${here:?}/$name"
   mkdir -p "$here/$name"
-  cp -r "$work/data/shakespeare/data/train" "$work/data/shakespeare/data/test" "$here/$name/"
+  cp -r "$work/data/$dataset/data/train" "$work/data/$dataset/data/test" "$here/$name/"
 }
-run shakespeare_sample -s niid --sf 1.0 -k 0 -t sample --tf 0.5 --smplseed 1 --spltseed 1 --nochecksum
-run shakespeare_user -s niid --sf 1.0 -k 0 -t user --tf 0.8 --smplseed 1 --spltseed 1 --nochecksum
+run shakespeare_sample shakespeare -s niid --sf 1.0 -k 0 -t sample --tf 0.5 --smplseed 1 --spltseed 1 --nochecksum
+run shakespeare_user shakespeare -s niid --sf 1.0 -k 0 -t user --tf 0.8 --smplseed 1 --spltseed 1 --nochecksum
+(cd "$work/data/synthetic" && python3 main.py -num-tasks 4 -num-classes 3 -num-dim 10 -seed 1 \
+  > "$work/synthetic_main.log")
+run synthetic_sample synthetic -s niid --sf 1.0 -k 5 -t sample --tf 0.6 --smplseed 1 --spltseed 1 --nochecksum
+python3 "$here/made_up_celeba.py" "$work/data/celeba/data/raw"
+run celeba_sample celeba -s niid --sf 1.0 -k 5 -t sample --tf 0.6 --smplseed 1 --spltseed 1 --nochecksum
