@@ -62,7 +62,8 @@ flags.DEFINE_enum(
     _DEFAULTS.leaf_kind,
     list(experiments.LEAF_KINDS),
     'leaf: femnist (784-pixel rows, 62 classes), shakespeare (80 '
-    'characters -> the next), or auto (from the data).',
+    "characters -> the next), synthetic (feature vectors, LEAF's logistic "
+    'regression), or auto (from the data).',
 )
 flags.DEFINE_string(
     'data_jsonl',

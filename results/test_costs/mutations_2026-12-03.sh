@@ -39,3 +39,11 @@ apply user_errors_not_one_line scripts/run_experiment.py "  return isinstance(er
 apply stat_key_without_ctime tff_fedwin/data/leaf_cache.py "          + [stat.st_ctime_ns, stat.st_ino, stat.st_dev]" "          + []" tests/data/leaf_cache_test.py
 apply parallel_merge_out_of_order tff_fedwin/data/leaf_convert.py "      futures = [pool.submit(_convert_file, *task) for task in tasks]" "      futures = [pool.submit(_convert_file, *task) for task in tasks[::-1]][::-1]; futures = futures[1:] + futures[:1]" tests/data/leaf_cache_test.py
 apply shuffle_buffer_ignored tff_fedwin/tasks/task.py "  buffer = DEFAULT_SHUFFLE_BUFFER if shuffle_buffer is None else shuffle_buffer" "  buffer = DEFAULT_SHUFFLE_BUFFER" tests/tasks/task_test.py
+# Stop 60's defects.
+apply tokenizer_plain_split tff_fedwin/data/text_vocab.py "  return _WORDS.findall(text.lower())" "  return text.split()" tests/data/text_vocab_test.py
+apply tokenizer_keeps_case tff_fedwin/data/text_vocab.py "  return _WORDS.findall(text.lower())" "  return _WORDS.findall(text)" tests/data/text_vocab_test.py
+apply next_word_client_rate_image tff_fedwin/experiments/task_defaults.py "    NEXT_WORD: (10**-0.5," "    NEXT_WORD: (0.05," tests/experiments/task_defaults_test.py
+apply absent_tokenizer_is_default tff_fedwin/experiments/run_record.py "        field.name, ABSENT_MEANS.get(field.name, _as_json(default))" "        field.name, _as_json(default)" tests/experiments/run_record_test.py
+apply epsilon_not_passed tff_fedwin/experiments/registry.py "    return tff.learning.optimizers.build_adam(lr, **epsilon)" "    return tff.learning.optimizers.build_adam(lr)" tests/experiments/registry_test.py
+apply record_without_task_defaults tff_fedwin/experiments/run.py "  config = task_defaults.with_defaults_of_task(config, task)" "  pass" tests/experiments/run_test.py -k records_the_learning_rates
+apply synthetic_read_as_femnist tff_fedwin/data/leaf.py "    return 'femnist' if image or not all(map(_is_number, row)) else 'synthetic'" "    return 'femnist'" tests/data/leaf_errors_test.py

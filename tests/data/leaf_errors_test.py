@@ -191,6 +191,89 @@ def _sent140(tmp_path):
   )
 
 
+def _gaussian_rows(width, n=3):
+  # LEAF's Synthetic generator draws x ~ N(v, Sigma): values outside [0, 1].
+  rng = np.random.default_rng(0)
+  return rng.normal(size=(n, width)).round(6).tolist()
+
+
+# LEAF's datasets not supported yet are refused naming their kind, never
+# read as FEMNIST or Shakespeare (on the old detection: a Shakespeare error
+# for CelebA, Reddit read as FEMNIST).
+_NOT_SUPPORTED = (
+    'is not supported yet; supported kinds: femnist, shakespeare, synthetic'
+)
+_OTHER_KINDS = {
+    # LEAF's own scripts' output (tests/data/leaf_generated/make.sh).
+    'celeba_generated': (
+        lambda tmp_path: os.path.join(fx.GENERATED_DIR, 'celeba_sample'),
+        r'train/all_data_niid_0_keep_5_train_6\.json: CelebA-style data \(x '
+        r'image file names, y numbers\) ' + _NOT_SUPPORTED,
+    ),
+    # LEAF's Reddit JSON: x a user's comments as token lists, y objects
+    # (`models/reddit/reddit_utils.py` reads y's target_tokens).
+    'reddit': (
+        lambda tmp_path: _one_user(
+            tmp_path,
+            [[['<BOS>', 'hi', 'there', '<EOS>']]],
+            [{'target_tokens': [['hi', 'there', '<EOS>', '<PAD>']]}],
+        ),
+        r'a\.json: Reddit-style data \(x token lists or y objects\) '
+        + _NOT_SUPPORTED,
+    ),
+}
+
+
+@pytest.mark.parametrize('case', sorted(_OTHER_KINDS))
+def test_other_leaf_kinds_are_refused_by_name(tmp_path, case):
+  make, match = _OTHER_KINDS[case]
+  with pytest.raises(leaf.LeafDataError, match=match) as raised:
+    leaf_cache.load_leaf_cache(make(tmp_path), cache_dir=str(tmp_path / 'c'))
+  assert '\n' not in str(raised.value)
+
+
+def test_gaussian_rows_of_784_are_synthetic_not_images(tmp_path):
+  # A Synthetic set made with -num-dim 784 (read silently as images before).
+  users = {'u1': (_gaussian_rows(784), [0, 1, 2])}
+  root = _dir(tmp_path, {'a.json': users}, {'a.json': users})
+  with pytest.raises(
+      leaf.LeafDataError,
+      match=r"a\.json: user 'u1': holds synthetic-style data, not femnist",
+  ):
+    leaf_cache.load_leaf_cache(root, 'femnist', cache_dir=str(tmp_path / 'c'))
+  cache = leaf_cache.load_leaf_cache(root, cache_dir=str(tmp_path / 'c'))
+  assert (cache.kind, cache.x_width, cache.num_classes) == ('synthetic', 784, 3)
+
+
+def _synthetic_widths(tmp_path):
+  root = _dir(
+      tmp_path,
+      {
+          'a.json': {'u1': (_gaussian_rows(3), [0, 1, 0])},
+          'b.json': {'u2': (_gaussian_rows(4), [1, 1, 0])},
+      },
+  )
+  return root, (
+      r'train/b\.json: x rows have 4 values but \S+train/a\.json has rows of '
+      r'3; a LEAF directory has one width'
+  )
+
+
+def _synthetic_row_width(tmp_path):
+  return (
+      _one_user(tmp_path, [[0.5, -2.0], [0.5]], [0, 1]),
+      r"a\.json: user 'u1': x row 1 has 1 values; Synthetic rows here have 2 "
+      r'\(row 0\)',
+  )
+
+
+def _synthetic_label(tmp_path):
+  return (
+      _one_user(tmp_path, [[0.5, -2.0], [0.5, 3.0]], [0, -1]),
+      r"a\.json: user 'u1': y\[1\] = -1 is not an integer label >= 0",
+  )
+
+
 _CASES = {
     f.__name__.lstrip('_'): f
     for f in (
@@ -215,72 +298,11 @@ _CASES = {
         _mixed_kinds_train_test,
         _duplicate_user,
         _sent140,
+        _synthetic_widths,
+        _synthetic_row_width,
+        _synthetic_label,
     )
 }
-
-
-def _gaussian_rows(width, n=3):
-  # LEAF's Synthetic generator draws x ~ N(v, Sigma): values outside [0, 1].
-  rng = np.random.default_rng(0)
-  return rng.normal(size=(n, width)).round(6).tolist()
-
-
-# Each of LEAF's four other datasets is refused naming its kind, never read
-# as FEMNIST or Shakespeare (on the old detection: a FEMNIST row-length error
-# for Synthetic, a Shakespeare one for CelebA, Reddit read as FEMNIST, and a
-# 784-wide Synthetic set read silently as images).
-_NOT_SUPPORTED = 'is not supported yet; supported kinds: femnist, shakespeare'
-_OTHER_KINDS = {
-    # LEAF's own scripts' output (tests/data/leaf_generated/make.sh).
-    'synthetic_generated': (
-        lambda tmp_path: os.path.join(fx.GENERATED_DIR, 'synthetic_sample'),
-        r'train/data_niid_0_keep_5_train_6\.json: Synthetic-style data \(x '
-        r'rows of 10 numbers, not 784 in \[0, 1\] as FEMNIST images\) '
-        + _NOT_SUPPORTED,
-    ),
-    'celeba_generated': (
-        lambda tmp_path: os.path.join(fx.GENERATED_DIR, 'celeba_sample'),
-        r'train/all_data_niid_0_keep_5_train_6\.json: CelebA-style data \(x '
-        r'image file names, y numbers\) ' + _NOT_SUPPORTED,
-    ),
-    'synthetic_784': (
-        lambda tmp_path: _one_user(tmp_path, _gaussian_rows(784), [0, 1, 2]),
-        r'a\.json: Synthetic-style data \(x rows of 784 numbers, not 784 in '
-        r'\[0, 1\]',
-    ),
-    # LEAF's Reddit JSON: x a user's comments as token lists, y objects
-    # (`models/reddit/reddit_utils.py` reads y's target_tokens).
-    'reddit': (
-        lambda tmp_path: _one_user(
-            tmp_path,
-            [[['<BOS>', 'hi', 'there', '<EOS>']]],
-            [{'target_tokens': [['hi', 'there', '<EOS>', '<PAD>']]}],
-        ),
-        r'a\.json: Reddit-style data \(x token lists or y objects\) '
-        + _NOT_SUPPORTED,
-    ),
-}
-
-
-@pytest.mark.parametrize('case', sorted(_OTHER_KINDS))
-def test_other_leaf_kinds_are_refused_by_name(tmp_path, case):
-  make, match = _OTHER_KINDS[case]
-  with pytest.raises(leaf.LeafDataError, match=match) as raised:
-    leaf_cache.load_leaf_cache(make(tmp_path), cache_dir=str(tmp_path / 'c'))
-  assert '\n' not in str(raised.value)
-
-
-def test_numeric_rows_named_femnist_are_read_as_images(tmp_path):
-  # --leaf_kind=femnist reads 784-wide rows of any values (the user's call).
-  rows = _gaussian_rows(784)
-  root = _one_user(tmp_path, rows, [0, 1, 2])
-  kind, users = leaf.iter_leaf_file(
-      os.path.join(root, 'train', 'a.json'), 'femnist'
-  )
-  ((user, x, y),) = list(users)
-  assert (kind, user) == ('femnist', 'u1')
-  np.testing.assert_array_equal(x, np.asarray(rows, np.float32))
-  np.testing.assert_array_equal(y, [0, 1, 2])
 
 
 @pytest.mark.parametrize('case', sorted(_CASES))

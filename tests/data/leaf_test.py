@@ -212,3 +212,39 @@ def test_directories_written_by_leafs_scripts(tmp_path, name, num_test_users):
   assert len(rows['test']) == num_test_users
   assert dict(zip(cache.client_ids, cache.num_examples)) == rows['train']
   assert cache.num_test_examples == sum(rows['test'].values())
+
+
+def test_synthetic_written_by_leafs_generator(tmp_path):
+  # tests/data/leaf_generated/synthetic_sample: LEAF's main.py -num-dim 10
+  # -num-classes 3, preprocess.sh -t sample; float32 of the JSON's numbers.
+  root = os.path.join(leaf_fixtures.GENERATED_DIR, 'synthetic_sample')
+  train, test = (
+      leaf_fixtures.generated_json('synthetic_sample', s)
+      for s in ('train', 'test')
+  )
+  cache, client_data = _load(root, tmp_path)
+  labels = [
+      c for d in (train, test) for r in d['user_data'].values() for c in r['y']
+  ]
+  assert (cache.kind, cache.x_width) == ('synthetic', 10)
+  assert cache.num_classes == max(labels) + 1 == 3
+  assert client_data.client_ids == sorted(train['users'])
+  for i, user in enumerate(cache.client_ids):
+    rows, y_json = (train['user_data'][user][k] for k in ('x', 'y'))
+    x, y = _arrays(client_data.create_tf_dataset_for_client(user))
+    assert x.dtype == np.float32 and x.shape == (len(rows), 10)
+    np.testing.assert_array_equal(x, np.asarray(rows, np.float32))
+    np.testing.assert_array_equal(y, y_json)
+    np.testing.assert_array_equal(
+        cache.class_counts[i], np.bincount(y_json, minlength=3)
+    )
+  x, y = _arrays(leaf_client_data.test_dataset(cache))
+  np.testing.assert_array_equal(
+      x,
+      np.concatenate(
+          [
+              np.asarray(test['user_data'][u]['x'], np.float32)
+              for u in test['users']
+          ]
+      ),
+  )

@@ -229,6 +229,7 @@ DROPOUT_CONFIGS = {
     ('leaf', 'auto', 'auto'): True,
     ('leaf', 'auto', 'femnist'): True,
     ('leaf', 'auto', 'shakespeare'): False,
+    ('leaf', 'auto', 'synthetic'): False,
     ('leaf', 'cnn', 'femnist'): False,
     ('shakespeare', 'auto', 'auto'): False,
 }

@@ -18,17 +18,19 @@ Kinds, recognized from the first row of a file's first user (or named):
   outside `ALL_LETTERS` is what LEAF makes of it: in `x`, `find` gives -1,
   so id 0; in `y`, LEAF's one-hot sets index -1, the last letter `'}'`, so
   id 80.
+* `synthetic`: `x` rows of numbers that are not 784 values in `[0, 1]`
+  (LEAF's `data/synthetic` generator draws Gaussian features of any
+  `-num-dim`), integer `y` >= 0. Kept as float32 `[n, d]` exactly as written
+  (every row of the directory `d` wide), int32 `[n]`; the classes are
+  `0..max(y)` over both splits.
 
-The other four LEAF datasets are recognized and refused with a one-line
+The other three LEAF datasets are recognized and refused with a one-line
 `LeafDataError` naming the kind (not supported yet), never read as one of the
-two above: `sent140` (`x` rows are lists ending in the tweet), `synthetic`
-(`x` rows of numbers that are not 784 values in `[0, 1]`: LEAF's generator
-draws Gaussian features of any `-num-dim`), `celeba` (`x` image file names,
-`y` numbers) and `reddit` (`x` lists of token lists, or `y` objects).
-Detection reads the first row and label of a file's first user; a row of
-784 numbers all in `[0, 1]` is FEMNIST (an image; a Gaussian row of that
-width falls outside), and `--leaf_kind=femnist` reads any numeric rows as
-FEMNIST.
+above: `sent140` (`x` rows are lists ending in the tweet), `celeba` (`x`
+image file names, `y` numbers) and `reddit` (`x` lists of token lists, or
+`y` objects). Detection reads the first row and label of a file's first
+user; a row of 784 numbers all in `[0, 1]` is FEMNIST (an image; a Gaussian
+row of that width falls outside).
 
 What LEAF's scripts write and LEAF's reader accepts is accepted, and counted
 in a `leaf_notes.LeafNotes` for one warning each: a `num_samples` other than `len(x)`
@@ -58,10 +60,6 @@ KINDS = ('femnist', 'shakespeare', 'sent140', 'synthetic', 'celeba', 'reddit')
 # What each refused kind looks like, for its one-line message.
 _REFUSED = {
     'sent140': 'Sent140-style data (x rows ending in the tweet)',
-    'synthetic': (
-        'Synthetic-style data (x rows of {width} numbers, not 784 in [0, 1] as '
-        'FEMNIST images)'
-    ),
     'celeba': 'CelebA-style data (x image file names, y numbers)',
     'reddit': 'Reddit-style data (x token lists or y objects)',
 }
@@ -243,12 +241,44 @@ def _is_number(value: Any) -> bool:
 
 def _femnist_arrays(path, where, x, y) -> tuple[np.ndarray, np.ndarray]:
   """float32 `[n, 784]` and int32 `[n]` of FEMNIST rows, checked."""
-  for i, row in enumerate(x):
-    if not isinstance(row, list) or len(row) != FEMNIST_PIXELS:
-      size = len(row) if isinstance(row, (list, str)) else type(row).__name__
+  pixels = _number_rows(path, where, x, FEMNIST_PIXELS, 'FEMNIST rows have 784')
+  for i, label in enumerate(y):
+    if type(label) is not int:  # pylint: disable=unidiomatic-typecheck
       raise _error(
-          path, where, f'x row {i} has {size} values; FEMNIST rows have 784'
+          path, where, f'y[{i}] = {label!r} is not an integer label in [0, 62)'
       )
+    if not 0 <= label < FEMNIST_CLASSES:
+      raise _error(path, where, f'y[{i}] = {label} is out of range [0, 62)')
+  return pixels, np.asarray(y, dtype=np.int32)
+
+
+def _synthetic_arrays(path, where, x, y) -> tuple[np.ndarray, np.ndarray]:
+  """float32 `[n, d]` and int32 `[n]` of Synthetic rows (d: row 0's), checked.
+
+  The width's agreement across users and files is checked by the caller.
+  """
+  width = len(x[0]) if isinstance(x[0], list) else 0
+  if not width:
+    raise _error(path, where, 'x row 0 is empty; Synthetic rows hold numbers')
+  features = _number_rows(
+      path, where, x, width, f'Synthetic rows here have {width} (row 0)'
+  )
+  for i, label in enumerate(y):
+    if type(label) is not int or label < 0:  # pylint: disable=unidiomatic-typecheck
+      raise _error(
+          path, where, f'y[{i}] = {label!r} is not an integer label >= 0'
+      )
+    if label >= 2**31:
+      raise _error(path, where, f'y[{i}] = {label} is out of range [0, 2^31)')
+  return features, np.asarray(y, dtype=np.int32)
+
+
+def _number_rows(path, where, x, width: int, expected: str) -> np.ndarray:
+  """float32 `[n, width]` of `x`'s rows, each `width` finite numbers."""
+  for i, row in enumerate(x):
+    if not isinstance(row, list) or len(row) != width:
+      size = len(row) if isinstance(row, (list, str)) else type(row).__name__
+      raise _error(path, where, f'x row {i} has {size} values; {expected}')
   try:
     pixels = np.asarray(x)  # float64 (or int64) for numbers only.
   except (ValueError, TypeError):
@@ -260,14 +290,7 @@ def _femnist_arrays(path, where, x, y) -> tuple[np.ndarray, np.ndarray]:
   bad = np.flatnonzero(~np.isfinite(pixels).all(axis=1))
   if bad.size:
     raise _error(path, where, f'x row {bad[0]} holds a non-finite value')
-  for i, label in enumerate(y):
-    if type(label) is not int:  # pylint: disable=unidiomatic-typecheck
-      raise _error(
-          path, where, f'y[{i}] = {label!r} is not an integer label in [0, 62)'
-      )
-    if not 0 <= label < FEMNIST_CLASSES:
-      raise _error(path, where, f'y[{i}] = {label} is out of range [0, 62)')
-  return pixels, np.asarray(y, dtype=np.int32)
+  return pixels
 
 
 def encode_letters(
@@ -333,7 +356,7 @@ def iter_leaf_file(
       disagree, a `num_samples` list of another length than `users`, `x` and
       `y` of different lengths, a user with no examples, rows of the wrong
       length, labels out of range, data of another kind than `kind`, or
-      data of a kind not supported yet (Sent140, Synthetic, CelebA, Reddit).
+      data of a kind not supported yet (Sent140, CelebA, Reddit).
   """
   notes = leaf_notes.LeafNotes() if notes is None else notes
   data = _load_json(path)
@@ -350,18 +373,15 @@ def iter_leaf_file(
     found = detect_kind(path, users[0], first['x'][0], _first(first.get('y')))
   else:  # Raises the first user's problem.
     _user_arrays(path, 'femnist', users[0], notes, dict(user_data))
-  if kind == 'femnist' and found == 'synthetic':
-    found = 'femnist'  # Named: read as images (FEMNIST's checks apply).
   if kind not in ('auto', found):
     raise _error(
         path, f'user {users[0]!r}', f'holds {found}-style data, not {kind}'
     )
   if found in _REFUSED:
-    width = len(first['x'][0]) if isinstance(first['x'][0], list) else 0
     raise _error(
         path,
         None,
-        f'{_REFUSED[found].format(width=width)} is not supported yet; '
+        f'{_REFUSED[found]} is not supported yet; '
         f'supported kinds: {", ".join(SUPPORTED_KINDS)}',
     )
 
@@ -402,4 +422,6 @@ def _user_arrays(path, kind, user, notes, user_data):
     kind = detect_kind(path, user, x[0], y[0])
   if kind == 'femnist':
     return _femnist_arrays(path, where, x, y)
+  if kind == 'synthetic':
+    return _synthetic_arrays(path, where, x, y)
   return _shakespeare_arrays(path, where, x, y, notes)

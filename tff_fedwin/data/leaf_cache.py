@@ -14,12 +14,13 @@ changes the ctime). Layout of a conversion:
   `<name>` the client id in URL-safe base64 without padding (what
   `tf.io.encode_base64` writes, so the workers find the file from the id);
   femnist: float32 `[n, 784]` and int32 `[n]`; shakespeare: uint8 `[n, 80]`
-  and uint8 `[n]` (`leaf.py`'s ids). Little-endian.
+  and uint8 `[n]` (`leaf.py`'s ids); synthetic: float32 `[n, d]` and int32
+  `[n]`. Little-endian.
 * `test.x`, `test.y`: the test split pooled, the same records, test files in
   name order and users in each file's order.
 * `index.json`, written last: the key, the kind, the training client ids in
-  sorted order, their example and class counts, the test size, and the
-  warnings of the read (`leaf_notes.LeafNotes`), logged again by every load.
+  sorted order, their example and class counts, the test size, the rows'
+  width and the number of classes, and the warnings of the read (`leaf_notes.LeafNotes`), logged again by every load.
 
 A conversion is written in a temporary directory beside it and renamed into
 place when complete, so a killed conversion is never used (its temporary
@@ -124,7 +125,7 @@ class LeafCache:
 
   Attributes:
     directory: The conversion's absolute directory.
-    kind: 'femnist' or 'shakespeare'.
+    kind: One of `choices.LEAF_DATA_KINDS`.
     client_ids: The training clients, sorted.
     num_examples: Each training client's example count, in that order.
     class_counts: int64 `[num_clients, num_classes]`: each training client's
@@ -134,6 +135,9 @@ class LeafCache:
     converted: Whether this call converted it (False: found in the cache).
     warnings: What the read accepted as LEAF's reader does
       (`leaf_notes.LeafNotes.messages`), one line each.
+    x_width: The values of every x row (784, 80, or Synthetic's width).
+    num_classes: The labels' classes (62, 81, or Synthetic's 1 + the
+      largest label).
   """
 
   directory: str
@@ -144,6 +148,8 @@ class LeafCache:
   num_test_examples: int
   converted: bool
   warnings: tuple[str, ...] = ()
+  x_width: int = leaf.FEMNIST_PIXELS
+  num_classes: int = leaf.FEMNIST_CLASSES
 
   def client_files(self, client_id: str) -> tuple[str, str]:
     """The `.x` and `.y` files of a training client."""
@@ -167,8 +173,13 @@ def _from_index(directory: str, key: str) -> Optional[LeafCache]:
         index['num_test_examples'],
         converted=False,
         warnings=tuple(index.get('warnings', ())),
+        # An index written before Synthetic: the kind's fixed layout.
+        x_width=index.get('x_width', leaf_convert.LAYOUT[index['kind']][0]),
+        num_classes=index.get(
+            'num_classes', leaf_convert.LAYOUT[index['kind']][3]
+        ),
     )
-    x_bytes, y_bytes = record_bytes(cache.kind)
+    x_bytes, y_bytes = record_bytes(cache.kind, cache.x_width)
     for client_id, n in zip(cache.client_ids, cache.num_examples):
       x_path, y_path = cache.client_files(client_id)
       if (os.path.getsize(x_path), os.path.getsize(y_path)) != (
@@ -205,6 +216,8 @@ def _convert(files, kind, key, directory) -> LeafCache:
         'class_counts': [converted.class_counts[i] for i in order],
         'num_test_examples': converted.num_test_examples,
         'warnings': converted.notes.messages(),
+        'x_width': converted.x_width,
+        'num_classes': converted.num_classes,
     }
     with open(os.path.join(tmp, INDEX), 'w') as f:
       json.dump(index, f)

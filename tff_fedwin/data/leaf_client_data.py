@@ -22,10 +22,14 @@ from tff_fedwin.data import leaf_cache
 LeafCache = leaf_cache.LeafCache
 
 
-def _element_spec(kind: str) -> collections.OrderedDict:
+def _element_spec(kind: str, x_width: int) -> collections.OrderedDict:
   if kind == 'femnist':
     return collections.OrderedDict(
         x=tf.TensorSpec([28, 28, 1], tf.float32), y=tf.TensorSpec([], tf.int32)
+    )
+  if kind == 'synthetic':
+    return collections.OrderedDict(
+        x=tf.TensorSpec([x_width], tf.float32), y=tf.TensorSpec([], tf.int32)
     )
   return collections.OrderedDict(
       x=tf.TensorSpec([leaf.SHAKESPEARE_SEQ_LENGTH], tf.int32),
@@ -33,10 +37,11 @@ def _element_spec(kind: str) -> collections.OrderedDict:
   )
 
 
-def _decode(kind: str, x_bytes, y_bytes):
+def _decode(kind: str, x_width: int, x_bytes, y_bytes):
   """x, y tensors of `n` examples from their raw bytes (see `_element_spec`)."""
-  if kind == 'femnist':
-    x = tf.reshape(tf.io.decode_raw(x_bytes, tf.float32), [-1, 28, 28, 1])
+  if kind in ('femnist', 'synthetic'):
+    shape = [-1, 28, 28, 1] if kind == 'femnist' else [-1, x_width]
+    x = tf.reshape(tf.io.decode_raw(x_bytes, tf.float32), shape)
     return x, tf.reshape(tf.io.decode_raw(y_bytes, tf.int32), [-1])
   x = tf.io.decode_raw(x_bytes, tf.uint8)
   x = tf.cast(tf.reshape(x, [-1, leaf.SHAKESPEARE_SEQ_LENGTH]), tf.int32)
@@ -48,14 +53,15 @@ class LeafClientData(tff.simulation.datasets.ClientData):
   """The training split of a `LeafCache`, each client read from its files.
 
   Elements: femnist `OrderedDict(x=float32[28, 28, 1], y=int32[])`;
-  shakespeare `OrderedDict(x=int32[80], y=int32[])` (ids as in `leaf.py`).
+  shakespeare `OrderedDict(x=int32[80], y=int32[])` (ids as in `leaf.py`);
+  synthetic `OrderedDict(x=float32[d], y=int32[])`.
   """
 
   DATASETS_FROM_IDS = True
 
   def __init__(self, cache: LeafCache):
     self._cache = cache
-    self._spec = _element_spec(cache.kind)
+    self._spec = _element_spec(cache.kind, cache.x_width)
 
   @property
   def cache(self) -> LeafCache:
@@ -73,7 +79,7 @@ class LeafClientData(tff.simulation.datasets.ClientData):
   def serializable_dataset_fn(self):
     """`client id (str or string tensor) -> tf.data.Dataset` of its files."""
     train_dir = os.path.join(self._cache.directory, 'train') + os.sep
-    kind = self._cache.kind
+    kind, x_width = self._cache.kind, self._cache.x_width
 
     def dataset_fn(client_id):
       base = tf.strings.join(
@@ -81,6 +87,7 @@ class LeafClientData(tff.simulation.datasets.ClientData):
       )
       x, y = _decode(
           kind,
+          x_width,
           tf.io.read_file(tf.strings.join([base, '.x'])),
           tf.io.read_file(tf.strings.join([base, '.y'])),
       )
@@ -93,7 +100,7 @@ class LeafClientData(tff.simulation.datasets.ClientData):
 
 def test_dataset(cache: LeafCache) -> tf.data.Dataset:
   """The pooled test split, unbatched, streamed from `test.x` and `test.y`."""
-  x_bytes, y_bytes = leaf_cache.record_bytes(cache.kind)
+  x_bytes, y_bytes = leaf_cache.record_bytes(cache.kind, cache.x_width)
   records = tf.data.Dataset.zip(
       tuple(
           tf.data.FixedLengthRecordDataset(
@@ -104,7 +111,7 @@ def test_dataset(cache: LeafCache) -> tf.data.Dataset:
   )
 
   def decode(x_record, y_record):
-    x, y = _decode(cache.kind, x_record, y_record)
+    x, y = _decode(cache.kind, cache.x_width, x_record, y_record)
     return collections.OrderedDict(x=x[0], y=y[0])
 
   return records.map(decode)

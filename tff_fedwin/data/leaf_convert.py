@@ -31,15 +31,17 @@ import numpy as np
 from tff_fedwin.data import leaf
 from tff_fedwin.data import leaf_notes
 
-# Per kind: (x record shape, x dtype, y dtype, number of classes).
+# Per kind: (x row width, x dtype, y dtype, number of classes); None: the
+# directory's (Synthetic: the rows' width, 1 + the largest label).
 LAYOUT = {
-    'femnist': ((leaf.FEMNIST_PIXELS,), '<f4', '<i4', leaf.FEMNIST_CLASSES),
+    'femnist': (leaf.FEMNIST_PIXELS, '<f4', '<i4', leaf.FEMNIST_CLASSES),
     'shakespeare': (
-        (leaf.SHAKESPEARE_SEQ_LENGTH,),
+        leaf.SHAKESPEARE_SEQ_LENGTH,
         'u1',
         'u1',
         leaf.SHAKESPEARE_VOCAB_SIZE,
     ),
+    'synthetic': (None, '<f4', '<i4', None),
 }
 _NAME_MAX = 200
 # JSON bytes from which the files are converted by several processes.
@@ -56,13 +58,10 @@ def client_file_name(client_id: str) -> str:
   )
 
 
-def record_bytes(kind: str) -> tuple[int, int]:
-  """Bytes of one example's x and y in the cache's files."""
-  shape, x_dtype, y_dtype, _ = LAYOUT[kind]
-  return (
-      int(np.prod(shape)) * np.dtype(x_dtype).itemsize,
-      np.dtype(y_dtype).itemsize,
-  )
+def record_bytes(kind: str, x_width: int) -> tuple[int, int]:
+  """Bytes of one example's x (`x_width` values) and y in the cache's files."""
+  _, x_dtype, y_dtype, _ = LAYOUT[kind]
+  return x_width * np.dtype(x_dtype).itemsize, np.dtype(y_dtype).itemsize
 
 
 @attrs.frozen
@@ -73,6 +72,8 @@ class _FileResult:
   kind: Optional[str]
   users: tuple[tuple[str, int, Optional[list[int]]], ...]  # id, n, classes.
   notes: leaf_notes.LeafNotes
+  x_width: int = 0  # Every row's values (0: no users).
+  max_label: int = -1
 
 
 @attrs.frozen
@@ -83,9 +84,12 @@ class Converted:
     kind: The directory's kind.
     client_ids: The training users, in the files' order.
     num_examples: Their example counts.
-    class_counts: Their label counts (lists of the kind's class count).
+    class_counts: Their label counts (lists of `num_classes`).
     num_test_examples: Examples of the pooled test split.
     notes: What the read accepted as LEAF's reader does.
+    x_width: The values of every x row.
+    num_classes: The kind's classes (Synthetic: 1 + the largest label of
+      both splits).
   """
 
   kind: str
@@ -94,6 +98,8 @@ class Converted:
   class_counts: list[list[int]]
   num_test_examples: int
   notes: leaf_notes.LeafNotes
+  x_width: int
+  num_classes: int
 
 
 def _convert_file(
@@ -106,12 +112,21 @@ def _convert_file(
     return _FileResult(path, None, (), notes)
   _, x_dtype, y_dtype, num_classes = LAYOUT[found]
   written = []
+  width, width_user, max_label = 0, None, -1
   parts = None
   if not train:
     base = os.path.join(out_dir, _TEST_PARTS, str(part))
     parts = (open(base + '.x', 'wb'), open(base + '.y', 'wb'))
   try:
     for user, x, y in users:
+      if width_user is None:
+        width, width_user = x.shape[1], user
+      elif x.shape[1] != width:
+        raise leaf.LeafDataError(
+            f'{path}: user {user!r}: x rows have {x.shape[1]} values but user '
+            f'{width_user!r} has rows of {width}; a LEAF directory has one width'
+        )
+      max_label = max(max_label, int(y.max()))
       x, y = x.astype(x_dtype, copy=False), y.astype(y_dtype, copy=False)
       if train:
         name = client_file_name(user)
@@ -122,7 +137,7 @@ def _convert_file(
           )
         x.tofile(os.path.join(out_dir, 'train', name + '.x'))
         y.tofile(os.path.join(out_dir, 'train', name + '.y'))
-        classes = np.bincount(y, minlength=num_classes).tolist()
+        classes = np.bincount(y, minlength=num_classes or 0).tolist()
         written.append((user, len(y), classes))
       else:
         x.tofile(parts[0])
@@ -131,7 +146,7 @@ def _convert_file(
   finally:
     for f in parts or ():
       f.close()
-  return _FileResult(path, found, tuple(written), notes)
+  return _FileResult(path, found, tuple(written), notes, width, max_label)
 
 
 class _Merge:
@@ -147,6 +162,8 @@ class _Merge:
     self.notes = leaf_notes.LeafNotes()
     self.train: list[tuple[str, int, list[int]]] = []
     self.test_examples = 0
+    self.x_width = 0
+    self.max_label = -1
 
   def add(self, result: _FileResult, train: bool) -> None:
     notes = result.notes
@@ -158,12 +175,20 @@ class _Merge:
       return
     if self.kind is None:
       self.kind, self.first_path = result.kind, result.path
+      self.x_width = result.x_width
     elif result.kind != self.kind:
       raise leaf.LeafDataError(
           f'{result.path}: holds {result.kind}-style data but '
           f'{self.first_path} holds {self.kind}-style data; a LEAF directory '
           'holds one kind'
       )
+    elif result.x_width != self.x_width:
+      raise leaf.LeafDataError(
+          f'{result.path}: x rows have {result.x_width} values but '
+          f'{self.first_path} has rows of {self.x_width}; a LEAF directory '
+          'has one width'
+      )
+    self.max_label = max(self.max_label, result.max_label)
     seen = self.seen[train]
     for user, n, classes in result.users:
       if user in seen:
@@ -246,13 +271,16 @@ def convert_splits(
         for future in futures:
           future.cancel()
   _join_test_parts(out_dir, len(files['test']))
+  num_classes = LAYOUT[merge.kind][3] or merge.max_label + 1
   return Converted(
       merge.kind,
       [u for u, _, _ in merge.train],
       [n for _, n, _ in merge.train],
-      [c for _, _, c in merge.train],
+      [c + [0] * (num_classes - len(c)) for _, _, c in merge.train],
       merge.test_examples,
       merge.notes,
+      merge.x_width,
+      num_classes,
   )
 
 

@@ -20,9 +20,13 @@ the other tasks' test sets.
   positions and LEAF's next character at the last, so the masked loss and
   accuracy (`pad_label=0`) score only the LSTM's last position: LEAF's loss
   (cross-entropy of the next character) and LEAF's accuracy.
-* Sent140-style data are recognized and rejected with a one-line
-  `LeafDataError`: not supported yet (it needs a vocabulary from the training
-  split and LEAF's LSTM classifier).
+* Synthetic-style (LEAF's `data/synthetic` generator): float32 feature
+  vectors of the directory's width `d` exactly as written, classes
+  `0..max(y)`, LEAF's model (`models/synthetic/log_reg.py`): one dense layer
+  with a sigmoid whose outputs are the softmax cross-entropy's logits
+  (`synthetic_log_reg`).
+* Sent140-, CelebA- and Reddit-style data are recognized and rejected with a
+  one-line `LeafDataError`: not supported yet.
 
 All checks (`check_leaf_dir`) run in plain Python and numpy while the cache
 is written, before any TensorFlow or TFF work; `leaf_task` calls it first.
@@ -82,11 +86,38 @@ def check_leaf_dir(
   if cache.kind == 'femnist':
     image_models.check_image_model(_femnist_model(model), FEMNIST_INPUT_SHAPE)
   elif model not in (None, 'auto'):
+    own = _OWN_MODELS[cache.kind]
     raise LeafDataError(
         f'{data_dir}: --model={model} applies to FEMNIST-style LEAF data only; '
-        'this directory holds Shakespeare-style data (the character LSTM)'
+        f'this directory holds {cache.kind.capitalize()}-style data ({own})'
     )
   return cache
+
+
+# The model of each kind without --model.
+_OWN_MODELS = {
+    'shakespeare': 'the character LSTM',
+    'synthetic': "LEAF's logistic regression",
+}
+
+
+def synthetic_log_reg(
+    x_width: int, num_classes: int, seed: int
+) -> tf.keras.Model:
+  """LEAF's Synthetic model (`models/synthetic/log_reg.py`), in Keras.
+
+  `logits = sigmoid(x W + b)`, `W` `[x_width, num_classes]`: LEAF's
+  `tf.layers.dense(features, num_classes, activation=tf.nn.sigmoid)`, whose
+  outputs its loss takes as logits (`sparse_softmax_cross_entropy_with_
+  logits`); Glorot-uniform `W` (TF 1's default, seeded) and zero `b`.
+  """
+  inputs = tf.keras.Input([x_width], dtype=tf.float32)
+  outputs = tf.keras.layers.Dense(
+      num_classes,
+      activation='sigmoid',
+      kernel_initializer=tf.keras.initializers.GlorotUniform(seed),
+  )(inputs)
+  return tf.keras.Model(inputs, outputs)
 
 
 def _last_target(element):
@@ -152,7 +183,8 @@ def leaf_task(
   Returns:
     A `Task` named 'leaf': FEMNIST-style `x` float32 `[28, 28, 1]`, `y`
     int32, 62 classes; Shakespeare-style `x`, `y` int32 `[80]`, 81 ids,
-    `pad_label=0`. `train_data` builds each client's dataset from its id.
+    `pad_label=0`; Synthetic-style `x` float32 `[d]`, `y` int32, `1 +
+    max(y)` classes. `train_data` builds each client's dataset from its id.
 
   Raises:
     LeafDataError: see `check_leaf_dir`, before any TensorFlow work.
@@ -170,6 +202,22 @@ def leaf_task(
   client_data = leaf_client_data.LeafClientData(cache)
   test_data = leaf_client_data.test_dataset(cache)
   preprocess_fn = task_lib.batching_fn(batch_size, epochs, seed, shuffle_buffer)
+  if cache.kind == 'synthetic':
+    model_fn = task_lib.classification_model_fn(
+        lambda: synthetic_log_reg(cache.x_width, cache.num_classes, seed),
+        collections.OrderedDict(
+            x=tf.TensorSpec([None, cache.x_width], tf.float32),
+            y=tf.TensorSpec([None], tf.int32),
+        ),
+    )
+    return task_lib.Task(
+        'leaf',
+        model_fn,
+        client_data,
+        preprocess_fn,
+        test_data.batch(eval_batch_size),
+        cache.num_classes,
+    )
   if cache.kind == 'femnist':
     element_spec = collections.OrderedDict(
         x=tf.TensorSpec([None, *FEMNIST_INPUT_SHAPE], tf.float32),
