@@ -6,7 +6,8 @@ file is `{"users": [...], "num_samples": [...], "user_data": {user: {"x":
 one client, as LEAF partitioned it; both of LEAF's splits read the same way
 (by sample: the same users in train and test; by user: disjoint users).
 
-Kinds, recognized from the first row of a file's first user (or named):
+Kinds, recognized from the first row of a file's first user
+(`tff_fedwin.data.leaf_kinds`) or named:
 
 * `femnist`: `x` rows of 784 numbers (a 28x28 image, row-major), integer `y`
   in `[0, 62)`. Kept as float32 `[n, 784]` exactly as written, int32 `[n]`.
@@ -24,13 +25,9 @@ Kinds, recognized from the first row of a file's first user (or named):
   (every row of the directory `d` wide), int32 `[n]`; the classes are
   `0..max(y)` over both splits.
 
-The other three LEAF datasets are recognized and refused with a one-line
-`LeafDataError` naming the kind (not supported yet), never read as one of the
-above: `sent140` (`x` rows are lists ending in the tweet), `celeba` (`x`
-image file names, `y` numbers) and `reddit` (`x` lists of token lists, or
-`y` objects). Detection reads the first row and label of a file's first
-user; a row of 784 numbers all in `[0, 1]` is FEMNIST (an image; a Gaussian
-row of that width falls outside).
+The other three LEAF datasets (Sent140, CelebA, Reddit) are recognized and
+refused with a one-line `LeafDataError` naming the kind (not supported yet),
+never read as one of the above.
 
 What LEAF's scripts write and LEAF's reader accepts is accepted, and counted
 in a `leaf_notes.LeafNotes` for one warning each: a `num_samples` other than `len(x)`
@@ -54,19 +51,13 @@ import numpy as np
 
 from tff_fedwin import choices
 from tff_fedwin import errors
+from tff_fedwin.data import leaf_kinds
 from tff_fedwin.data import leaf_notes
 
-KINDS = ('femnist', 'shakespeare', 'sent140', 'synthetic', 'celeba', 'reddit')
-# What each refused kind looks like, for its one-line message.
-_REFUSED = {
-    'sent140': 'Sent140-style data (x rows ending in the tweet)',
-    'celeba': 'CelebA-style data (x image file names, y numbers)',
-    'reddit': 'Reddit-style data (x token lists or y objects)',
-}
-_IMAGE_SUFFIXES = ('.jpg', '.jpeg', '.png')
+KINDS = leaf_kinds.KINDS
 SUPPORTED_KINDS = choices.LEAF_DATA_KINDS
 SPLITS = ('train', 'test')
-FEMNIST_PIXELS = 784
+FEMNIST_PIXELS = leaf_kinds.FEMNIST_PIXELS
 FEMNIST_CLASSES = 62
 # LEAF's `models/utils/language_utils.py`, verbatim.
 ALL_LETTERS = (
@@ -160,32 +151,18 @@ def _load_json(path: str) -> Any:
 def detect_kind(path: str, user: str, row: Any, label: Any = None) -> str:
   """The kind (one of `KINDS`) of an `x` row and its `y` label.
 
-  Module docstring; `path`, `user` name the file and user in errors.
+  `leaf_kinds.kind_of`'s; `path`, `user` name the file and user in errors.
   """
-  if isinstance(label, dict):
-    return 'reddit'
-  if isinstance(row, str):
-    if isinstance(label, str):
-      return 'shakespeare'
-    if row.lower().endswith(_IMAGE_SUFFIXES) or _is_number(label):
-      return 'celeba'
-    return 'shakespeare'
-  if isinstance(row, list) and row and isinstance(row[0], list):
-    return 'reddit'
-  if isinstance(row, list) and row and isinstance(row[-1], str):
-    return 'sent140'
-  if isinstance(row, list):
-    image = len(row) == FEMNIST_PIXELS and all(
-        _is_number(v) and 0 <= v <= 1 for v in row
+  kind = leaf_kinds.kind_of(row, label)
+  if kind is None:
+    raise _error(
+        path,
+        f'user {user!r}',
+        f'x row 0 is a {type(row).__name__}; LEAF rows are lists of numbers '
+        '(FEMNIST, Synthetic), 80-character strings (Shakespeare) or lists '
+        'ending in the tweet (Sent140)',
     )
-    return 'femnist' if image or not all(map(_is_number, row)) else 'synthetic'
-  raise _error(
-      path,
-      f'user {user!r}',
-      f'x row 0 is a {type(row).__name__}; LEAF rows are lists of 784 numbers '
-      '(FEMNIST), 80-character strings (Shakespeare) or lists ending in the '
-      'tweet (Sent140)',
-  )
+  return kind
 
 
 def _check_structure(path: str, data: Any) -> tuple[list, list, dict]:
@@ -228,15 +205,7 @@ def _check_structure(path: str, data: Any) -> tuple[list, list, dict]:
   return users, num_samples, user_data
 
 
-def _is_number(value: Any) -> bool:
-  """A JSON number numpy reads as one (no bool, no int beyond int64)."""
-  if isinstance(value, float):
-    return True
-  return (
-      isinstance(value, int)
-      and not isinstance(value, bool)
-      and abs(value) < 2**63
-  )
+_is_number = leaf_kinds.is_number
 
 
 def _femnist_arrays(path, where, x, y) -> tuple[np.ndarray, np.ndarray]:
@@ -377,11 +346,11 @@ def iter_leaf_file(
     raise _error(
         path, f'user {users[0]!r}', f'holds {found}-style data, not {kind}'
     )
-  if found in _REFUSED:
+  if found in leaf_kinds.NOT_SUPPORTED:
     raise _error(
         path,
         None,
-        f'{_REFUSED[found]} is not supported yet; '
+        f'{leaf_kinds.NOT_SUPPORTED[found]} is not supported yet; '
         f'supported kinds: {", ".join(SUPPORTED_KINDS)}',
     )
 
