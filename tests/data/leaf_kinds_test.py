@@ -9,7 +9,9 @@ from tff_fedwin.data import leaf_kinds
     'row, label, kind',
     [
         ([0.0] * 783 + [1.0], 5, 'femnist'),
-        ([0.5] * 783 + ['x'], 5, 'femnist'),  # FEMNIST's checks name it.
+        # Not all numbers: FEMNIST's checks name the value.
+        ([0.5] * 400 + ['x'] + [0.5] * 383, 5, 'femnist'),
+        ([0.5] * 783 + ['x'], 5, 'sent140'),  # Ends in a string.
         ([0.5] * 783 + [1.5], 5, 'synthetic'),  # 784 wide, outside [0, 1].
         ([-0.3, 2.1], 0, 'synthetic'),
         ([0.5] * 783, 0, 'synthetic'),
