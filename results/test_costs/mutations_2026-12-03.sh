@@ -46,4 +46,4 @@ apply next_word_client_rate_image tff_fedwin/experiments/task_defaults.py "    N
 apply absent_tokenizer_is_default tff_fedwin/experiments/run_record.py "        field.name, ABSENT_MEANS.get(field.name, _as_json(default))" "        field.name, _as_json(default)" tests/experiments/run_record_test.py
 apply epsilon_not_passed tff_fedwin/experiments/registry.py "    return tff.learning.optimizers.build_adam(lr, **epsilon)" "    return tff.learning.optimizers.build_adam(lr)" tests/experiments/registry_test.py
 apply record_without_task_defaults tff_fedwin/experiments/run.py "  config = task_defaults.with_defaults_of_task(config, task)" "  pass" tests/experiments/run_test.py -k records_the_learning_rates
-apply synthetic_read_as_femnist tff_fedwin/data/leaf.py "    return 'femnist' if image or not all(map(_is_number, row)) else 'synthetic'" "    return 'femnist'" tests/data/leaf_errors_test.py
+apply synthetic_read_as_femnist tff_fedwin/data/leaf_kinds.py "  return 'femnist' if image else 'synthetic'" "  return 'femnist'" tests/data/leaf_errors_test.py tests/data/leaf_kinds_test.py
