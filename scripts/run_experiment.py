@@ -268,7 +268,7 @@ flags.DEFINE_float(
     'server_epsilon',
     _DEFAULTS.server_epsilon,
     'fedadam/fedyogi: the adaptivity epsilon (tau in Reddi et al. 2021); '
-    "unset: the task's default: image tasks TFF's (Adam 1e-7, Yogi 1e-3); "
+    "unset: the task's default: classification TFF's (Adam 1e-7, Yogi 1e-3); "
     'next word (stackoverflow, text) 1e-5; next character 1e-3.',
 )
 flags.DEFINE_integer(

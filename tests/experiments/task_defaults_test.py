@@ -4,7 +4,7 @@ The expected rates are typed in from Reddi et al. 2021's published tuning
 (google-research/federated, optimization/docs/hyperparameters.md, base-10
 logarithms): Stack Overflow next word client -0.5, server FedAvg 0,
 FedAvgM 0, FedAdam -2, FedYogi -2; Shakespeare client 0, server FedAvg 0,
-FedAvgM -0.5, FedAdam -2, FedYogi -2. Image tasks keep 0.05 and 1.0.
+FedAvgM -0.5, FedAdam -2, FedYogi -2. Classification tasks keep 0.05 and 1.0.
 """
 
 import types
@@ -70,7 +70,7 @@ def test_unset_rates_take_the_tasks_defaults(task, algorithm, client, server):
         ('stackoverflow', 'fedyogi', 1e-5),
         ('shakespeare', 'fedadam', 1e-3),
         ('text_char', 'fedyogi', 1e-3),
-        # Image tasks keep TFF's optimizers' own (unset); SGD servers have none.
+        # Classification keeps TFF's optimizers' own (unset); SGD servers have none.
         ('mnist', 'fedadam', None),
         ('leaf_femnist', 'fedyogi', None),
         ('text_word', 'fedavg', None),
@@ -118,7 +118,7 @@ def test_every_algorithm_has_a_server_optimizer():
 
 def test_help_names_each_kinds_rates():
   assert task_defaults.help_text('client_learning_rate') == (
-      "unset: the task's default: image tasks 0.05; next word "
+      "unset: the task's default: classification 0.05; next word "
       '(stackoverflow, text) 0.316; next character (shakespeare, leaf '
       'shakespeare, text --text_level=char) 1 (Reddi et al. 2021; '
       'docs/data.md)'

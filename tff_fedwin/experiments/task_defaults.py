@@ -6,7 +6,7 @@ the task predicts (`prediction_kind`) and by the algorithm's server optimizer
 (`SERVER_OPTIMIZERS`), before the run records its flags, so `run_config.json`
 holds the numbers trained with. A flag the user passes is never changed.
 
-* Image classification (`mnist`, `npz`, `emnist`, LEAF FEMNIST): client SGD
+* Classification (`mnist`, `npz`, `emnist`, LEAF FEMNIST and Synthetic): client SGD
   0.05 and server 1.0 for every algorithm, this package's defaults from
   before the table existed (the numbers of such runs are unchanged).
 * Next word (`stackoverflow`, `text` at the word level) and next character
@@ -24,7 +24,7 @@ holds the numbers trained with. A flag the user passes is never changed.
   Algorithms whose server takes a plain SGD step (FedProx, SCAFFOLD, Mime
   Lite) take FedAvg's server rate. FedAdam's and FedYogi's adaptivity
   epsilon (`--server_epsilon`, tau in the paper), from the same table:
-  10^-5 for Stack Overflow, 10^-3 for Shakespeare; image tasks keep TFF's
+  10^-5 for Stack Overflow, 10^-3 for Shakespeare; classification keeps TFF's
   optimizers' own (1e-7 for Adam, 1e-3 for Yogi; the field stays unset).
 """
 
@@ -34,10 +34,10 @@ import attrs
 
 from tff_fedwin import choices
 
-IMAGE = 'image'
+CLASSIFICATION = 'classification'
 NEXT_WORD = 'next_word'
 NEXT_CHAR = 'next_char'
-PREDICTION_KINDS = (IMAGE, NEXT_WORD, NEXT_CHAR)
+PREDICTION_KINDS = (CLASSIFICATION, NEXT_WORD, NEXT_CHAR)
 
 # --algorithm -> the optimizer its server steps with (`registry`).
 SERVER_OPTIMIZERS = {
@@ -52,13 +52,13 @@ SERVER_OPTIMIZERS = {
 
 # kind -> (client SGD rate, {server optimizer: server rate}); module docstring.
 LEARNING_RATES = {
-    IMAGE: (0.05, dict(sgd=1.0, sgdm=1.0, adam=1.0, yogi=1.0)),
+    CLASSIFICATION: (0.05, dict(sgd=1.0, sgdm=1.0, adam=1.0, yogi=1.0)),
     NEXT_WORD: (10**-0.5, dict(sgd=1.0, sgdm=1.0, adam=0.01, yogi=0.01)),
     NEXT_CHAR: (1.0, dict(sgd=1.0, sgdm=10**-0.5, adam=0.01, yogi=0.01)),
 }
 
 # kind -> FedAdam's and FedYogi's epsilon (module docstring); None: TFF's.
-EPSILONS = {IMAGE: None, NEXT_WORD: 1e-5, NEXT_CHAR: 1e-3}
+EPSILONS = {CLASSIFICATION: None, NEXT_WORD: 1e-5, NEXT_CHAR: 1e-3}
 ADAPTIVE = ('fedadam', 'fedyogi')
 
 
@@ -83,8 +83,8 @@ def prediction_kind(config: Any, leaf_kind: Optional[str] = None) -> str:
           f'`leaf_kind` must be one of {choices.LEAF_DATA_KINDS} with '
           f'--leaf_kind=auto; got {kind!r}.'
       )
-    return NEXT_CHAR if kind == 'shakespeare' else IMAGE
-  return IMAGE
+    return NEXT_CHAR if kind == 'shakespeare' else CLASSIFICATION
+  return CLASSIFICATION
 
 
 def default_learning_rates(kind: str, algorithm: str) -> tuple[float, float]:
@@ -161,7 +161,7 @@ def help_text(flag: str) -> str:
         for k in PREDICTION_KINDS
     }
   return (
-      f"unset: the task's default: image tasks {shown[IMAGE]}; next word "
+      f"unset: the task's default: classification {shown[CLASSIFICATION]}; next word "
       f'(stackoverflow, text) {shown[NEXT_WORD]}; next character '
       f'(shakespeare, leaf shakespeare, text --text_level=char) '
       f'{shown[NEXT_CHAR]} (Reddi et al. 2021; docs/data.md)'
