@@ -70,7 +70,8 @@ def test_unset_rates_take_the_tasks_defaults(task, algorithm, client, server):
         ('stackoverflow', 'fedyogi', 1e-5),
         ('shakespeare', 'fedadam', 1e-3),
         ('text_char', 'fedyogi', 1e-3),
-        # Classification keeps TFF's optimizers' own (unset); SGD servers have none.
+        # Classification keeps TFF's optimizers' own (unset); SGD servers have
+        # none.
         ('mnist', 'fedadam', None),
         ('leaf_femnist', 'fedyogi', None),
         ('text_word', 'fedavg', None),

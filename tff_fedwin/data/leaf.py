@@ -233,7 +233,8 @@ def _synthetic_arrays(path, where, x, y) -> tuple[np.ndarray, np.ndarray]:
       path, where, x, width, f'Synthetic rows here have {width} (row 0)'
   )
   for i, label in enumerate(y):
-    if type(label) is not int or label < 0:  # pylint: disable=unidiomatic-typecheck
+    # pylint: disable-next=unidiomatic-typecheck
+    if type(label) is not int or label < 0:
       raise _error(
           path, where, f'y[{i}] = {label!r} is not an integer label >= 0'
       )

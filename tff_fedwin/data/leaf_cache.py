@@ -20,7 +20,8 @@ changes the ctime). Layout of a conversion:
   name order and users in each file's order.
 * `index.json`, written last: the key, the kind, the training client ids in
   sorted order, their example and class counts, the test size, the rows'
-  width and the number of classes, and the warnings of the read (`leaf_notes.LeafNotes`), logged again by every load.
+  width and the number of classes, and the warnings of the read
+  (`leaf_notes.LeafNotes`), logged again by every load.
 
 A conversion is written in a temporary directory beside it and renamed into
 place when complete, so a killed conversion is never used (its temporary
