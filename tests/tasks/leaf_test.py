@@ -1,5 +1,7 @@
 """Tests for tff_fedwin.tasks.leaf: the `Task` of a LEAF directory."""
 
+import os
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -143,3 +145,35 @@ def test_one_local_fedavg_round_runs(femnist, tmp_path):
   train = result.metrics['client_work']['train']
   assert train['num_examples'] == 1 + 3 + 2
   assert np.isfinite(train['loss'])
+
+
+def test_synthetic_task_is_leafs_logistic_regression(tmp_path):
+  # LEAF's log_reg.py: logits = sigmoid(x W + b), softmax cross-entropy over
+  # them; computed here in numpy from the model's W and b.
+  task = leaf.leaf_task(
+      os.path.join(leaf_fixtures.GENERATED_DIR, 'synthetic_sample'),
+      batch_size=4,
+      epochs=1,
+      seed=0,
+      cache_dir=str(tmp_path),
+  )
+  model = task.model_fn()
+  kernel, bias = (v.numpy() for v in model.trainable_variables)
+  assert kernel.shape == (10, 3) and bias.shape == (3,)
+  np.testing.assert_array_equal(bias, 0.0)
+  batch = next(iter(task.test_data))
+  x, y = batch['x'].numpy(), batch['y'].numpy()
+  logits = 1 / (1 + np.exp(-(x.astype(np.float64) @ kernel + bias)))
+  log_softmax = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+  expected = -log_softmax[np.arange(len(y)), y].mean()
+  output = model.forward_pass(batch, training=False)
+  np.testing.assert_allclose(output.loss.numpy(), expected, rtol=1e-5)
+  with pytest.raises(
+      leaf.LeafDataError,
+      match=r'Synthetic-style data ' r"\(LEAF's logistic regression\)",
+  ):
+    leaf.check_leaf_dir(
+        os.path.join(leaf_fixtures.GENERATED_DIR, 'synthetic_sample'),
+        model='cnn',
+        cache_dir=str(tmp_path),
+    )
