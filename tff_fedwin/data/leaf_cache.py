@@ -19,8 +19,8 @@ changes the ctime). Layout of a conversion:
 * `test.x`, `test.y`: the test split pooled, the same records, test files in
   name order and users in each file's order.
 * `index.json`, written last: the key, the kind, the training client ids in
-  sorted order, their example and class counts, the test size, the rows'
-  width and the number of classes, and the warnings of the read
+  sorted order, their example and class counts (as many as the classes),
+  the test size, the rows' width, and the warnings of the read
   (`leaf_notes.LeafNotes`), logged again by every load.
 
 A conversion is written in a temporary directory beside it and renamed into
@@ -137,8 +137,6 @@ class LeafCache:
     warnings: What the read accepted as LEAF's reader does
       (`leaf_notes.LeafNotes.messages`), one line each.
     x_width: The values of every x row (784, 80, or Synthetic's width).
-    num_classes: The labels' classes (62, 81, or Synthetic's 1 + the
-      largest label).
   """
 
   directory: str
@@ -150,7 +148,11 @@ class LeafCache:
   converted: bool
   warnings: tuple[str, ...] = ()
   x_width: int = leaf.FEMNIST_PIXELS
-  num_classes: int = leaf.FEMNIST_CLASSES
+
+  @property
+  def num_classes(self) -> int:
+    """The labels' classes (62, 81, or Synthetic's 1 + the largest label)."""
+    return self.class_counts.shape[1]
 
   def client_files(self, client_id: str) -> tuple[str, str]:
     """The `.x` and `.y` files of a training client."""
@@ -176,9 +178,6 @@ def _from_index(directory: str, key: str) -> Optional[LeafCache]:
         warnings=tuple(index.get('warnings', ())),
         # An index written before Synthetic: the kind's fixed layout.
         x_width=index.get('x_width', leaf_convert.LAYOUT[index['kind']][0]),
-        num_classes=index.get(
-            'num_classes', leaf_convert.LAYOUT[index['kind']][3]
-        ),
     )
     x_bytes, y_bytes = record_bytes(cache.kind, cache.x_width)
     for client_id, n in zip(cache.client_ids, cache.num_examples):
@@ -218,7 +217,6 @@ def _convert(files, kind, key, directory) -> LeafCache:
         'num_test_examples': converted.num_test_examples,
         'warnings': converted.notes.messages(),
         'x_width': converted.x_width,
-        'num_classes': converted.num_classes,
     }
     with open(os.path.join(tmp, INDEX), 'w') as f:
       json.dump(index, f)

@@ -84,12 +84,11 @@ class Converted:
     kind: The directory's kind.
     client_ids: The training users, in the files' order.
     num_examples: Their example counts.
-    class_counts: Their label counts (lists of `num_classes`).
+    class_counts: Their label counts (lists as long as the classes: the
+      kind's, or Synthetic's 1 + the largest label of both splits).
     num_test_examples: Examples of the pooled test split.
     notes: What the read accepted as LEAF's reader does.
     x_width: The values of every x row.
-    num_classes: The kind's classes (Synthetic: 1 + the largest label of
-      both splits).
   """
 
   kind: str
@@ -99,7 +98,6 @@ class Converted:
   num_test_examples: int
   notes: leaf_notes.LeafNotes
   x_width: int
-  num_classes: int
 
 
 def _convert_file(
@@ -280,7 +278,6 @@ def convert_splits(
       merge.test_examples,
       merge.notes,
       merge.x_width,
-      num_classes,
   )
 
 

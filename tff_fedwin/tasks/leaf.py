@@ -202,41 +202,28 @@ def leaf_task(
   client_data = leaf_client_data.LeafClientData(cache)
   test_data = leaf_client_data.test_dataset(cache)
   preprocess_fn = task_lib.batching_fn(batch_size, epochs, seed, shuffle_buffer)
-  if cache.kind == 'synthetic':
-    model_fn = task_lib.classification_model_fn(
-        lambda: synthetic_log_reg(cache.x_width, cache.num_classes, seed),
-        collections.OrderedDict(
-            x=tf.TensorSpec([None, cache.x_width], tf.float32),
-            y=tf.TensorSpec([None], tf.int32),
-        ),
+  if cache.kind in ('femnist', 'synthetic'):
+    if cache.kind == 'synthetic':
+      x_shape = (cache.x_width,)
+      keras_fn = lambda: synthetic_log_reg(
+          cache.x_width, cache.num_classes, seed
+      )
+    else:
+      x_shape, name = FEMNIST_INPUT_SHAPE, _femnist_model(model)
+      keras_fn = lambda: image_models.create_image_model(
+          name, FEMNIST_INPUT_SHAPE, cache.num_classes, seed
+      )
+    element_spec = collections.OrderedDict(
+        x=tf.TensorSpec([None, *x_shape], tf.float32),
+        y=tf.TensorSpec([None], tf.int32),
     )
     return task_lib.Task(
         'leaf',
-        model_fn,
+        task_lib.classification_model_fn(keras_fn, element_spec),
         client_data,
         preprocess_fn,
         test_data.batch(eval_batch_size),
         cache.num_classes,
-    )
-  if cache.kind == 'femnist':
-    element_spec = collections.OrderedDict(
-        x=tf.TensorSpec([None, *FEMNIST_INPUT_SHAPE], tf.float32),
-        y=tf.TensorSpec([None], tf.int32),
-    )
-    name = _femnist_model(model)
-    model_fn = task_lib.classification_model_fn(
-        lambda: image_models.create_image_model(
-            name, FEMNIST_INPUT_SHAPE, leaf_data.FEMNIST_CLASSES, seed
-        ),
-        element_spec,
-    )
-    return task_lib.Task(
-        'leaf',
-        model_fn,
-        client_data,
-        preprocess_fn,
-        test_data.batch(eval_batch_size),
-        leaf_data.FEMNIST_CLASSES,
     )
   train_data = from_ids.datasets_from_ids(
       client_data.preprocess(lambda ds: ds.map(_last_target))
