@@ -136,6 +136,13 @@ flags.DEFINE_enum(
     'What the run evaluates on: the test set, or (mnist only) its '
     'validation split, for tuning without the test set.',
 )
+flags.DEFINE_bool(
+    'eval_per_client',
+    _DEFAULTS.eval_per_client,
+    'leaf, text, shakespeare: also evaluate each test client at every eval round, as '
+    'LEAF reports: rows in per_client_metrics.csv, their spread in '
+    'metrics.csv (docs/design.md sec. 5.7).',
+)
 flags.DEFINE_string(
     'cache_dir',
     None,

@@ -42,6 +42,7 @@ PLACES = {
     'runtime.loopback.WorkerConfinementError': errors.EnvironmentProblemError,
     'runtime.shared_dir.SharedDirError': errors.EnvironmentProblemError,
     'tasks.image_models.ImageModelError': errors.InputError,
+    'tasks.per_client.PerClientEvaluationError': errors.InputError,
     'tasks.tff_baselines.DataUnavailableError': (
         errors.EnvironmentProblemError
     ),

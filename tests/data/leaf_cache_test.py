@@ -189,7 +189,9 @@ def test_killed_conversion_directory_is_ignored(femnist):
   assert second.converted and second.directory == first.directory
 
 
-@pytest.mark.parametrize('damage', ['no_index', 'truncated', 'other_key'])
+@pytest.mark.parametrize(
+    'damage', ['no_index', 'truncated', 'other_key', 'no_test_users']
+)
 def test_damaged_cache_converts_again(femnist, damage):
   root, train, _, cache_dir = femnist
   first = leaf_cache.load_leaf_cache(root, cache_dir=cache_dir)
@@ -202,12 +204,26 @@ def test_damaged_cache_converts_again(femnist, damage):
   else:
     with open(index) as f:
       record = json.load(f)
-    record['key'] = '0' * 32
+    if damage == 'other_key':
+      record['key'] = '0' * 32
+    else:  # An index written before the test users were recorded.
+      del record['test_users']
     with open(index, 'w') as f:
       json.dump(record, f)
   second = leaf_cache.load_leaf_cache(root, cache_dir=cache_dir)
   assert second.converted
   assert _y(second, 'f0002_11') == train['f0002_11'][1]
+
+
+def test_test_users_are_the_test_files_users_in_order(femnist):
+  # `test.x` holds the test file's users in the file's order, each user's
+  # examples together: f0001_07 (1), f0002_11 (1), f0000_03 (2).
+  root, _, test, cache_dir = femnist
+  cache = leaf_cache.load_leaf_cache(root, cache_dir=cache_dir)
+  assert cache.test_users == (('f0001_07', 1), ('f0002_11', 1), ('f0000_03', 2))
+  assert list(test) == [user for user, _ in cache.test_users]
+  pooled = leaf_client_data.test_dataset(cache).as_numpy_iterator()
+  assert [int(e['y']) for e in pooled] == [61, 0, 3, 4]
 
 
 def test_dataset_computation_by_id_holds_the_json_numbers(femnist):

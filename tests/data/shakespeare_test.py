@@ -354,9 +354,12 @@ def test_serializable_dataset_fn_matches_eager_datasets(small_data):
 
 
 def test_whole_corpus_with_every_client(lines):
-  train, test = shakespeare.shakespeare_client_data(min_chars=0, seq_length=80)
+  train, test, test_counts = shakespeare.shakespeare_client_data(
+      min_chars=0, seq_length=80, with_test_counts=True
+  )
   assert train.client_ids == list(lines)
   train_rows = test_rows = 0
+  expected_counts = []
   for client_lines in lines.values():
     n_train = len(client_lines) - _num_test(len(client_lines))
     # BOS + characters + EOS per line, in chunks of 81.
@@ -364,6 +367,9 @@ def test_whole_corpus_with_every_client(lines):
     test_tokens = sum(len(l) + 2 for l in client_lines[n_train:])
     train_rows += math.ceil(train_tokens / 81)
     test_rows += math.ceil(test_tokens / 81)
+    expected_counts.append(math.ceil(test_tokens / 81))
+  # The test set holds each client's rows together, in client-id order.
+  assert test_counts == expected_counts
   x, _ = _arrays(train.create_tf_dataset_from_all_clients())
   assert x.shape == (train_rows, 80)
   assert _arrays(test)[0].shape == (test_rows, 80)

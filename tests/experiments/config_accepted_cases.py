@@ -38,6 +38,10 @@ GOOD_CONFIGS = [
         id='mnist_validation_split',
     ),
     pytest.param(
+        dict(task='leaf', data_npz=None, data_dir='leaf', eval_per_client=True),
+        id='leaf_per_client_evaluation',
+    ),
+    pytest.param(
         dict(window_size=2, window_start_round=10),
         id='window_start_at_last_round',
     ),

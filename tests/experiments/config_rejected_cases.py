@@ -307,6 +307,15 @@ BAD_CONFIGS = [
         ['--eval_split=validation', '--task=npz'],
         eval_split='validation',
     ),
+    _fails(
+        'eval_per_client_without_test_clients',
+        [
+            '--eval_per_client',
+            '--task=leaf or --task=text or --task=shakespeare',
+            '--task=npz',
+        ],
+        eval_per_client=True,
+    ),
     _fails('total_rounds_zero', ['--total_rounds'], total_rounds=0),
     _fails('total_rounds_not_int', ['--total_rounds'], total_rounds=2.5),
     _fails('total_rounds_bool', ['--total_rounds'], total_rounds=True),

@@ -43,6 +43,7 @@ CHANGES = dict(
     model='resnet20_gn',
     scale_integer_features=False,
     eval_split='validation',
+    eval_per_client=True,
     use_synthetic_data=True,
     num_clients=50,
     dirichlet_alpha=0.5,

@@ -286,8 +286,24 @@ def test_leaf_synthetic_from_leafs_generator_learns(tmp_path):
       '--rounds_per_eval=5',
       '--clients_per_round=4',
       '--client_learning_rate=0.5',
+      '--eval_per_client',
   )
   assert last['global/accuracy'] > baseline, (last, baseline)
+  # LEAF's per-user view: one row per test user, in the test file's order,
+  # with its examples; their counted-weighted accuracy is the pooled one.
+  with open(tmp_path / 'synthetic' / 'per_client_metrics.csv') as f:
+    rows = list(csv.DictReader(f))
+  assert [
+      (r['round_num'], r['client_id'], int(r['num_examples'])) for r in rows
+  ] == [('5', u, len(test['user_data'][u]['y'])) for u in test['users']]
+  accuracy = np.array([float(r['global/accuracy']) for r in rows])
+  counted = np.array([int(r['num_counted']) for r in rows])
+  assert np.sum(accuracy * counted) / np.sum(counted) == pytest.approx(
+      last['global/accuracy'], abs=1e-12
+  )
+  assert last['global/client_accuracy_mean'] == pytest.approx(
+      np.mean(accuracy), abs=1e-12
+  )
 
 
 def test_leaf_shakespeare_by_sample_from_leafs_scripts_resumes_exactly(

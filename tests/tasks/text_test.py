@@ -157,6 +157,36 @@ def test_evaluation_leaves_out_pad_oov_and_eos(tmp_path):
   assert metrics['accuracy'] == pytest.approx(hits.sum() / 3)
 
 
+def test_each_test_clients_sums_are_numpys_on_its_rows(tmp_path):
+  # The test texts: 'x w' of a, 'y x' of b, one example each (word level,
+  # sequence_length 4); a's row first, as in the file.
+  task = _task(_fixture(tmp_path), eval_batch_size=8)
+  assert task.test_clients.client_ids == ('a', 'b')
+  np.testing.assert_array_equal(task.test_clients.example_client, [0, 1])
+  weights = tff.learning.models.ModelWeights.from_model(task.model_fn())
+  _, sums = task.build_evaluate_fn(True).evaluate_all_per_client([weights])
+  keras_model = text.create_recurrent_model(
+      7, sequence_length=4, embedding_size=3, lstm_size=4, seed=0
+  )
+  (batch,) = list(task.test_data)
+  logits = keras_model(batch['x']).numpy().astype(np.float64)
+  y = batch['y'].numpy()
+  top = logits.max(-1, keepdims=True)
+  log_z = np.log(np.exp(logits - top).sum(-1)) + top[..., 0]
+  ce = log_z - np.take_along_axis(logits, y[..., None], -1)[..., 0]
+  real = y != 0
+  counted = real & (y != 4) & (y != 6)
+  hits = (logits.argmax(-1) == y) & counted
+  for row in range(2):
+    expected = [
+        ce[row][real[row]].sum(),
+        real[row].sum(),
+        hits[row].sum(),
+        counted[row].sum(),
+    ]
+    np.testing.assert_allclose(sums[row, 0], expected, rtol=1e-5)
+
+
 def test_sample_task_builds():
   task = _task(_SAMPLE + '.csv')
   assert task.train_data.client_ids == ['alice', 'bob', 'carol', 'dave', 'erin']

@@ -210,6 +210,10 @@ def _set_key(key, value):
         (_set_key('client_states', []), r"no 'client_states' list$"),
         (_set_key('metrics_csv', None), r'no metrics\.csv digest'),
         (_set_key('metrics_csv', {'rows': '3'}), r'no metrics\.csv digest'),
+        (
+            _set_key('per_client_csv', [10]),
+            r'per_client_csv is not a \(size, CRC-32\) pair$',
+        ),
     ],
 )
 def test_a_manifest_that_parses_but_is_malformed_is_unusable(
@@ -299,6 +303,28 @@ def test_resume_round_checks_the_metrics_rows(tmp_path):
   with open(csv_path, 'w') as f:  # Row 2 changed, row 1 kept.
     f.write('round_num,loss\n1,0.5\n2,0.75\n')
   assert manifest.resume_round(checkpoints, csv_path) == 1
+
+
+def test_resume_round_checks_the_per_client_rows(tmp_path):
+  # Version t vouches for the file's first bytes only: rows appended after
+  # it are no damage, a changed byte before its size is.
+  checkpoints = str(tmp_path / 'checkpoints')
+  csv_path = str(tmp_path / 'metrics.csv')
+  rows = str(tmp_path / 'per_client_metrics.csv')
+  for round_num, text in ((1, 'round_num,a\n1,x\n'), (2, '2,y\n')):
+    with open(rows, 'a') as f:
+      f.write(text)
+    _versions(checkpoints, (round_num,))
+    os.remove(manifest.manifest_path(checkpoints, round_num))
+    manifest.write(checkpoints, round_num, {}, None, rows)
+  with open(rows, 'a') as f:
+    f.write('3,z')  # A row of a later round, partly written.
+  assert manifest.resume_round(checkpoints, None, rows) == 2
+
+  with open(rows, 'r+') as f:  # Round 2's row changed, round 1's kept.
+    f.seek(len('round_num,a\n1,x\n2,'))
+    f.write('Y')
+  assert manifest.resume_round(checkpoints, None, rows) == 1
 
 
 def test_every_listed_file_and_directory_is_fsynced_before_the_manifest(

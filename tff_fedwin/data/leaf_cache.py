@@ -20,8 +20,10 @@ changes the ctime). Layout of a conversion:
   name order and users in each file's order.
 * `index.json`, written last: the key, the kind, the training client ids in
   sorted order, their example and class counts (as many as the classes),
-  the test size, the rows' width, and the warnings of the read
-  (`leaf_notes.LeafNotes`), logged again by every load.
+  the test size, the rows' width, the test users and their example counts
+  in `test.x`'s order, and the warnings of the read
+  (`leaf_notes.LeafNotes`), logged again by every load. An index without
+  test users (written before they were recorded) is converted again.
 
 A conversion is written in a temporary directory beside it and renamed into
 place when complete, so a killed conversion is never used (its temporary
@@ -137,6 +139,8 @@ class LeafCache:
     warnings: What the read accepted as LEAF's reader does
       (`leaf_notes.LeafNotes.messages`), one line each.
     x_width: The values of every x row (784, 80, or Synthetic's width).
+    test_users: The test users and their example counts, in the pooled test
+      split's order.
   """
 
   directory: str
@@ -148,6 +152,7 @@ class LeafCache:
   converted: bool
   warnings: tuple[str, ...] = ()
   x_width: int = leaf.FEMNIST_PIXELS
+  test_users: tuple[tuple[str, int], ...] = ()
 
   @property
   def num_classes(self) -> int:
@@ -178,7 +183,10 @@ def _from_index(directory: str, key: str) -> Optional[LeafCache]:
         warnings=tuple(index.get('warnings', ())),
         # An index written before Synthetic: the kind's fixed layout.
         x_width=index.get('x_width', leaf_convert.LAYOUT[index['kind']][0]),
+        test_users=tuple((str(u), int(n)) for u, n in index['test_users']),
     )
+    if sum(n for _, n in cache.test_users) != cache.num_test_examples:
+      return None
     x_bytes, y_bytes = record_bytes(cache.kind, cache.x_width)
     for client_id, n in zip(cache.client_ids, cache.num_examples):
       x_path, y_path = cache.client_files(client_id)
@@ -217,6 +225,7 @@ def _convert(files, kind, key, directory) -> LeafCache:
         'num_test_examples': converted.num_test_examples,
         'warnings': converted.notes.messages(),
         'x_width': converted.x_width,
+        'test_users': [list(u) for u in converted.test_users],
     }
     with open(os.path.join(tmp, INDEX), 'w') as f:
       json.dump(index, f)

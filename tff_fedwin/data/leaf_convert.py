@@ -89,6 +89,8 @@ class Converted:
     num_test_examples: Examples of the pooled test split.
     notes: What the read accepted as LEAF's reader does.
     x_width: The values of every x row.
+    test_users: The test split's users and their example counts, in the
+      pooled test split's order (each user's examples contiguous).
   """
 
   kind: str
@@ -98,6 +100,7 @@ class Converted:
   num_test_examples: int
   notes: leaf_notes.LeafNotes
   x_width: int
+  test_users: list[tuple[str, int]]
 
 
 def _convert_file(
@@ -159,6 +162,7 @@ class _Merge:
     self.seen: dict[bool, dict[str, str]] = {True: {}, False: {}}
     self.notes = leaf_notes.LeafNotes()
     self.train: list[tuple[str, int, list[int]]] = []
+    self.test: list[tuple[str, int]] = []
     self.test_examples = 0
     self.x_width = 0
     self.max_label = -1
@@ -197,6 +201,7 @@ class _Merge:
       if train:
         self.train.append((user, n, classes))
       else:
+        self.test.append((user, n))
         self.test_examples += n
 
 
@@ -278,6 +283,7 @@ def convert_splits(
       merge.test_examples,
       merge.notes,
       merge.x_width,
+      merge.test,
   )
 
 

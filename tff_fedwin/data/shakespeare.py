@@ -9,7 +9,7 @@ ids 1..95, then `OOV_ID = 96`, `BOS_ID = 97`, `EOS_ID = 98`
 import collections
 import math
 from collections.abc import Iterable, Sequence
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -150,7 +150,8 @@ def shakespeare_client_data(
     seq_length: int = DEFAULT_SEQ_LENGTH,
     test_fraction: float = 0.2,
     plays_dir: Optional[str] = None,
-) -> tuple[tff.simulation.datasets.ClientData, tf.data.Dataset]:
+    with_test_counts: bool = False,
+) -> tuple[Any, ...]:
   """Federated Shakespeare: one client per (play, speaker), plus a test set.
 
   Deterministic: every call returns the same clients, examples and order.
@@ -166,6 +167,7 @@ def shakespeare_client_data(
     test_fraction: In `[0, 1)`; the last `floor(test_fraction * n)` of each
       client's `n` lines are held out for testing.
     plays_dir: Passed to `load_shakespeare_lines`.
+    with_test_counts: Also return each kept client's test examples.
 
   Returns:
     `(train, test)`: `train` is a `tff.simulation.datasets.ClientData` over the
@@ -173,7 +175,9 @@ def shakespeare_client_data(
     unbatched `OrderedDict(x=int32[seq_length], y=int32[seq_length])` examples
     from the client's training lines; `test` is a centralized, unbatched
     `tf.data.Dataset` of the same structure, the held-out lines of the kept
-    clients packed per client and concatenated in client-id order.
+    clients packed per client and concatenated in client-id order. With
+    `with_test_counts`, `(train, test, counts)`: `counts[i]` examples of
+    `test` (in order) are client `train.client_ids[i]`'s.
 
   Raises:
     ValueError: If an argument is out of range, or no client is kept.
@@ -202,4 +206,6 @@ def shakespeare_client_data(
           y=np.concatenate([y for _, y in test]),
       )
   )
+  if with_test_counts:
+    return train_data, test_data, [x.shape[0] for x, _ in test]
   return train_data, test_data

@@ -83,12 +83,14 @@ class TextSplits:
     test: The test texts of all clients pooled, in file order.
     test_by_client: client id -> its test texts, in file order (a client
       without test texts is absent).
+    test_clients: The client of each of `test`'s texts.
   """
 
   client_ids: tuple[str, ...]
   train: dict[str, tuple[str, ...]]
   test: tuple[str, ...]
   test_by_client: dict[str, tuple[str, ...]]
+  test_clients: tuple[str, ...]
 
 
 def _error(path: str, line: Optional[int], problem: str) -> TextDataError:
@@ -356,8 +358,14 @@ def split_records(
       for c, rs in sorted(by_client.items())
       if any(r.line in test_records for r in rs)
   }
-  test = tuple(r.text for r in records if r.line in test_records)
-  return TextSplits(tuple(train), train, test, test_by_client)
+  test_records = [r for r in records if r.line in test_records]
+  return TextSplits(
+      tuple(train),
+      train,
+      tuple(r.text for r in test_records),
+      test_by_client,
+      tuple(r.client_id for r in test_records),
+  )
 
 
 def _checked_test_fraction(test_fraction: Any) -> float:

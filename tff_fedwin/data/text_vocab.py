@@ -203,18 +203,27 @@ def text_to_sequences(
 
 
 def texts_to_arrays(
-    texts: Sequence[str], vocab: Vocabulary, sequence_length: int
-) -> tuple[np.ndarray, np.ndarray]:
+    texts: Sequence[str],
+    vocab: Vocabulary,
+    sequence_length: int,
+    *,
+    return_counts: bool = False,
+) -> tuple[np.ndarray, ...]:
   """`(x, y)` of all `texts`' examples, concatenated in order.
 
   Shapes `[num_examples, sequence_length]`, int32; zero rows for no texts.
+  With `return_counts`, `(x, y, counts)`: int64 `[len(texts)]`, each text's
+  examples.
   """
   length = checks.check_int('sequence_length', sequence_length, minimum=1)
   pieces = [text_to_sequences(t, vocab, length) for t in texts]
+  counts = np.array([len(x) for x, _ in pieces], np.int64)
   if not pieces:
     empty = np.zeros([0, length], np.int32)
-    return empty, empty.copy()
-  return (
-      np.concatenate([x for x, _ in pieces]),
-      np.concatenate([y for _, y in pieces]),
-  )
+    arrays = (empty, empty.copy())
+  else:
+    arrays = (
+        np.concatenate([x for x, _ in pieces]),
+        np.concatenate([y for _, y in pieces]),
+    )
+  return (*arrays, counts) if return_counts else arrays

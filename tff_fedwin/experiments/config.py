@@ -113,6 +113,7 @@ class ExperimentConfig:
   model: str = 'auto'
   scale_integer_features: bool = True
   eval_split: str = 'test'
+  eval_per_client: bool = False
   cache_dir: Optional[str] = None
   use_synthetic_data: bool = False
   num_clients: int = 100
@@ -239,6 +240,14 @@ def _check_data(config: ExperimentConfig) -> None:
     raise ValueError(
         '--eval_split=validation needs --task=mnist (its 10,000-example '
         f'validation split); --task={config.task} has a test set only.'
+    )
+  if config.eval_per_client and (
+      config.task not in choices.TASKS_WITH_TEST_CLIENTS
+  ):
+    raise ValueError(
+        '--eval_per_client needs a test set with clients: --task='
+        f'{" or --task=".join(choices.TASKS_WITH_TEST_CLIENTS)}; the test set '
+        f'of --task={config.task} has none.'
     )
   if config.task in ('mnist', 'npz') and (
       config.clients_per_round > config.num_clients

@@ -123,6 +123,8 @@ def fork_round(
       or not trunk.window_size
       or trunk.window_location == 'program'
       or trunk.window_sizes.strip()
+      # A fork's checkpoint has no per_client_metrics.csv rows to carry.
+      or trunk.eval_per_client
       or not _window_rebuildable(trunk, target)
   ):
     return None

@@ -185,7 +185,7 @@ def _train(
         clients_per_round=config.clients_per_round,
         total_rounds=total_rounds,
         seed=config.seed,
-        evaluate_fn=task.build_evaluate_fn(),
+        evaluate_fn=task.build_evaluate_fn(config.eval_per_client),
         rounds_per_eval=config.rounds_per_eval,
         rounds_per_checkpoint=config.rounds_per_checkpoint,
         output_dir=config.root_output_dir,

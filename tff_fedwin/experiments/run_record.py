@@ -266,7 +266,9 @@ def worker_lost(error: Exception, address: str, run_dir: str, remote: bool):
   checkpoint_dir = os.path.join(run_dir, outputs.CHECKPOINT_DIR)
   resume_round = (
       manifest.resume_round(
-          checkpoint_dir, os.path.join(run_dir, outputs.METRICS_CSV)
+          checkpoint_dir,
+          os.path.join(run_dir, outputs.METRICS_CSV),
+          os.path.join(run_dir, outputs.PER_CLIENT_CSV),
       )
       or 0
   )

@@ -45,6 +45,7 @@ from tff_fedwin.data import leaf_cache
 from tff_fedwin.data import leaf_client_data
 from tff_fedwin.data import preloaded
 from tff_fedwin.tasks import image_models
+from tff_fedwin.tasks import per_client
 from tff_fedwin.tasks import shakespeare as shakespeare_lib
 from tff_fedwin.tasks import task as task_lib
 
@@ -201,6 +202,10 @@ def leaf_task(
   cache = check_leaf_dir(data_dir, kind, model=model, cache_dir=cache_dir)
   client_data = leaf_client_data.LeafClientData(cache)
   test_data = leaf_client_data.test_dataset(cache)
+  test_clients = per_client.TestClients.from_counts(
+      [user for user, _ in cache.test_users],
+      [n for _, n in cache.test_users],
+  )
   preprocess_fn = task_lib.batching_fn(batch_size, epochs, seed, shuffle_buffer)
   if cache.kind in ('femnist', 'synthetic'):
     if cache.kind == 'synthetic':
@@ -224,6 +229,7 @@ def leaf_task(
         preprocess_fn,
         test_data.batch(eval_batch_size),
         cache.num_classes,
+        test_clients=test_clients,
     )
   train_data = from_ids.datasets_from_ids(
       client_data.preprocess(lambda ds: ds.map(_last_target))
@@ -236,4 +242,5 @@ def leaf_task(
       test_data.map(_last_target).batch(eval_batch_size),
       leaf_data.SHAKESPEARE_VOCAB_SIZE,
       pad_label=leaf_data.PAD_ID,
+      test_clients=test_clients,
   )

@@ -39,6 +39,7 @@ from tff_fedwin.data import sources
 from tff_fedwin.tasks import data_files
 from tff_fedwin.tasks import image_models
 from tff_fedwin.tasks import leaf as leaf_lib
+from tff_fedwin.tasks import per_client
 from tff_fedwin.tasks import shakespeare as shakespeare_lib
 from tff_fedwin.tasks import task as task_lib
 from tff_fedwin.tasks import text as text_lib
@@ -110,7 +111,9 @@ def _array_task(
 
 
 def _shakespeare_task(*, batch_size, epochs, seed, shuffle_buffer=None):
-  train_data, test = shakespeare_data.shakespeare_client_data()
+  train_data, test, test_counts = shakespeare_data.shakespeare_client_data(
+      with_test_counts=True
+  )
   preprocess_fn = task_lib.batching_fn(batch_size, epochs, seed, shuffle_buffer)
   seq_length = shakespeare_data.DEFAULT_SEQ_LENGTH
 
@@ -134,6 +137,9 @@ def _shakespeare_task(*, batch_size, epochs, seed, shuffle_buffer=None):
       test.batch(1000),
       shakespeare_data.VOCAB_SIZE,
       pad_label=shakespeare_data.PAD_ID,
+      test_clients=per_client.TestClients.from_counts(
+          train_data.client_ids, test_counts
+      ),
   )
 
 

@@ -11,7 +11,9 @@ import attrs
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_fedwin import choices
 from tff_fedwin.tasks import evaluation
+from tff_fedwin.tasks import per_client
 
 
 @attrs.frozen
@@ -30,6 +32,8 @@ class Task:
     accuracy_excluded_labels: Further label ids the test accuracy leaves out
       (e.g. the text task's OOV and EOS, as TFF's StackOverflow task reports
       accuracy); the loss still leaves out `pad_label` only.
+    test_clients: The client of each `test_data` example
+      (`per_client.TestClients`), or None for a test set without clients.
   """
 
   name: str
@@ -40,18 +44,37 @@ class Task:
   num_classes: int
   pad_label: Optional[int] = None
   accuracy_excluded_labels: tuple[int, ...] = ()
+  test_clients: Optional[per_client.TestClients] = None
 
-  def build_evaluate_fn(self) -> evaluation.TestSetEvaluator:
+  def build_evaluate_fn(
+      self, per_client_metrics: bool = False
+  ) -> evaluation.TestSetEvaluator:
     """Returns `ModelWeights -> {'loss', 'accuracy'}` on the test set.
 
     A `TestSetEvaluator`: also `evaluate_all([ModelWeights, ...])`, several
     models in one pass over the test set.
+
+    Args:
+      per_client_metrics: Also evaluate each test client
+        (`evaluate_all_per_client`; the training loop then writes
+        per_client_metrics.csv).
+
+    Raises:
+      PerClientEvaluationError: If `per_client_metrics` and the test set has
+        no clients.
     """
+    if per_client_metrics and self.test_clients is None:
+      raise per_client.PerClientEvaluationError(
+          f'`eval_per_client` needs a test set with clients; the test set of '
+          f'--task={self.name} has none (tasks with test clients: '
+          f'{", ".join(choices.TASKS_WITH_TEST_CLIENTS)}).'
+      )
     return evaluation.TestSetEvaluator(
         self.model_fn,
         self.test_data,
         self.pad_label,
         accuracy_excluded_labels=self.accuracy_excluded_labels,
+        test_clients=self.test_clients if per_client_metrics else None,
     )
 
 

@@ -30,6 +30,7 @@ from tff_fedwin.data import partition
 from tff_fedwin.data import preloaded
 from tff_fedwin.data import text_records
 from tff_fedwin.data import text_vocab
+from tff_fedwin.tasks import per_client
 from tff_fedwin.tasks import shakespeare as shakespeare_lib
 from tff_fedwin.tasks import task as task_lib
 
@@ -166,12 +167,14 @@ class TextData:
     client_ids: The clients, sorted.
     train: client id -> `(x, y)` int32 `[n, sequence_length]` examples.
     test: `(x, y)` of the pooled test texts, in file order.
+    test_clients: The client of each of `test`'s examples.
   """
 
   vocab: text_vocab.Vocabulary
   client_ids: tuple[str, ...]
   train: dict[str, tuple[np.ndarray, np.ndarray]]
   test: tuple[np.ndarray, np.ndarray]
+  test_clients: per_client.TestClients
 
 
 def load_text_data(
@@ -203,8 +206,19 @@ def load_text_data(
       c: text_vocab.texts_to_arrays(splits.train[c], vocab, sequence_length)
       for c in splits.client_ids
   }
-  test = text_vocab.texts_to_arrays(splits.test, vocab, sequence_length)
-  return TextData(vocab, splits.client_ids, train, test)
+  *test, counts = text_vocab.texts_to_arrays(
+      splits.test, vocab, sequence_length, return_counts=True
+  )
+  test_ids = sorted(set(splits.test_clients))
+  index = {c: i for i, c in enumerate(test_ids)}
+  example_client = np.repeat([index[c] for c in splits.test_clients], counts)
+  return TextData(
+      vocab,
+      splits.client_ids,
+      train,
+      tuple(test),
+      per_client.TestClients(tuple(test_ids), example_client),
+  )
 
 
 def text_task(
@@ -307,4 +321,5 @@ def text_task(
       vocab.num_ids,
       pad_label=text_vocab.PAD_ID,
       accuracy_excluded_labels=excluded,
+      test_clients=data.test_clients,
   )

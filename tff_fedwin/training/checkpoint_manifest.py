@@ -11,7 +11,10 @@ SHA-256's 1.1 GB/s, which matters for large client-state files.
 
 Two groups of files: `files` are checked as they are; `client_states` (a
 disk client-state store, which holds only its newest round's states and is
-rolled back to round t first) are checked after that rollback.
+rolled back to round t first) are checked after that rollback. A run that
+writes per_client_metrics.csv also lists its size and CRC-32: that file only
+grows, so a resume checks its first bytes and cuts it back to them
+(`per_client_csv`).
 """
 
 import csv
@@ -25,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 from tff_fedwin.training import client_states as client_states_lib
+from tff_fedwin.training import per_client_csv as per_client_csv_lib
 from tff_fedwin.training import row_files
 
 MANIFEST = 'fedwin_manifest.json'
@@ -110,11 +114,13 @@ def write(
     round_num: int,
     groups: Mapping[str, Sequence[str]],
     metrics_csv: Optional[str],
+    per_client_csv: Optional[str] = None,
 ) -> None:
   """Writes version t's manifest, last and atomically (fsync, rename).
 
   Every file it lists, and their directories, are fsynced first
-  (`_make_durable`).
+  (`_make_durable`). With `per_client_csv` (per_client_metrics.csv), its
+  size and CRC-32 now (`per_client_csv_lib.entry`).
   """
   listed = {FILES: _version_files(version_dir(checkpoint_dir, round_num))}
   for group, paths in groups.items():
@@ -124,6 +130,10 @@ def write(
       'round_num': round_num,
       'metrics_csv': csv_digest(metrics_csv, round_num),
   }
+  if per_client_csv is not None:
+    manifest[per_client_csv_lib.MANIFEST_KEY] = per_client_csv_lib.entry(
+        per_client_csv
+    )
   for group in GROUPS:
     manifest[group] = {
         os.path.relpath(path, checkpoint_dir): list(file_checksum(path))
@@ -197,6 +207,15 @@ def _is_count(value: Any, limit: Optional[int] = None) -> bool:
   )
 
 
+def _is_size_and_crc(listed: Any) -> bool:
+  return (
+      isinstance(listed, list)
+      and len(listed) == 2
+      and _is_count(listed[0])
+      and _is_count(listed[1], 1 << 32)
+  )
+
+
 def _malformed(manifest: Mapping[str, Any]) -> Optional[str]:
   """What makes a parsed manifest unusable, or None."""
   for group in GROUPS:
@@ -209,13 +228,11 @@ def _malformed(manifest: Mapping[str, Any]) -> Optional[str]:
       normalized = os.path.normpath(relative)
       if os.path.isabs(normalized) or normalized.split(os.sep)[0] == '..':
         return f'{group} entry {relative!r} is outside the checkpoint directory'
-      if not (
-          isinstance(listed, list)
-          and len(listed) == 2
-          and _is_count(listed[0])
-          and _is_count(listed[1], 1 << 32)
-      ):
+      if not _is_size_and_crc(listed):
         return f'{group} entry {relative!r} is not a (size, CRC-32) pair'
+  per_client = manifest.get(per_client_csv_lib.MANIFEST_KEY, [0, 0])
+  if not _is_size_and_crc(per_client):
+    return f'{per_client_csv_lib.MANIFEST_KEY} is not a (size, CRC-32) pair'
   digest = manifest.get('metrics_csv')
   if not (
       isinstance(digest, dict)
@@ -262,6 +279,27 @@ def check_csv(metrics_csv: Optional[str], manifest: Any) -> Optional[str]:
   return None
 
 
+def check_per_client_csv(path: Optional[str], manifest: Any) -> Optional[str]:
+  """None if per_client_metrics.csv starts as listed, or is not listed.
+
+  A version written without per-client evaluation lists no such file: its
+  rows (if any) are not vouched for, and not damage of this version.
+  """
+  if path is None or per_client_csv_lib.MANIFEST_KEY not in manifest:
+    return None
+  return per_client_csv_lib.check(
+      path, manifest[per_client_csv_lib.MANIFEST_KEY]
+  )
+
+
+def roll_back_per_client_csv(path: Optional[str], manifest: Any) -> None:
+  """Cuts per_client_metrics.csv back to the checked version's size."""
+  if path is not None and per_client_csv_lib.MANIFEST_KEY in manifest:
+    per_client_csv_lib.roll_back(
+        path, manifest[per_client_csv_lib.MANIFEST_KEY]
+    )
+
+
 def version_rounds(checkpoint_dir: str) -> list[int]:
   """The rounds of the version directories (`program_state_<t>`), ascending."""
   try:
@@ -274,7 +312,9 @@ def version_rounds(checkpoint_dir: str) -> list[int]:
 
 
 def resume_round(
-    checkpoint_dir: str, metrics_csv: Optional[str] = None
+    checkpoint_dir: str,
+    metrics_csv: Optional[str] = None,
+    per_client_csv: Optional[str] = None,
 ) -> Optional[int]:
   """The round a rerun resumes from, or None (it starts from round 1).
 
@@ -291,7 +331,11 @@ def resume_round(
     if verified and round_num >= min(verified):
       manifest, problem = read(checkpoint_dir, round_num)
       problem = problem or check_group(checkpoint_dir, manifest, FILES)
-      if problem or check_csv(metrics_csv, manifest):
+      if (
+          problem
+          or check_csv(metrics_csv, manifest)
+          or check_per_client_csv(per_client_csv, manifest)
+      ):
         continue
     return round_num
   return None

@@ -148,11 +148,13 @@ class Checkpoints:
       identity: RunIdentity,
       run: Callable[[Any], Any],
       metrics_csv: Optional[str] = None,
+      per_client_csv: Optional[str] = None,
   ):
     self.directory = checkpoint_dir
     self._identity = identity
     self._run = run
     self._metrics_csv = metrics_csv
+    self.per_client_csv = per_client_csv
     self._manager = tff.program.FileProgramStateManager(
         checkpoint_dir, keep_total=CHECKPOINTS_TO_KEEP
     )
@@ -184,6 +186,7 @@ class Checkpoints:
         round_num,
         checkpoint_files([store], round_num),
         self._metrics_csv,
+        self.per_client_csv,
     )
 
   def versions(self) -> list[int]:
@@ -200,7 +203,9 @@ class Checkpoints:
 
   def resume_round(self) -> Optional[int]:
     """The round a rerun resumes from (`checkpoint_manifest.resume_round`)."""
-    return manifest_lib.resume_round(self.directory, self._metrics_csv)
+    return manifest_lib.resume_round(
+        self.directory, self._metrics_csv, self.per_client_csv
+    )
 
   def load_latest(
       self, initial_state: Any, *, total_rounds: int
@@ -222,7 +227,8 @@ class Checkpoints:
     it whole (the files, then the store `open_store(t)` rolled back to t)
     and its program state loads. Newer versions are moved to
     `<run dir>/damaged/` with a warning naming each and why; metrics.csv
-    loses its rows after t. Versions older than the oldest with a manifest
+    loses its rows after t, per_client_metrics.csv is cut back to its size
+    at t (`per_client_csv`). Versions older than the oldest with a manifest
     were written before manifests existed: the newest that loads is used,
     with a warning that it is unverified.
 
@@ -244,6 +250,9 @@ class Checkpoints:
       if found is not None:
         self._set_aside(problems)
         manifest_lib.roll_back_csv(self._metrics_csv, found.round_num)
+        if not legacy:
+          manifest, _ = manifest_lib.read(self.directory, version)
+          manifest_lib.roll_back_per_client_csv(self.per_client_csv, manifest)
         if legacy:
           logging.warning(
               'The checkpoint of round %d in %s has no manifest (written '
@@ -275,6 +284,9 @@ class Checkpoints:
           self.directory, manifest, manifest_lib.FILES
       )
       problem = problem or manifest_lib.check_csv(self._metrics_csv, manifest)
+      problem = problem or manifest_lib.check_per_client_csv(
+          self.per_client_csv, manifest
+      )
       if problem:
         return None, None, problem
 

@@ -21,6 +21,7 @@ from tff_fedwin.training import divergence
 from tff_fedwin.training import loop_arguments
 from tff_fedwin.training import metrics as metrics_lib
 from tff_fedwin.training import outputs
+from tff_fedwin.training import per_client_csv
 from tff_fedwin.training import progress
 from tff_fedwin.training import runner as runner_lib
 from tff_fedwin.training import sampling
@@ -91,6 +92,10 @@ def _start(
     ).fork_json
     if os.path.exists(fork_json):
       os.remove(fork_json)
+    # Nor has it per-client rows (a run killed before version 0 left some).
+    per_client = checkpoints.per_client_csv
+    if per_client is not None and os.path.exists(per_client):
+      os.remove(per_client)
     checkpoints.save(initial_state, 0, steps)
     return _Start(initial_state, store, steps, None)
   message = (
@@ -123,6 +128,7 @@ class _Rounds:
     self._steps = steps
     self._checkpoints = checkpoints
     paths = outputs.RunPaths(args.output_dir, args.experiment_name)
+    self._per_client_csv = checkpoints.per_client_csv
     self._releases = (
         tff.program.CSVFileReleaseManager(
             paths.metrics_csv, key_fieldname=outputs.ROUND_KEY
@@ -169,16 +175,21 @@ class _Rounds:
   def evaluate_if_due(
       self, state: Any, round_num: int, values: dict[str, Any]
   ) -> None:
-    """Adds the eval columns at eval rounds (every k rounds and round T)."""
+    """Adds the eval columns at eval rounds (every k rounds and round T).
+
+    With per-client evaluation, appends the round's per_client_metrics.csv
+    rows.
+    """
     if (
         round_num % self._args.rounds_per_eval == 0
         or round_num == self._args.total_rounds
     ):
-      values.update(
-          metrics_lib.evaluate_models(
-              self._runner, state, self._args.evaluate_fn
-          )
+      evaluated, clients = metrics_lib.evaluate_models_and_clients(
+          self._runner, state, self._args.evaluate_fn
       )
+      values.update(evaluated)
+      if clients is not None:
+        per_client_csv.append(self._per_client_csv, round_num, clients)
 
   def release(self, values: dict[str, Any], round_num: int) -> None:
     """Writes the row to metrics.csv and TensorBoard."""
@@ -339,6 +350,11 @@ def run_training(
         identity=identity,
         run=run,
         metrics_csv=paths.metrics_csv,
+        per_client_csv=(
+            paths.per_client_csv
+            if metrics_lib.per_client_metrics_of(evaluate_fn)
+            else None
+        ),
     )
     with disk_full.as_one_line(checkpoints):
       start = _start(runner, checkpoints, args)

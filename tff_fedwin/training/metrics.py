@@ -3,11 +3,12 @@
 import collections
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 import tensorflow as tf
 
+from tff_fedwin.training import client_metrics
 from tff_fedwin.training import outputs
 from tff_fedwin.training import runner as runner_lib
 
@@ -89,24 +90,39 @@ def same_weights(
 
 def evaluate_all(
     evaluate_fn: EvaluateFn, model_weights: Sequence[runner_lib.ModelWeights]
-) -> list['collections.OrderedDict[str, float]']:
+) -> tuple[list['collections.OrderedDict[str, float]'], Optional[np.ndarray]]:
   """`evaluate_fn` of each model, checked; one pass when it can.
 
   An `evaluate_fn` with an `evaluate_all(sequence of ModelWeights)` method
   (e.g. `tasks.TestSetEvaluator`) evaluates them all in one call; any other
-  is called once per model.
+  is called once per model. One with `test_clients` set and an
+  `evaluate_all_per_client` method also gives the per-client sums.
+
+  Returns:
+    The metrics of each model and the per-client sums (float64 `[clients,
+    models, 4]`, `tasks.per_client.client_sums`) or None.
   """
-  many = getattr(evaluate_fn, 'evaluate_all', None)
-  if many is None:
-    results = [evaluate_fn(weights) for weights in model_weights]
+  sums = None
+  if per_client_metrics_of(evaluate_fn):
+    results, sums = evaluate_fn.evaluate_all_per_client(list(model_weights))
+    results = list(results)
+  elif getattr(evaluate_fn, 'evaluate_all', None) is not None:
+    results = list(evaluate_fn.evaluate_all(list(model_weights)))
   else:
-    results = list(many(list(model_weights)))
-    if len(results) != len(model_weights):
-      raise ValueError(
-          '`evaluate_fn.evaluate_all` must return one mapping per model: got '
-          f'{len(results)} for {len(model_weights)} models.'
-      )
-  return [check_eval_metrics(metrics) for metrics in results]
+    results = [evaluate_fn(weights) for weights in model_weights]
+  if len(results) != len(model_weights):
+    raise ValueError(
+        '`evaluate_fn.evaluate_all` must return one mapping per model: got '
+        f'{len(results)} for {len(model_weights)} models.'
+    )
+  return [check_eval_metrics(metrics) for metrics in results], sums
+
+
+def per_client_metrics_of(evaluate_fn: EvaluateFn) -> bool:
+  """Whether `evaluate_fn` evaluates each test client (`--eval_per_client`)."""
+  return getattr(evaluate_fn, 'test_clients', None) is not None and callable(
+      getattr(evaluate_fn, 'evaluate_all_per_client', None)
+  )
 
 
 def evaluate_models(
@@ -116,10 +132,26 @@ def evaluate_models(
 ) -> 'collections.OrderedDict[str, float]':
   """`window/<m>`, `global/<m>` and `eval_time_seconds` of a server state.
 
+  `evaluate_models_and_clients`'s metrics.
+  """
+  return evaluate_models_and_clients(runner, state, evaluate_fn)[0]
+
+
+def evaluate_models_and_clients(
+    runner: runner_lib.RoundRunner,
+    state: Any,
+    evaluate_fn: EvaluateFn,
+) -> tuple[
+    'collections.OrderedDict[str, float]', Optional[client_metrics.ClientSums]
+]:
+  """`window/<m>`, `global/<m>`, `eval_time_seconds`; the per-client sums.
+
   A runner with `extra_window_models(state)` (name -> `ModelWeights`, e.g.
   `window_50`) adds `<name>/<m>` for each. All models are evaluated in one
   `evaluate_all`, each distinct model once (an inactive window model is the
-  global model).
+  global model). With an `evaluate_fn` that evaluates each test client
+  (`per_client_metrics_of`), each model's metrics also have
+  `client_metrics.summary`'s, and the `ClientSums` are returned (else None).
   """
   start = time.monotonic()
   named = [
@@ -135,10 +167,22 @@ def evaluate_models(
     if not same:
       distinct.append(weights)
     index_of.append(same[0] if same else len(distinct) - 1)
-  results = evaluate_all(evaluate_fn, distinct)
+  results, sums = evaluate_all(evaluate_fn, distinct)
+  if sums is not None:
+    for i, metrics in enumerate(results):
+      metrics.update(client_metrics.summary(sums[:, i]))
   values = collections.OrderedDict()
   for (prefix, _), index in zip(named, index_of):
     for name, value in results[index].items():
       values[f'{prefix}/{name}'] = value
   values[outputs.EVAL_TIME_KEY] = time.monotonic() - start
-  return values
+  clients = None
+  if sums is not None:
+    test_clients = evaluate_fn.test_clients
+    clients = client_metrics.ClientSums(
+        tuple(test_clients.client_ids),
+        np.asarray(test_clients.num_examples()),
+        tuple(prefix for prefix, _ in named),
+        sums[:, index_of],
+    )
+  return values, clients

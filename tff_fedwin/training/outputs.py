@@ -1,7 +1,8 @@
 """The files of one run: names, paths, the CSV summary and atomic JSON.
 
 Under `output_dir/experiment_name/`: `metrics.csv` (one row per round, key
-column `round_num`), `tensorboard/`, `summary.json` and `checkpoints/`
+column `round_num`), `tensorboard/`, `summary.json`, `checkpoints/` and,
+when each test client is evaluated, `per_client_metrics.csv`
 (docs/design.md sec. 5).
 """
 
@@ -19,6 +20,9 @@ from tff_fedwin.training import client_states
 
 CHECKPOINT_DIR = 'checkpoints'
 METRICS_CSV = 'metrics.csv'
+# One row per (eval round, test client), with `--eval_per_client`
+# (`per_client_csv`).
+PER_CLIENT_CSV = 'per_client_metrics.csv'
 TENSORBOARD_DIR = 'tensorboard'
 SUMMARY_JSON = 'summary.json'
 # A forked run's trunk and fork round (`tff_fedwin.training.forks`).
@@ -51,6 +55,7 @@ class RunPaths:
     self.root = os.path.join(os.fspath(output_dir), experiment_name)
     self.checkpoints = os.path.join(self.root, CHECKPOINT_DIR)
     self.metrics_csv = os.path.join(self.root, METRICS_CSV)
+    self.per_client_csv = os.path.join(self.root, PER_CLIENT_CSV)
     self.tensorboard = os.path.join(self.root, TENSORBOARD_DIR)
     self.summary_json = os.path.join(self.root, SUMMARY_JSON)
     self.fork_json = os.path.join(self.root, FORK_JSON)
