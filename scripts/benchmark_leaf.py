@@ -8,8 +8,9 @@ the first start (the data step before TensorFlow: the JSON checked and
 converted into the binary cache, about 2.5 GB, by parallel processes; then
 `leaf_task`) and a later start (the cache found by the files' stat digest, no
 JSON byte read): wall time, the driver's peak RSS (VmHWM) and the largest of
-the conversion processes'. Prints a markdown table; deletes what it
-wrote unless --keep.
+the conversion processes'. Then an eval round of two models with and without
+`--eval_per_client` (`tff_fedwin.benchmarks.per_client_eval`). Prints
+markdown tables; deletes what it wrote unless --keep.
 
   .venv/bin/python scripts/benchmark_leaf.py --work_dir=/tmp/leafbench
 
@@ -51,6 +52,12 @@ _WORK_DIR = flags.DEFINE_string(
     'work_dir', None, 'Where to write (default: a new temporary directory).'
 )
 _KEEP = flags.DEFINE_bool('keep', False, 'Keep the JSON and the cache.')
+_EVAL_REPEATS = flags.DEFINE_integer(
+    'eval_repeats',
+    5,
+    'Timed eval rounds, pooled and with --eval_per_client alternately '
+    '(`tff_fedwin.benchmarks.per_client_eval`); 0 skips them.',
+)
 _OUTPUT = flags.DEFINE_string('output', None, 'Also write the table here.')
 
 _MB = 2**20
@@ -61,6 +68,32 @@ def _row(name, result):
       f'| {name} | {result["wall_seconds"]:.1f} | '
       f'{result["start_seconds"]:.1f} | {result["peak_rss_mb"]:.0f} | '
       f'{result["children_peak_rss_mb"]:.0f} |'
+  )
+
+
+def _eval_report(data_dir, cache_dir):
+  result = synthetic_leaf.run_in_child(
+      'tff_fedwin.benchmarks.per_client_eval',
+      'measure',
+      [data_dir, cache_dir, _EVAL_REPEATS.value],
+  )
+  pooled, per_client = result['pooled_seconds'], result['per_client_seconds']
+  return '\n'.join(
+      [
+          f'Eval round of two models on the {result["num_test_examples"]} '
+          f'test examples of {result["num_test_clients"]} test clients '
+          f'(median of {_EVAL_REPEATS.value}, alternated; '
+          f'{result["rows_bytes_per_round"] / 2**10:.0f} KB of rows a round):',
+          '',
+          '| eval round | seconds | ratio |',
+          '|---|---|---|',
+          f'| pooled only | {pooled:.2f} | 1.00 |',
+          f'| with --eval_per_client | {per_client:.2f} | '
+          f'{per_client / pooled:.2f} |',
+          '',
+          f'all pooled: {[round(t, 3) for t in result["pooled_all"]]}',
+          f'all per-client: {[round(t, 3) for t in result["per_client_all"]]}',
+      ]
   )
 
 
@@ -106,6 +139,8 @@ def main(argv):
             _row('later start (cache hit)', later),
         ]
     )
+    if _EVAL_REPEATS.value:
+      report += '\n\n' + _eval_report(data_dir, cache_dir)
     print(report, flush=True)
     if _OUTPUT.value:
       with open(_OUTPUT.value, 'w') as f:

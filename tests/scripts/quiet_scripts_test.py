@@ -68,6 +68,7 @@ def _benchmark_leaf_args(tmp_path):
       '--num_users=4',
       '--num_examples=40',
       '--num_files=2',
+      '--eval_repeats=1',
       f'--work_dir={tmp_path / "leaf"}',
   ]
 
@@ -121,7 +122,7 @@ def _plot_runs_args(tmp_path):
 _RUNS = {
     'benchmark_memory': (_benchmark_memory_args, '| tff_fedavg | 1 | 1 |'),
     'benchmark_scale': (_benchmark_scale_args, '| clients | s/round (loop) |'),
-    'benchmark_leaf': (_benchmark_leaf_args, '| later start (cache hit) |'),
+    'benchmark_leaf': (_benchmark_leaf_args, '| with --eval_per_client |'),
     'reproduce_papers': (_reproduce_papers_args, '| fedavg shakespeare W=10 |'),
     'plot_runs': (_plot_runs_args, 'Wrote '),
 }

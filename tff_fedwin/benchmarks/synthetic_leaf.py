@@ -219,17 +219,27 @@ def measure_start(
   Raises:
     RuntimeError: If the child fails (its stderr's end in the message).
   """
+  if data_dir is None:
+    return run_in_child(__name__, '_imports_only', [])
+  return run_in_child(__name__, '_start', [data_dir, cache_dir])
+
+
+def run_in_child(module: str, function: str, args: list[Any]) -> dict[str, Any]:
+  """`module.function(*args)` in a fresh Python process: its JSON result.
+
+  Adds `wall_seconds`, the child's whole wall time.
+
+  Raises:
+    RuntimeError: If the child fails (its stderr's end in the message).
+  """
   code = (
-      'import json, sys\n'
-      'from tff_fedwin.benchmarks import synthetic_leaf as s\n'
-      'a = json.loads(sys.argv[1])\n'
-      'r = s._start(*a) if a else s._imports_only()\n'
-      'print("RESULT " + json.dumps(r))\n'
+      'import importlib, json, sys\n'
+      'f = getattr(importlib.import_module(sys.argv[1]), sys.argv[2])\n'
+      'print("RESULT " + json.dumps(f(*json.loads(sys.argv[3]))))\n'
   )
-  args = json.dumps([data_dir, cache_dir] if data_dir else [])
   started = time.perf_counter()
   result = subprocess.run(
-      [sys.executable, '-c', code, args],
+      [sys.executable, '-c', code, module, function, json.dumps(args)],
       capture_output=True,
       text=True,
       check=False,
@@ -237,7 +247,5 @@ def measure_start(
   wall = time.perf_counter() - started
   lines = [l for l in result.stdout.splitlines() if l.startswith('RESULT ')]
   if result.returncode or not lines:
-    raise RuntimeError(
-        f'The start in a child process failed: {result.stderr[-2000:]}'
-    )
+    raise RuntimeError(f'The child process failed: {result.stderr[-2000:]}')
   return {**json.loads(lines[-1][len('RESULT ') :]), 'wall_seconds': wall}
