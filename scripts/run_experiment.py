@@ -139,7 +139,7 @@ flags.DEFINE_enum(
 flags.DEFINE_bool(
     'eval_per_client',
     _DEFAULTS.eval_per_client,
-    'leaf, text, shakespeare: also evaluate each test client at every eval round, as '
+    'leaf, text, shakespeare, emnist: also evaluate each test client at every eval round, as '
     'LEAF reports: rows in per_client_metrics.csv, their spread in '
     'metrics.csv (docs/design.md sec. 5.7).',
 )

@@ -277,6 +277,48 @@ def test_emnist_training_data_is_built_by_id_in_the_workers(
   np.testing.assert_array_equal(batch['x'].numpy()[order][..., 0], pixels['w0'])
 
 
+def test_emnist_test_set_is_in_client_order_with_its_clients(
+    tmp_path, monkeypatch
+):
+  # Three writers (ids sorted by TFF's SqlClientData): the pooled test set is
+  # w0's examples, then w1's, then w2's (TFF's own pooling shuffles the
+  # writers unseeded); per-client evaluation counts 2, 1, 3.
+  labels = {'w0': [3, 61], 'w1': [7], 'w2': [1, 2, 5]}
+  parsed = _sql_client_data(
+      str(tmp_path / 'emnist.sqlite'),
+      {
+          c: dict(label=y, pixels=np.full((len(y), 28, 28), 0.5))
+          for c, y in labels.items()
+      },
+      collections.OrderedDict(
+          label=tf.TensorSpec([], tf.int32),
+          pixels=tf.TensorSpec([28, 28], tf.float32),
+      ),
+  )
+  monkeypatch.setattr(
+      tff.simulation.datasets.emnist,
+      'load_data',
+      lambda **kwargs: (parsed, parsed),
+  )
+
+  task = registry.create_task(
+      'emnist', batch_size=2, cache_dir='unused', eval_per_client=True
+  )
+
+  (batch,) = list(task.test_data)
+  np.testing.assert_array_equal(batch['y'], [3, 61, 7, 1, 2, 5])
+  assert task.test_clients.client_ids == ('w0', 'w1', 'w2')
+  np.testing.assert_array_equal(
+      task.test_clients.example_client, [0, 0, 1, 2, 2, 2]
+  )
+  assert (
+      registry.create_task(
+          'emnist', batch_size=2, cache_dir='unused'
+      ).test_clients
+      is None
+  )  # Counted only when asked (a pass over the data).
+
+
 def _stackoverflow_posts(tmp_path, monkeypatch, posts):
   """TFF's StackOverflow loaders patched to read `posts` (user -> token texts).
 

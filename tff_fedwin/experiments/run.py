@@ -49,6 +49,7 @@ def create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
           shuffle_buffer=config.client_shuffle_buffer,
           text_model=config.text_model,
           stackoverflow_test_batches=config.stackoverflow_test_batches,
+          eval_per_client=config.eval_per_client,
       )
   except tasks_registry.DataUnavailableError as e:
     raise tasks_registry.DataUnavailableError(

@@ -181,6 +181,7 @@ def create_task(
     shuffle_buffer: Optional[int] = None,
     text_model: str = 'tff',
     stackoverflow_test_batches: int = tff_baselines.STACKOVERFLOW_TEST_BATCHES,
+    eval_per_client: bool = False,
 ) -> Task:
   """Builds the task `name` (one of `TASKS`); see the module docstring.
 
@@ -227,6 +228,9 @@ def create_task(
     text_model: Task `text`: one of `TEXT_MODELS` (`text.TEXT_MODEL_SIZES`).
     stackoverflow_test_batches: Task `stackoverflow`: the test batches
       evaluated (the first ones of TFF's test set); 0: all of them.
+    eval_per_client: Task `emnist`: also count each test client's examples
+      (`Task.test_clients`; one pass over its test set). The other tasks
+      with test clients always have them.
 
   Returns:
     The `Task`.
@@ -316,6 +320,7 @@ def create_task(
         cache_dir=cache_dir,
         use_synthetic_data=use_synthetic_data,
         shuffle_buffer=shuffle_buffer,
+        test_clients=eval_per_client,
     )
   if name == 'shakespeare':
     return _shakespeare_task(

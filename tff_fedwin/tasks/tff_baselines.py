@@ -4,6 +4,7 @@ import collections
 import os
 from typing import Optional
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
@@ -11,6 +12,7 @@ from tff_fedwin import choices
 from tff_fedwin import data
 from tff_fedwin import errors
 from tff_fedwin.tasks import emnist as emnist_lib
+from tff_fedwin.tasks import per_client
 from tff_fedwin.tasks import task as task_lib
 
 Task = task_lib.Task
@@ -67,6 +69,29 @@ def _load_emnist(cache_dir: Optional[str]):
     ) from e
 
 
+def _in_client_order(client_data) -> tf.data.Dataset:
+  """Every client's examples, client after client in `client_ids` order.
+
+  `create_tf_dataset_from_all_clients()` without a seed shuffles the clients
+  with an unseeded generator: another order, so other batches, every run.
+  """
+  return tf.data.Dataset.from_tensor_slices(client_data.client_ids).flat_map(
+      client_data.serializable_dataset_fn
+  )
+
+
+def _test_clients(client_data) -> per_client.TestClients:
+  """Each client's examples in `_in_client_order`, counted in one pass."""
+  ids = tf.constant(client_data.client_ids)
+  indices = tf.data.Dataset.range(len(client_data.client_ids)).flat_map(
+      lambda i: client_data.serializable_dataset_fn(ids[i]).map(lambda _: i)
+  )
+  counts = np.zeros(len(client_data.client_ids), np.int64)
+  for batch in indices.batch(65536).as_numpy_iterator():
+    counts += np.bincount(batch, minlength=len(counts))
+  return per_client.TestClients.from_counts(client_data.client_ids, counts)
+
+
 def emnist_task(
     *,
     batch_size,
@@ -75,7 +100,13 @@ def emnist_task(
     cache_dir,
     use_synthetic_data,
     shuffle_buffer=None,
+    test_clients=False,
 ):
+  """TFF's EMNIST-62 (FEMNIST) with the test clients' data in id order.
+
+  `test_clients`: also count each test client's examples
+  (`Task.test_clients`, for `--eval_per_client`; one pass over the test set).
+  """
   if use_synthetic_data:
     train = test = tff.simulation.datasets.emnist.get_synthetic()
   else:
@@ -91,14 +122,22 @@ def emnist_task(
   if not use_synthetic_data:  # A query per client id (TFF's SqlClientData).
     train_data = data.datasets_from_ids(train_data)
   preprocess_fn = task_lib.batching_fn(batch_size, epochs, seed, shuffle_buffer)
-  test_data = test.create_tf_dataset_from_all_clients().map(to_xy).batch(1000)
+  test_data = _in_client_order(test).map(to_xy).batch(1000)
   element_spec = preprocess_fn(
       train_data.create_tf_dataset_for_client(train_data.client_ids[0])
   ).element_spec
   model_fn = task_lib.classification_model_fn(
       lambda: emnist_lib.create_cnn_dropout_model(62, seed), element_spec
   )
-  return Task('emnist', model_fn, train_data, preprocess_fn, test_data, 62)
+  return Task(
+      'emnist',
+      model_fn,
+      train_data,
+      preprocess_fn,
+      test_data,
+      62,
+      test_clients=_test_clients(test) if test_clients else None,
+  )
 
 
 def stackoverflow_task(
