@@ -205,3 +205,41 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_previous(
       'program_state_2'
   ]
   assert numbers(run_dir) == expected
+
+
+def _tree_bytes(directory):
+  found = {}
+  for parent, _, names in os.walk(directory):
+    for name in names:
+      path = os.path.join(parent, name)
+      with open(path, 'rb') as f:
+        found[os.path.relpath(path, directory)] = f.read()
+  return found
+
+
+def test_no_intact_version_leaves_the_client_states_untouched(runs, data_npz):
+  # Version 2 lacks a file, version 0's program state is truncated, and
+  # version 1 is whole but the undo log that rolls the store back to it is
+  # damaged: it is verified before the rollback writes anything, so the
+  # store keeps its undo logs and base files for a restored copy.
+  _, root, pristine = runs('scaffold_disk')
+  run_dir = root / _NAME
+  shutil.rmtree(run_dir)
+  shutil.copytree(pristine, run_dir)
+  os.remove(run_dir / _V2 / 'variables' / 'variables.data-00000-of-00001')
+  _truncate(str(run_dir / 'checkpoints/program_state_0/saved_model.pb'))
+  store = run_dir / 'checkpoints' / 'client_states'
+  undo = store / 'undo_2' / 'leaf_0.bin'
+  data = bytearray(undo.read_bytes())
+  data[-1] ^= 0xFF
+  undo.write_bytes(bytes(data))
+  before = _tree_bytes(store)
+
+  result = run_script(root, data_npz, 'scaffold_disk', 3)
+
+  assert result.returncode == 1, result.stderr[-2000:]
+  (line,) = [l for l in result.stderr.splitlines() if 'No checkpoint' in l]
+  assert 'version 1: the client-state file ' in line, line
+  assert 'would not be as listed after the rollback' in line, line
+  assert _tree_bytes(store) == before
+  assert not (run_dir / 'damaged').exists()

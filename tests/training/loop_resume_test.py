@@ -251,26 +251,41 @@ def test_resumed_scaffold_run_has_the_uninterrupted_client_states(
   _assert_same_stores(_saved_store(tmp_path, 4), expected_store)
 
 
+@pytest.mark.parametrize('outside', [False, True])
 def test_resumed_disk_store_has_the_uninterrupted_client_states(
-    processes, uninterrupted_runs, tmp_path
+    processes, uninterrupted_runs, tmp_path, outside
 ):
+  # `outside`: the store in its own directory (`client_states_dir`), not
+  # under the checkpoints; its manifest entries are then no paths inside the
+  # checkpoint directory (every version read as malformed, until 2026-12-03,
+  # and the run resumed from round 0).
   reference, _, _ = uninterrupted_runs('scaffold')
+  store_dir = str(tmp_path / 'states') if outside else None
   with pytest.raises(_Crash):
     _run(
         _runner(processes, 'scaffold', crash_at_call=3),
-        tmp_path,
+        tmp_path / 'run',
         client_states='disk',
+        client_states_dir=store_dir,
     )
 
-  _run(_runner(processes, 'scaffold'), tmp_path, client_states='disk')
+  summary = _run(
+      _runner(processes, 'scaffold'),
+      tmp_path / 'run',
+      client_states='disk',
+      client_states_dir=store_dir,
+  )
 
+  assert summary['resumed_from_round'] == 2
+  assert not os.path.exists(tmp_path / 'run' / 'exp' / 'damaged')
   returned = _returned_states(reference)
   assert len(returned) >= 2
   store = client_state_stores.open_client_states(
       'disk',
       scaffold.initial_client_state(task.model_fn),
       list(task.CLIENT_DATA.client_ids),
-      checkpoint_dir=os.path.join(str(tmp_path), 'exp', 'checkpoints'),
+      checkpoint_dir=os.path.join(str(tmp_path), 'run', 'exp', 'checkpoints'),
+      directory=store_dir,
       round_num=4,
   )
   try:

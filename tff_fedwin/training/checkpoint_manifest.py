@@ -10,8 +10,9 @@ truncation, zero-filling and flipped bytes, and ran at 2.4 GB/s here against
 SHA-256's 1.1 GB/s, which matters for large client-state files.
 
 Two groups of files: `files` are checked as they are; `client_states` (a
-disk client-state store, which holds only its newest round's states and is
-rolled back to round t first) are checked after that rollback. A run that
+disk client-state store, which holds only its newest round's states) are
+checked as a rollback to round t would leave them, computed before the
+rollback writes anything (`disk_store_rollback`). A run that
 writes per_client_metrics.csv also lists its size and CRC-32: that file only
 grows, so a resume checks its first bytes and cuts it back to them
 (`per_client_csv`).
@@ -28,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 from tff_fedwin.training import client_states as client_states_lib
+from tff_fedwin.training import disk_store_rollback
 from tff_fedwin.training import per_client_csv as per_client_csv_lib
 from tff_fedwin.training import row_files
 
@@ -136,7 +138,13 @@ def write(
     )
   for group in GROUPS:
     manifest[group] = {
-        os.path.relpath(path, checkpoint_dir): list(file_checksum(path))
+        # The disk store's files by name: its directory is the run's
+        # `client_states_dir`, which may be outside the checkpoint directory.
+        (
+            os.path.basename(path)
+            if group == CLIENT_STATES
+            else os.path.relpath(path, checkpoint_dir)
+        ): list(file_checksum(path))
         for path in listed.get(group, ())
     }
   _make_durable(
@@ -260,6 +268,31 @@ def check_group(
     if file_checksum(path)[1] != crc:
       return f'checksum mismatch of {path}'
   return None
+
+
+def check_rolled_back_store(
+    checkpoint_dir: str, manifest: Any, round_num: int, store_dir: str
+) -> Optional[str]:
+  """None if the disk store rolled back to t would be as the manifest lists.
+
+  Computed without writing (`disk_store_rollback`); a version without a disk
+  store (no `client_states` entries) passes. Entries are file names in
+  `store_dir` (the run's disk store); a path with a separator, as manifests
+  before 2026-12-03 wrote them, is relative to the checkpoint directory.
+  """
+  store_dir = os.path.abspath(store_dir)
+  listed = {
+      os.path.normpath(
+          os.path.join(checkpoint_dir if os.sep in entry else store_dir, entry)
+      ): tuple(pair)
+      for entry, pair in manifest[CLIENT_STATES].items()
+  }
+  if not listed:
+    return None
+  directories = {os.path.dirname(path) for path in listed}
+  if len(directories) != 1:
+    return f'its {CLIENT_STATES} entries are in several directories'
+  return disk_store_rollback.problem(directories.pop(), round_num, listed)
 
 
 def check_csv(metrics_csv: Optional[str], manifest: Any) -> Optional[str]:

@@ -15,6 +15,7 @@ import tensorflow_federated as tff
 
 from tff_fedwin import errors
 from tff_fedwin.training import checkpoint_manifest as manifest_lib
+from tff_fedwin.training import client_state_stores
 from tff_fedwin.training import load_damage
 
 # Program states kept on disk (tff.program.FileProgramStateManager keeps the
@@ -138,7 +139,10 @@ class Checkpoints:
   The `tff.program` state manager's methods are coroutines; `run` runs one to
   completion (e.g. `asyncio.AbstractEventLoop.run_until_complete`). Every
   version gets a manifest, written last (`checkpoint_manifest`); a resume
-  takes the newest intact version (docs/design.md sec. 5.3).
+  takes the newest intact version (docs/design.md sec. 5.3). A version
+  vouches for `metrics_csv` and `per_client_csv` (the run's rows files, if
+  given) and for the disk store in `client_states_dir` (default
+  `<checkpoint_dir>/client_states`).
   """
 
   def __init__(
@@ -149,8 +153,12 @@ class Checkpoints:
       run: Callable[[Any], Any],
       metrics_csv: Optional[str] = None,
       per_client_csv: Optional[str] = None,
+      client_states_dir: Optional[str] = None,
   ):
     self.directory = checkpoint_dir
+    self._client_states_dir = client_state_stores.disk_directory(
+        checkpoint_dir, client_states_dir
+    )
     self._identity = identity
     self._run = run
     self._metrics_csv = metrics_csv
@@ -224,8 +232,9 @@ class Checkpoints:
     """The newest intact version and `open_store(t)` of it; (None, None).
 
     Walks the versions newest first. One is intact when its manifest lists
-    it whole (the files, then the store `open_store(t)` rolled back to t)
-    and its program state loads. Newer versions are moved to
+    it whole (the files; the disk store's files as a rollback to t would
+    leave them, computed before `open_store(t)` rolls it back,
+    `disk_store_rollback`) and its program state loads. Newer versions are moved to
     `<run dir>/damaged/` with a warning naming each and why; metrics.csv
     loses its rows after t, per_client_metrics.csv is cut back to its size
     at t (`per_client_csv`). Versions older than the oldest with a manifest
@@ -308,20 +317,19 @@ class Checkpoints:
     round_num = self._check(loaded, total_rounds=total_rounds)
     store = None
     if open_store is not None:
+      if manifest is not None:
+        # Verified before the rollback, which writes the store.
+        problem = manifest_lib.check_rolled_back_store(
+            self.directory, manifest, round_num, self._client_states_dir
+        )
+        if problem:
+          return None, None, problem
       try:
         store = open_store(round_num)
       except (OSError, ValueError) as e:
         if not legacy or version == 0:
           raise
         return None, None, f'its client states cannot be restored ({e})'
-      if manifest is not None:
-        problem = manifest_lib.check_group(
-            self.directory, manifest, manifest_lib.CLIENT_STATES
-        )
-        if problem:
-          if store is not None:
-            store.close()
-          return None, None, problem
     return Restored(loaded['server_state'], round_num, version), store, None
 
   def _set_aside(self, problems: Sequence[tuple[int, str]]) -> None:

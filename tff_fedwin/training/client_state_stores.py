@@ -102,6 +102,11 @@ def choose_kind(kind: str, template: Any, num_clients: int) -> str:
   return 'disk' if num_clients * state_bytes > AUTO_DISK_BYTES else 'memory'
 
 
+def disk_directory(checkpoint_dir: str, directory: Optional[str]) -> str:
+  """A disk store's directory: `directory`, else under `checkpoint_dir`."""
+  return directory or os.path.join(checkpoint_dir, DEFAULT_DISK_SUBDIR)
+
+
 def open_client_states(
     kind: str,
     template: Any,
@@ -140,7 +145,7 @@ def open_client_states(
         )
       store = client_states_lib.ClientStateStore.load(path, template)
     return MemoryClientStates(store, checkpoint_dir)
-  directory = directory or os.path.join(checkpoint_dir, DEFAULT_DISK_SUBDIR)
+  directory = disk_directory(checkpoint_dir, directory)
   owner = os.path.abspath(checkpoint_dir)
   # Round 0's states are the template's: a fresh store (no undo logs back to 0).
   if round_num is None or round_num == 0:

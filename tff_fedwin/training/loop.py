@@ -355,6 +355,7 @@ def run_training(
             if metrics_lib.per_client_metrics_of(evaluate_fn)
             else None
         ),
+        client_states_dir=args.client_states_dir,
     )
     with disk_full.as_one_line(checkpoints):
       start = _start(runner, checkpoints, args)
