@@ -47,3 +47,11 @@ apply absent_tokenizer_is_default tff_fedwin/experiments/run_record.py "        
 apply epsilon_not_passed tff_fedwin/experiments/registry.py "    return tff.learning.optimizers.build_adam(lr, **epsilon)" "    return tff.learning.optimizers.build_adam(lr)" tests/experiments/registry_test.py
 apply record_without_task_defaults tff_fedwin/experiments/run.py "  config = task_defaults.with_defaults_of_task(config, task)" "  pass" tests/experiments/run_test.py -k records_the_learning_rates
 apply synthetic_read_as_femnist tff_fedwin/data/leaf_kinds.py "  return 'femnist' if image else 'synthetic'" "  return 'femnist'" tests/data/leaf_errors_test.py tests/data/leaf_kinds_test.py
+# Stop 61's defects (run alone: bash <(sed -n '1,/^apply server_opt/{/^apply server_opt/!p}; /^# Stop 61/,$p' this file)).
+apply per_client_rows_not_cut tff_fedwin/training/per_client_csv.py "    os.truncate(path, listed[0])" "    pass" tests/training/per_client_loop_test.py
+apply per_client_prefix_unchecked tff_fedwin/training/per_client_csv.py "  if actual != crc:" "  if False:" tests/training/per_client_loop_test.py tests/training/checkpoint_manifest_test.py
+apply leaf_test_users_reordered tff_fedwin/data/leaf_convert.py "        self.test.append((user, n))" "        self.test.insert(0, (user, n))" tests/data/leaf_cache_test.py
+apply weighted_accuracy_unweighted tff_fedwin/training/client_metrics.py "          float(np.sum(sums[:, CORRECT])) / counted if counted else 0.0" "          float(np.mean(accuracy)) if counted else 0.0" tests/training/per_client_loop_test.py
+apply rollback_unverified tff_fedwin/training/checkpoints.py "        problem = manifest_lib.check_rolled_back_store(" "        problem = None and manifest_lib.check_rolled_back_store(" tests/training/damaged_checkpoint_test.py -k no_intact
+apply undo_precedence_reversed tff_fedwin/training/disk_store_rollback.py "  for undo in reversed(undos):  # Newest first: an older one overrides." "  for undo in undos:" tests/training/disk_store_rollback_test.py
+apply store_entries_relative_again tff_fedwin/training/checkpoint_manifest.py "            if group == CLIENT_STATES" "            if False" tests/training/loop_resume_test.py -k resumed_disk_store

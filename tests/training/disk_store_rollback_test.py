@@ -43,12 +43,16 @@ def _store_files(directory):
 
 
 def _checkpointed_store(directory):
-  """Checkpoints 2, 4, 6 kept (undo logs back to 2); updates after 6."""
+  """Checkpoints 2, 4, 6 kept (undo logs back to 2); updates after 6.
+
+  c1 is updated in rounds 2, 4 and 6: rolled back to 2, its row must come
+  from undo_4 (its round-2 value), not undo_6 (its round-4 value).
+  """
   store = disk_client_states.DiskClientStateStore.create(
       str(directory), _template(), _IDS, owner='run'
   )
   kept = []
-  for round_num, updated in ((2, [0, 1]), (4, [1, 2, 3]), (6, [0, 4])):
+  for round_num, updated in ((2, [0, 1]), (4, [1, 2, 3]), (6, [0, 1, 4])):
     store.update([_IDS[i] for i in updated], [_state(round_num)] * len(updated))
     store.prepare_checkpoint(round_num)
     kept.append(round_num)
@@ -91,7 +95,7 @@ def test_a_damaged_undo_log_is_a_problem_of_the_versions_before_it(tmp_path):
   directory = tmp_path / 'store'
   _checkpointed_store(directory)
   listed = {r: _actual_checksums(directory, r, tmp_path) for r in (2, 4, 6)}
-  undo = directory / 'undo_6' / 'leaf_0.bin'  # Round 4's rows of c0, c4.
+  undo = directory / 'undo_6' / 'leaf_0.bin'  # Round 4's rows of c0, c1, c4.
   data = bytearray(undo.read_bytes())
   data[0] ^= 0xFF
   undo.write_bytes(bytes(data))
