@@ -71,10 +71,15 @@ def append(
 
 
 def entry(path: str) -> list[int]:
-  """The manifest's `[size, CRC-32]` of the file now (`[0, 0]` if none)."""
+  """The manifest's `[size, CRC-32]` of the file now (`[0, 0]` if none).
+
+  The file and its directory are fsynced first: the manifest that vouches
+  for them is made durable after them.
+  """
   if not os.path.exists(path):
     return [0, 0]
   row_files.fsync_path(path)
+  row_files.fsync_path(os.path.dirname(os.path.abspath(path)))
   size, crc = 0, 0
   with open(path, 'rb') as f:
     while chunk := f.read(_CHUNK):
