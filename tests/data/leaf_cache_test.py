@@ -15,6 +15,7 @@ import shutil
 import numpy as np
 import pytest
 
+from tests import file_trees
 from tests.data import leaf_fixtures
 from tff_fedwin.data import leaf
 from tff_fedwin.data import leaf_cache
@@ -93,17 +94,6 @@ def test_interrupted_conversion_leaves_nothing_used(femnist, monkeypatch):
   assert _y(cache, 'f0001_07') == train['f0001_07'][1]
 
 
-def _tree(directory):
-  """Relative path -> bytes of every file below `directory`."""
-  found = {}
-  for parent, _, names in os.walk(directory):
-    for name in names:
-      path = os.path.join(parent, name)
-      with open(path, 'rb') as f:
-        found[os.path.relpath(path, directory)] = f.read()
-  return found
-
-
 def test_conversion_by_two_processes_equals_one(femnist, tmp_path, monkeypatch):
   # The files converted by two processes at once, merged in order: the same
   # bytes in every file as converted one file after another. (Spawned: this
@@ -127,7 +117,7 @@ def test_conversion_by_two_processes_equals_one(femnist, tmp_path, monkeypatch):
     out = tmp_path / f'out{workers}'
     out.mkdir()
     converted = leaf_convert.convert_splits(files, 'auto', str(out), workers)
-    results.append((converted, _tree(out)))
+    results.append((converted, file_trees.tree_bytes(out)))
   assert pools == [2]
   assert results[0][0] == results[1][0]
   assert results[0][1] == results[1][1]

@@ -242,18 +242,15 @@ def _sql_client_data(path, examples, element_spec):
   )
 
 
-def test_emnist_training_data_is_built_by_id_in_the_workers(
-    tmp_path, monkeypatch
-):
-  # Two writers with EMNIST's element structure.
-  pixels = {
-      'w0': np.stack([np.full((28, 28), 0.25), np.full((28, 28), 0.75)]),
-      'w1': np.full((1, 28, 28), 0.5),
-  }
-  labels = {'w0': [3, 61], 'w1': [7]}
+def _patch_emnist(tmp_path, monkeypatch, labels, pixels):
+  """TFF's EMNIST loader patched to give these writers as train and test.
+
+  `labels`, `pixels`: writer -> its labels and its [n, 28, 28] images, in
+  a SQLite database of EMNIST's element structure (TFF's SqlClientData).
+  """
   parsed = _sql_client_data(
       str(tmp_path / 'emnist.sqlite'),
-      {c: dict(label=labels[c], pixels=pixels[c]) for c in pixels},
+      {c: dict(label=labels[c], pixels=pixels[c]) for c in labels},
       collections.OrderedDict(
           label=tf.TensorSpec([], tf.int32),
           pixels=tf.TensorSpec([28, 28], tf.float32),
@@ -264,6 +261,18 @@ def test_emnist_training_data_is_built_by_id_in_the_workers(
       'load_data',
       lambda **kwargs: (parsed, parsed),
   )
+
+
+def test_emnist_training_data_is_built_by_id_in_the_workers(
+    tmp_path, monkeypatch
+):
+  # Two writers with EMNIST's element structure.
+  pixels = {
+      'w0': np.stack([np.full((28, 28), 0.25), np.full((28, 28), 0.75)]),
+      'w1': np.full((1, 28, 28), 0.5),
+  }
+  labels = {'w0': [3, 61], 'w1': [7]}
+  _patch_emnist(tmp_path, monkeypatch, labels, pixels)
 
   task = registry.create_task('emnist', batch_size=2, cache_dir='unused')
 
@@ -284,22 +293,8 @@ def test_emnist_test_set_is_in_client_order_with_its_clients(
   # w0's examples, then w1's, then w2's (TFF's own pooling shuffles the
   # writers unseeded); per-client evaluation counts 2, 1, 3.
   labels = {'w0': [3, 61], 'w1': [7], 'w2': [1, 2, 5]}
-  parsed = _sql_client_data(
-      str(tmp_path / 'emnist.sqlite'),
-      {
-          c: dict(label=y, pixels=np.full((len(y), 28, 28), 0.5))
-          for c, y in labels.items()
-      },
-      collections.OrderedDict(
-          label=tf.TensorSpec([], tf.int32),
-          pixels=tf.TensorSpec([28, 28], tf.float32),
-      ),
-  )
-  monkeypatch.setattr(
-      tff.simulation.datasets.emnist,
-      'load_data',
-      lambda **kwargs: (parsed, parsed),
-  )
+  pixels = {c: np.full((len(y), 28, 28), 0.5) for c, y in labels.items()}
+  _patch_emnist(tmp_path, monkeypatch, labels, pixels)
 
   task = registry.create_task(
       'emnist', batch_size=2, cache_dir='unused', eval_per_client=True

@@ -134,11 +134,12 @@ def test_small_text_model_parameters():
   assert text.TEXT_MODEL_SIZES['tff'] == (96, 670)
 
 
-def test_evaluation_leaves_out_pad_oov_and_eos(tmp_path):
-  task = _task(_fixture(tmp_path), eval_batch_size=8)
-  tff_model = task.model_fn()
-  weights = tff.learning.models.ModelWeights.from_model(tff_model)
-  metrics = task.build_evaluate_fn()(weights)
+def _numpy_test_batch(task):
+  """(logits, y, cross-entropy per position) of the one test batch, numpy.
+
+  The logits are those of the same model built in Keras (seed 0, the
+  fixture's sizes); the cross-entropy is logsumexp(z) - z[y], float64.
+  """
   keras_model = text.create_recurrent_model(
       7, sequence_length=4, embedding_size=3, lstm_size=4, seed=0
   )
@@ -148,6 +149,15 @@ def test_evaluation_leaves_out_pad_oov_and_eos(tmp_path):
   top = logits.max(-1, keepdims=True)
   log_z = np.log(np.exp(logits - top).sum(-1)) + top[..., 0]
   ce = log_z - np.take_along_axis(logits, y[..., None], -1)[..., 0]
+  return logits, y, ce
+
+
+def test_evaluation_leaves_out_pad_oov_and_eos(tmp_path):
+  task = _task(_fixture(tmp_path), eval_batch_size=8)
+  tff_model = task.model_fn()
+  weights = tff.learning.models.ModelWeights.from_model(tff_model)
+  metrics = task.build_evaluate_fn()(weights)
+  logits, y, ce = _numpy_test_batch(task)
   real = y != 0
   # One test batch: the loss is its mean over the 6 non-pad targets.
   assert metrics['loss'] == pytest.approx(ce[real].mean(), rel=1e-5)
@@ -165,15 +175,7 @@ def test_each_test_clients_sums_are_numpys_on_its_rows(tmp_path):
   np.testing.assert_array_equal(task.test_clients.example_client, [0, 1])
   weights = tff.learning.models.ModelWeights.from_model(task.model_fn())
   _, sums = task.build_evaluate_fn(True).evaluate_all_per_client([weights])
-  keras_model = text.create_recurrent_model(
-      7, sequence_length=4, embedding_size=3, lstm_size=4, seed=0
-  )
-  (batch,) = list(task.test_data)
-  logits = keras_model(batch['x']).numpy().astype(np.float64)
-  y = batch['y'].numpy()
-  top = logits.max(-1, keepdims=True)
-  log_z = np.log(np.exp(logits - top).sum(-1)) + top[..., 0]
-  ce = log_z - np.take_along_axis(logits, y[..., None], -1)[..., 0]
+  logits, y, ce = _numpy_test_batch(task)
   real = y != 0
   counted = real & (y != 4) & (y != 6)
   hits = (logits.argmax(-1) == y) & counted

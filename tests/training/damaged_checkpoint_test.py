@@ -20,6 +20,7 @@ import sys
 import numpy as np
 import pytest
 
+from tests import file_trees
 from tests import script_runs
 from tests.experiments import session_worker
 
@@ -207,16 +208,6 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_previous(
   assert numbers(run_dir) == expected
 
 
-def _tree_bytes(directory):
-  found = {}
-  for parent, _, names in os.walk(directory):
-    for name in names:
-      path = os.path.join(parent, name)
-      with open(path, 'rb') as f:
-        found[os.path.relpath(path, directory)] = f.read()
-  return found
-
-
 def test_no_intact_version_leaves_the_client_states_untouched(runs, data_npz):
   # Version 2 lacks a file, version 0's program state is truncated, and
   # version 1 is whole but the undo log that rolls the store back to it is
@@ -233,7 +224,7 @@ def test_no_intact_version_leaves_the_client_states_untouched(runs, data_npz):
   data = bytearray(undo.read_bytes())
   data[-1] ^= 0xFF
   undo.write_bytes(bytes(data))
-  before = _tree_bytes(store)
+  before = file_trees.tree_bytes(store)
 
   result = run_script(root, data_npz, 'scaffold_disk', 3)
 
@@ -241,5 +232,5 @@ def test_no_intact_version_leaves_the_client_states_untouched(runs, data_npz):
   (line,) = [l for l in result.stderr.splitlines() if 'No checkpoint' in l]
   assert 'version 1: the client-state file ' in line, line
   assert 'would not be as listed after the rollback' in line, line
-  assert _tree_bytes(store) == before
+  assert file_trees.tree_bytes(store) == before
   assert not (run_dir / 'damaged').exists()

@@ -13,6 +13,7 @@ import zlib
 import numpy as np
 import pytest
 
+from tests import file_trees
 from tff_fedwin.training import disk_client_states
 from tff_fedwin.training import disk_store_rollback
 
@@ -29,17 +30,6 @@ def _state(value):
   return collections.OrderedDict(
       a=np.full([3], value, np.float32), b=np.full([2, 2], value, np.int32)
   )
-
-
-def _store_files(directory):
-  """Every file under `directory` -> its bytes."""
-  found = {}
-  for parent, _, names in os.walk(directory):
-    for name in names:
-      path = os.path.join(parent, name)
-      with open(path, 'rb') as f:
-        found[os.path.relpath(path, directory)] = f.read()
-  return found
 
 
 def _checkpointed_store(directory):
@@ -83,12 +73,12 @@ def test_checksums_are_those_of_a_real_rollback_and_nothing_is_written(
 ):
   directory = tmp_path / 'store'
   _checkpointed_store(directory)
-  before = _store_files(directory)
+  before = file_trees.tree_bytes(directory)
 
   found = disk_store_rollback.rolled_back_checksums(str(directory), round_num)
 
   assert found == _actual_checksums(directory, round_num, tmp_path)
-  assert _store_files(directory) == before
+  assert file_trees.tree_bytes(directory) == before
 
 
 def test_a_damaged_undo_log_is_a_problem_of_the_versions_before_it(tmp_path):
@@ -99,7 +89,7 @@ def test_a_damaged_undo_log_is_a_problem_of_the_versions_before_it(tmp_path):
   data = bytearray(undo.read_bytes())
   data[0] ^= 0xFF
   undo.write_bytes(bytes(data))
-  before = _store_files(directory)
+  before = file_trees.tree_bytes(directory)
 
   problems = {
       r: disk_store_rollback.problem(str(directory), r, listed[r])
@@ -112,7 +102,7 @@ def test_a_damaged_undo_log_is_a_problem_of_the_versions_before_it(tmp_path):
         f'the client-state file {directory / "leaf_0.bin"} would not be as '
         'listed after the rollback (a damaged base file, undo log or delta)'
     )
-  assert _store_files(directory) == before
+  assert file_trees.tree_bytes(directory) == before
 
 
 def test_a_round_the_undo_logs_do_not_reach_is_a_problem(tmp_path):
