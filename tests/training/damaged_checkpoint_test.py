@@ -13,6 +13,7 @@ session_worker.py), every rerun is the script in its own process.
 import csv
 import json
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -23,6 +24,7 @@ import pytest
 from tests import file_trees
 from tests import script_runs
 from tests.experiments import session_worker
+from tff_fedwin.training import disk_store_chain
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 _SCRIPT = os.path.join(_ROOT, 'scripts', 'run_experiment.py')
@@ -150,16 +152,22 @@ def _zero_fill(path):
     f.write(b'\0' * os.path.getsize(path))
 
 
-def _flip_changed_row(path):
-  """Flips a byte of a row that round 2 wrote (the rows of `undo_2/`)."""
-  store = os.path.dirname(path)
-  rows = np.load(os.path.join(store, 'undo_2', 'rows.npy'))
-  assert rows.size, 'round 2 updated no client'
-  row_bytes = os.path.getsize(path) // 4  # 4 clients.
+def flip_state_of_round(store, round_num):
+  """Flips a byte of the first state segment_<t> holds: a slot of its own,
+  or (a client's first state) the client's row of the base file."""
+  segment = disk_store_chain.read_segment(str(store), round_num)
+  assert segment.rows.size, f'round {round_num} updated no client'
+  row, slot = int(segment.rows[0]), int(segment.slots[0])
+  if slot == disk_store_chain.IN_BASE:
+    path, index, num_rows = store / 'leaf_0.bin', row, 4  # 4 clients.
+  else:
+    path = store / f'segment_{round_num}' / 'leaf_0.bin'
+    index, num_rows = slot, int(np.sum(segment.slots >= 0))
+  row_bytes = os.path.getsize(path) // num_rows
   with open(path, 'r+b') as f:
-    f.seek(int(rows[0]) * row_bytes)
+    f.seek(index * row_bytes)
     byte = f.read(1)
-    f.seek(int(rows[0]) * row_bytes)
+    f.seek(index * row_bytes)
     f.write(bytes([byte[0] ^ 0xFF]))
 
 
@@ -167,7 +175,7 @@ _DAMAGES = {
     'truncate': _truncate,
     'zero_fill': _zero_fill,
     'delete': os.remove,
-    'flip': _flip_changed_row,
+    'flip_round_2': lambda path: flip_state_of_round(pathlib.Path(path), 2),
 }
 _V2 = 'checkpoints/program_state_2'
 
@@ -184,7 +192,7 @@ _V2 = 'checkpoints/program_state_2'
             f'{_V2}/variables/variables.data-00000-of-00001',
             'delete',
         ),
-        ('scaffold_disk', 'checkpoints/client_states/leaf_0.bin', 'flip'),
+        ('scaffold_disk', 'checkpoints/client_states', 'flip_round_2'),
     ],
 )
 def test_a_damaged_newest_checkpoint_falls_back_to_the_previous(
@@ -210,9 +218,9 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_previous(
 
 def test_no_intact_version_leaves_the_client_states_untouched(runs, data_npz):
   # Version 2 lacks a file, version 0's program state is truncated, and
-  # version 1 is whole but the undo log that rolls the store back to it is
-  # damaged: it is verified before the rollback writes anything, so the
-  # store keeps its undo logs and base files for a restored copy.
+  # version 1 is whole but a client state its segment vouches for is
+  # damaged: it is verified before the store is opened, so the store keeps
+  # every segment and base row for a restored copy.
   _, root, pristine = runs('scaffold_disk')
   run_dir = root / _NAME
   shutil.rmtree(run_dir)
@@ -220,17 +228,14 @@ def test_no_intact_version_leaves_the_client_states_untouched(runs, data_npz):
   os.remove(run_dir / _V2 / 'variables' / 'variables.data-00000-of-00001')
   _truncate(str(run_dir / 'checkpoints/program_state_0/saved_model.pb'))
   store = run_dir / 'checkpoints' / 'client_states'
-  undo = store / 'undo_2' / 'leaf_0.bin'
-  data = bytearray(undo.read_bytes())
-  data[-1] ^= 0xFF
-  undo.write_bytes(bytes(data))
+  flip_state_of_round(store, 1)
   before = file_trees.tree_bytes(store)
 
   result = run_script(root, data_npz, 'scaffold_disk', 3)
 
   assert result.returncode == 1, result.stderr[-2000:]
   (line,) = [l for l in result.stderr.splitlines() if 'No checkpoint' in l]
-  assert 'version 1: the client-state file ' in line, line
-  assert 'would not be as listed after the rollback' in line, line
+  assert 'version 1: the client state of row ' in line, line
+  assert 'does not match its CRC-32 (segment of round 1)' in line, line
   assert file_trees.tree_bytes(store) == before
   assert not (run_dir / 'damaged').exists()

@@ -1,16 +1,19 @@
-"""Tests of what only DiskClientStateStore has: files, deltas, crash points.
+"""Tests of what only DiskClientStateStore has: files, segments, crash points.
 
 Behaviour shared with the memory store is in client_state_stores_test.py.
 """
 
 import collections
 import os
+import shutil
 import stat
 
 import numpy as np
 import pytest
 
+from tff_fedwin.training import client_state_spec
 from tff_fedwin.training import disk_client_states
+from tff_fedwin.training import disk_store_chain
 
 _Store = disk_client_states.DiskClientStateStore
 IDS = [f'client_{i}' for i in range(1000)]
@@ -71,27 +74,37 @@ def test_base_files_are_sparse_until_rows_are_written(tmp_path):
   store.close()
 
 
-def test_a_checkpoint_writes_only_the_clients_updated_since_the_last(tmp_path):
+def _index(directory, round_num):
+  segment = disk_store_chain.read_segment(str(directory), round_num)
+  return segment.rows.tolist(), segment.slots.tolist()
+
+
+def test_each_state_is_written_once(tmp_path):
   store = _create(tmp_path)
   _checkpoint(store, 0)
   store.update(['client_1', 'client_2'], [_state(1), _state(2)])
   _checkpoint(store, 1)
-  store.update(['client_7'], [_state(7)])
-  store.update(['client_7'], [_state(8)])  # Same slot, written again.
+  store.update(['client_1'], [_state(3)])  # A later state: a slot.
+  store.update(['client_1'], [_state(4)])  # The same slot, written again.
+  store.update(['client_7'], [_state(7)])  # A first state: in place.
 
   store.prepare_checkpoint(2)
 
-  delta = os.path.join(tmp_path, 'delta_2')
-  np.testing.assert_array_equal(np.load(os.path.join(delta, 'rows.npy')), [7])
-  assert os.path.getsize(os.path.join(delta, 'leaf_0.bin')) == ROW_BYTES
-  assert os.path.getsize(os.path.join(delta, 'leaf_1.bin')) == 4
+  # First states are in the base file, read from there (slot -1).
+  assert _index(tmp_path, 1) == ([1, 2], [-1, -1])
+  assert _index(tmp_path, 2) == ([1, 7], [0, -1])
+  segment = os.path.join(tmp_path, 'segment_2')
+  assert os.path.getsize(os.path.join(segment, 'leaf_0.bin')) == ROW_BYTES
+  assert os.path.getsize(os.path.join(segment, 'leaf_1.bin')) == 4
+  leaf = os.path.join(tmp_path, 'leaf_0.bin')
+  assert _allocated(leaf) == 3 * ROW_BYTES  # Rows 1, 2, 7: written once.
   store.finish_checkpoint(2)
-  assert not os.path.exists(delta)
-  assert _counters(store, ['client_1', 'client_2', 'client_7']) == [1, 2, 8]
+  assert _counters(store, ['client_1', 'client_2', 'client_7']) == [4, 2, 7]
+  assert _allocated(leaf) == 3 * ROW_BYTES  # No merge: 3 states < 1000.
   store.close()
 
 
-def test_killed_after_delta_before_program_state_restores_the_older_round(
+def test_killed_after_segment_before_program_state_restores_the_older_round(
     tmp_path,
 ):
   store = _create(tmp_path)
@@ -104,14 +117,13 @@ def test_killed_after_delta_before_program_state_restores_the_older_round(
 
   restored = _restore(tmp_path, 1)
 
+  # client_2's first state was written in its base row: unread at round 1.
   assert _counters(restored, ['client_1', 'client_2']) == [1, 0]
-  assert not os.path.exists(os.path.join(tmp_path, 'delta_2'))
+  assert not os.path.exists(os.path.join(tmp_path, 'segment_2'))
   restored.close()
 
 
-def test_killed_after_program_state_before_apply_completes_the_checkpoint(
-    tmp_path,
-):
+def test_killed_after_program_state_restores_the_checkpoint(tmp_path):
   store = _create(tmp_path)
   _checkpoint(store, 0)
   store.update(['client_1', 'client_2'], [_state(5), _state(6)])
@@ -122,11 +134,6 @@ def test_killed_after_program_state_before_apply_completes_the_checkpoint(
 
   assert _counters(restored, ['client_1', 'client_2', 'client_3']) == [5, 6, 0]
   restored.close()
-  # The checkpoint is complete: restoring again needs no delta.
-  assert not os.path.exists(os.path.join(tmp_path, 'delta_2'))
-  again = _restore(tmp_path, 2)
-  assert _counters(again, ['client_1', 'client_2']) == [5, 6]
-  again.close()
 
 
 def test_updates_after_the_last_checkpoint_are_dropped_on_restore(tmp_path):
@@ -142,17 +149,121 @@ def test_updates_after_the_last_checkpoint_are_dropped_on_restore(tmp_path):
   restored.close()
 
 
-def test_restore_refuses_to_roll_back_a_newer_checkpoint(tmp_path):
-  store = _create(tmp_path)
-  _checkpoint(store, 0)
-  _checkpoint(store, 3)
+_SMALL_IDS = [f'c{i}' for i in range(4)]
+
+
+def _small(value):
+  return collections.OrderedDict(
+      c=np.full([3], value, np.float32), n=np.int32(value)
+  )
+
+
+def _small_store(directory):
+  return _create(directory, template=_small(0), client_ids=_SMALL_IDS)
+
+
+def _small_counters(directory, round_num):
+  store = _restore(
+      directory, round_num, template=_small(0), client_ids=_SMALL_IDS
+  )
+  try:
+    return _counters(store, _SMALL_IDS)
+  finally:
+    store.close()
+
+
+def test_segments_merge_and_every_kept_version_restores(tmp_path):
+  """4 clients, a checkpoint every round, the last 4 rounds kept.
+
+  Round r updates clients r % 4 and (r + 1) % 4 to the value r. From round
+  2 on each round adds 2 slots, so the segments pass the population's 4
+  states and merge up to the oldest kept nonzero round.
+  """
+  expected = {}
+  state = [0, 0, 0, 0]
+  store = _small_store(tmp_path / 'store')
+  for round_num in range(1, 13):
+    ids = [round_num % 4, (round_num + 1) % 4]
+    store.update([_SMALL_IDS[i] for i in ids], [_small(round_num)] * 2)
+    for i in ids:
+      state[i] = round_num
+    expected[round_num] = list(state)
+    kept = [0] + list(range(max(1, round_num - 3), round_num + 1))
+    store.prepare_checkpoint(round_num)
+    store.finish_checkpoint(round_num, kept)
+  store.close()
+  directory = tmp_path / 'store'
+  base = disk_store_chain.read_base(str(directory))
+  # Merged at least once, never past the oldest kept nonzero round (9).
+  assert base.round_num is not None and 1 <= base.round_num <= 9
+  assert len(os.listdir(directory)) <= 3 + 2 + 12 - base.round_num
+  for round_num in range(max(9, base.round_num), 13):
+    copy = tmp_path / f'copy_{round_num}'
+    shutil.copytree(directory, copy)
+    assert _small_counters(copy, round_num) == expected[round_num], round_num
+
+
+def test_a_merge_killed_before_its_commit_restores_every_kept_version(
+    tmp_path, monkeypatch
+):
+  store = _small_store(tmp_path)
+  expected = {}
+  for round_num, values in enumerate(([1, 1, 1, 1], [2, 2, 1, 1]), start=1):
+    ids = [_SMALL_IDS[i] for i in range(4) if values[i] == round_num]
+    store.update(ids, [_small(round_num)] * len(ids))
+    _checkpoint(store, round_num)
+    expected[round_num] = values
+  # Round 3 updates all 4 again: 2 + 4 slots > 4 states, so it merges
+  # segments 1 and 2 (kept: 0, 2, 3) and is killed before base.bin.
+  store.update(_SMALL_IDS, [_small(3)] * 4)
+  store.prepare_checkpoint(3)
+
+  def killed(*_):
+    raise KeyboardInterrupt
+
+  monkeypatch.setattr(disk_store_chain, 'write_base', killed)
+  with pytest.raises(KeyboardInterrupt):
+    store.finish_checkpoint(3, [0, 2, 3])
+  store.close()
+  monkeypatch.undo()
+
+  assert disk_store_chain.read_base(str(tmp_path)).round_num is None
+  for round_num, values in ((2, [2, 2, 1, 1]), (3, [3, 3, 3, 3])):
+    copy = tmp_path / f'copy_{round_num}'
+    shutil.copytree(tmp_path, copy, ignore=shutil.ignore_patterns('copy_*'))
+    assert _small_counters(copy, round_num) == values
+
+
+def test_restore_refuses_to_roll_back_past_a_merge(tmp_path):
+  store = _small_store(tmp_path)
+  for round_num in range(1, 4):
+    store.update(_SMALL_IDS, [_small(round_num)] * 4)
+    _checkpoint(store, round_num)  # Nothing else kept: merges up to t.
   store.close()
 
   with pytest.raises(ValueError, match='round 3, newer than .* round 2'):
-    _restore(tmp_path, 2)
+    _restore(tmp_path, 2, template=_small(0), client_ids=_SMALL_IDS)
 
 
-def test_restore_without_the_checkpoints_delta_raises(tmp_path):
+def test_a_damaged_row_is_an_error_when_read(tmp_path):
+  store = _create(tmp_path)
+  store.update(['client_3'], [_state(3)])
+  _checkpoint(store, 1)
+  store.close()
+  with open(os.path.join(tmp_path, 'leaf_0.bin'), 'r+b') as f:
+    f.seek(3 * ROW_BYTES + 100)
+    f.write(b'\x01')
+  store = _restore(tmp_path, 1)
+
+  with pytest.raises(
+      client_state_spec.DamagedClientStatesError,
+      match="state of 'client_3' .* is damaged",
+  ):
+    store.get(['client_2', 'client_3'])
+  store.close()
+
+
+def test_restore_without_the_checkpoints_segment_raises(tmp_path):
   store = _create(tmp_path)
   _checkpoint(store, 0)
   store.close()
@@ -231,8 +342,14 @@ def test_files_are_private(tmp_path):
   _checkpoint(store, 0)
 
   assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700
-  for name in ('leaf_0.bin', 'created.bin', 'manifest.json', 'applied.json'):
-    assert stat.S_IMODE(os.stat(directory / name).st_mode) == 0o600, name
+  store.update(['client_1'], [_state(1)])
+  _checkpoint(store, 1)
+  for name in ('leaf_0.bin', 'base.bin', 'manifest.json', 'segment_1'):
+    mode = 0o700 if name.startswith('segment') else 0o600
+    assert stat.S_IMODE(os.stat(directory / name).st_mode) == mode, name
+  for name in os.listdir(directory / 'segment_1'):
+    path = directory / 'segment_1' / name
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600, name
   store.close()
 
 

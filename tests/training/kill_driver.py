@@ -47,6 +47,7 @@ from tff_fedwin.algorithms import runners  # pylint: disable=g-import-not-at-top
 from tff_fedwin.algorithms import scaffold  # pylint: disable=g-import-not-at-top,wrong-import-position
 from tff_fedwin.training import checkpoints as checkpoints_lib  # pylint: disable=g-import-not-at-top,wrong-import-position
 from tff_fedwin.training import client_state_stores  # pylint: disable=g-import-not-at-top,wrong-import-position
+from tff_fedwin.training import disk_client_states  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 TOTAL_ROUNDS = 5
 ROUNDS_PER_CHECKPOINT = 2
@@ -89,6 +90,12 @@ def _instrumented(events: _Events):
     setattr(owner, name, wrapped)
 
   base = lambda *a: os.path.basename(os.fspath(a[0]))
+  # The disk store merges at every checkpoint, so that its merge's file
+  # steps are events too.
+  originals.append(
+      (disk_client_states, 'MERGE_AT', disk_client_states.MERGE_AT)
+  )
+  disk_client_states.MERGE_AT = 0
   try:
     wrap(os, 'fsync', lambda fd, *_: _path_of_fd(fd))
     wrap(os, 'pwrite', lambda fd, *_: _path_of_fd(fd))

@@ -45,14 +45,17 @@ KILL_POINTS = {
         # 3 inputs half written, round 2's output indexes half removed).
         'round3-state-files': _R3 + (r'remove client1\.out\.index',),
         'ckpt2-syncing-pending': _CHECKPOINT_2 + (r'fsync leaf_0',),
-        'ckpt2-before-delta-rename': _CHECKPOINT_2 + (r'rename pending',),
-        'ckpt2-delta-no-program-state': _CHECKPOINT_2 + _AFTER_STATE_2,
-        'ckpt2-half-applied': _AFTER_STATE_2 + (r'pwrite created',),
-        'ckpt2-applied-not-recorded': _AFTER_STATE_2 + (r'replace \.applied',),
-        'ckpt2-recorded-delta-left': _AFTER_STATE_2 + (r'rmtree delta_2',),
-        'last-ckpt-half-applied': (
-            r'rename program_state_5_',
-            r'pwrite leaf_1',
+        'ckpt2-index-not-in-place': _CHECKPOINT_2 + (r'replace \.index',),
+        'ckpt2-before-segment-rename': _CHECKPOINT_2 + (r'rename pending',),
+        'ckpt2-segment-no-program-state': _CHECKPOINT_2 + _AFTER_STATE_2,
+        # The driver merges at every checkpoint: at 4, segments 0 and 2.
+        'ckpt4-merge-not-recorded': (
+            r'rename program_state_4_',
+            r'replace \.base',
+        ),
+        'ckpt4-merged-segment-left': (
+            r'rename program_state_4_',
+            r'rmtree segment_2',
         ),
     },
     'memory': {

@@ -10,9 +10,9 @@ truncation, zero-filling and flipped bytes, and ran at 2.4 GB/s here against
 SHA-256's 1.1 GB/s, which matters for large client-state files.
 
 Two groups of files: `files` are checked as they are; `client_states` (a
-disk client-state store, which holds only its newest round's states) are
-checked as a rollback to round t would leave them, computed before the
-rollback writes anything (`disk_store_rollback`). A run that
+disk client-state store: its manifest and the index of the segment round t
+wrote) are checked with the chain of segments version t needs, before the
+store is opened for it (`disk_store_chain.problem`). A run that
 writes per_client_metrics.csv also lists its size and CRC-32: that file only
 grows, so a resume checks its first bytes and cuts it back to them
 (`per_client_csv`).
@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 from tff_fedwin.training import client_states as client_states_lib
-from tff_fedwin.training import disk_store_rollback
+from tff_fedwin.training import disk_store_chain
 from tff_fedwin.training import per_client_csv as per_client_csv_lib
 from tff_fedwin.training import row_files
 
@@ -137,15 +137,16 @@ def write(
         per_client_csv
     )
   for group in GROUPS:
+    paths = listed.get(group, ())
+    # The disk store's files relative to its directory (their common one):
+    # the run's `client_states_dir`, maybe outside the checkpoint directory.
+    root = (
+        os.path.commonpath([os.path.dirname(p) for p in paths])
+        if group == CLIENT_STATES and paths
+        else checkpoint_dir
+    )
     manifest[group] = {
-        # The disk store's files by name: its directory is the run's
-        # `client_states_dir`, which may be outside the checkpoint directory.
-        (
-            os.path.basename(path)
-            if group == CLIENT_STATES
-            else os.path.relpath(path, checkpoint_dir)
-        ): list(file_checksum(path))
-        for path in listed.get(group, ())
+        os.path.relpath(path, root): list(file_checksum(path)) for path in paths
     }
   _make_durable(
       [path for group in GROUPS for path in listed.get(group, ())],
@@ -270,29 +271,24 @@ def check_group(
   return None
 
 
-def check_rolled_back_store(
-    checkpoint_dir: str, manifest: Any, round_num: int, store_dir: str
-) -> Optional[str]:
-  """None if the disk store rolled back to t would be as the manifest lists.
+def check_store(manifest: Any, round_num: int, store_dir: str) -> Optional[str]:
+  """None if the disk store in `store_dir` holds version t's states intact.
 
-  Computed without writing (`disk_store_rollback`); a version without a disk
-  store (no `client_states` entries) passes. Entries are file names in
-  `store_dir` (the run's disk store); a path with a separator, as manifests
-  before 2026-12-03 wrote them, is relative to the checkpoint directory.
+  Reads, never writes (`disk_store_chain.problem`); a version without a
+  disk store (no `client_states` entries) passes.
+
+  Raises:
+    ClientStatesError: If the store is of another format.
   """
-  store_dir = os.path.abspath(store_dir)
   listed = {
-      os.path.normpath(
-          os.path.join(checkpoint_dir if os.sep in entry else store_dir, entry)
-      ): tuple(pair)
+      os.path.normpath(entry): tuple(pair)
       for entry, pair in manifest[CLIENT_STATES].items()
   }
   if not listed:
     return None
-  directories = {os.path.dirname(path) for path in listed}
-  if len(directories) != 1:
-    return f'its {CLIENT_STATES} entries are in several directories'
-  return disk_store_rollback.problem(directories.pop(), round_num, listed)
+  if any(name.startswith(os.pardir) for name in listed):
+    return f'its {CLIENT_STATES} entries leave the store directory'
+  return disk_store_chain.problem(os.path.abspath(store_dir), round_num, listed)
 
 
 def check_csv(metrics_csv: Optional[str], manifest: Any) -> Optional[str]:

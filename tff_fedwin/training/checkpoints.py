@@ -232,9 +232,9 @@ class Checkpoints:
     """The newest intact version and `open_store(t)` of it; (None, None).
 
     Walks the versions newest first. One is intact when its manifest lists
-    it whole (the files; the disk store's files as a rollback to t would
-    leave them, computed before `open_store(t)` rolls it back,
-    `disk_store_rollback`) and its program state loads. Newer versions are moved to
+    it whole (the files; the disk store's segments back to its base, checked
+    before `open_store(t)` changes the store, `disk_store_chain`) and its
+    program state loads. Newer versions are moved to
     `<run dir>/damaged/` with a warning naming each and why; metrics.csv
     loses its rows after t, per_client_metrics.csv is cut back to its size
     at t (`per_client_csv`). Versions older than the oldest with a manifest
@@ -318,9 +318,9 @@ class Checkpoints:
     store = None
     if open_store is not None:
       if manifest is not None:
-        # Verified before the rollback, which writes the store.
-        problem = manifest_lib.check_rolled_back_store(
-            self.directory, manifest, round_num, self._client_states_dir
+        # Verified before `open_store`, which deletes newer segments.
+        problem = manifest_lib.check_store(
+            manifest, round_num, self._client_states_dir
         )
         if problem:
           return None, None, problem

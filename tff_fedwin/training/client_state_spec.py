@@ -23,6 +23,10 @@ class MissingClientStatesError(FileNotFoundError, ClientStatesError):
   """The client states of the checkpoint to resume are missing."""
 
 
+class DamagedClientStatesError(ClientStatesError):
+  """A client-state file's bytes are not those written (CRC-32, truncation)."""
+
+
 def structure_signature(structure: Any) -> str:
   """A printable description of a nested structure, without its values."""
   return repr(tf.nest.map_structure(lambda _: '*', structure))

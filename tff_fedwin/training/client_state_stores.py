@@ -147,7 +147,7 @@ def open_client_states(
     return MemoryClientStates(store, checkpoint_dir)
   directory = disk_directory(checkpoint_dir, directory)
   owner = os.path.abspath(checkpoint_dir)
-  # Round 0's states are the template's: a fresh store (no undo logs back to 0).
+  # Round 0's states are the template's: a fresh store.
   if round_num is None or round_num == 0:
     store = disk_client_states.DiskClientStateStore.create(
         directory, template, client_ids, owner=owner

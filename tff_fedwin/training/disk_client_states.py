@@ -9,12 +9,15 @@ the bytes it touched (0.04 -> 1.83 GB; at 3,400 SCAFFOLD clients of the 1.2M
 parameter EMNIST model that is 16 GB) and took 5.7 s, pread/pwrite kept RSS at
 0.04 GB and took 2.0 s. The page cache still serves hot rows, outside RSS.
 
-Updates between two checkpoints go to `pending/` (one slot per updated
-client); a checkpoint renames it to `delta_<t>/` before the program state of
-round t is saved, and applies it to the base files after. So a checkpoint
-writes the clients updated since the previous one, and the base files plus
-the deltas up to the newest program state always give that state's client
-states, whatever moment a run is killed at (docs/design.md sec. 5.5).
+A state is written once: a client's first state in place in its base row,
+later ones into `pending/` (one slot per client), which the checkpoint of
+round t renames to `segment_<t>/` with an index of its rows and their
+CRC-32s. Reads take the newest of pending, the segments, the base. A
+checkpoint writes nothing it did not write in the rounds before it; segments
+are merged into the base files only when they hold more states than the
+population and every kept version is at or after them, so each kept version
+is the base with its chain of segments over it (docs/design.md sec. 5.5;
+`disk_store_chain`).
 """
 
 import os
@@ -25,9 +28,16 @@ from typing import Any, Optional
 import numpy as np
 
 from tff_fedwin.training import client_state_spec
-from tff_fedwin.training import client_states as client_states_lib
+from tff_fedwin.training import disk_store_chain as chain_lib
 from tff_fedwin.training import disk_store_layout as layout
 from tff_fedwin.training import row_files
+
+_IN_BASE = chain_lib.IN_BASE
+# Segments merge into the base once they hold more than MERGE_AT x population
+# states: the disk holds at most about 1 + MERGE_AT x the population's states
+# (plus one interval's), and each state is written about 1 + (the share of
+# the merged slots still newest) times (docs/design.md sec. 5.5).
+MERGE_AT = 1.0
 
 
 class DiskClientStateStore:
@@ -37,15 +47,17 @@ class DiskClientStateStore:
   of every leaf file is client i's state. A client never updated reads as a
   copy of `template`. `get` and `update` touch only the rows of the given
   clients, so their cost and the RAM they use do not depend on the
-  population. The files are created mode 0600 in a 0700 directory, which is
-  locked (`flock`) while the store is open.
+  population; every row read is checked against its CRC-32. The files are
+  created mode 0600 in a 0700 directory, which is locked (`flock`) while the
+  store is open.
 
   A checkpoint of round t is `prepare_checkpoint(t)`, then the program state
   of round t, then `finish_checkpoint(t)`; `restore(..., round_num=t)` gives
   the states of that checkpoint (docs/design.md sec. 5.5).
 
-  Disk: (clients ever updated) x (state size) in the base files, plus the
-  clients updated since the last checkpoint in `pending/`.
+  Disk: the base files ((clients ever updated) x (state size)) plus the
+  segments, which are merged into the base once they hold more states than
+  the population.
   """
 
   def __init__(
@@ -68,12 +80,18 @@ class DiskClientStateStore:
     self._leaf_bytes = [leaf.nbytes for leaf in self._spec.leaves]
     self._lock_fd: Optional[int] = None
     self._base_fds: list[int] = []
-    self._created_fd: Optional[int] = None
-    self._created = np.zeros(len(ids), np.uint8)
+    self._base = chain_lib.Base(
+        None, np.zeros(len(ids), np.uint8), np.zeros(len(ids), np.uint32)
+    )
+    # The chain over the base: row -> (segment round, slot, CRC-32) of its
+    # newest entry; segment round -> its number of slots, open leaf files.
+    self._where: dict[int, tuple[int, int, int]] = {}
+    self._segment_slots: dict[int, int] = {}
+    self._segment_fds: dict[int, list[int]] = {}
     self._pending_fds: Optional[list[int]] = None
-    self._pending_slots: dict[int, int] = {}  # row -> slot in pending/
+    self._pending: dict[int, tuple[int, int]] = {}  # row -> (slot, CRC-32)
+    self._num_pending_slots = 0
     self._prepared: Optional[int] = None
-    self._applied: Optional[int] = None  # The round the base files hold.
 
   @property
   def num_clients(self) -> int:
@@ -113,19 +131,14 @@ class DiskClientStateStore:
     os.makedirs(store.directory, mode=0o700, exist_ok=True)
     store._lock_fd = layout.lock_directory(store.directory)
     try:
-      store._check_not_another_runs()
+      layout.check_owner(store.directory, store._owner)
       layout.remove_old_store(store.directory)
       layout.write_json(store._path(layout.MANIFEST), store._manifest())
       sizes = [n * store.num_clients for n in store._leaf_bytes]
       paths = [layout.leaf_file(store.directory, j) for j in range(len(sizes))]
       store._base_fds = row_files.open_leaf_files(paths, sizes)
-      (store._created_fd,) = row_files.open_leaf_files(
-          [store._path(layout.CREATED)], [store.num_clients]
-      )
-      row_files.sync_and_close(
-          store._base_fds + [store._created_fd], close=False
-      )
-      layout.write_json(store._path(layout.APPLIED), {'round': None})
+      row_files.sync_and_close(store._base_fds, close=False)
+      chain_lib.write_base(store.directory, store._base)
       row_files.fsync_path(store.directory)
     except BaseException:
       store.close()
@@ -144,15 +157,15 @@ class DiskClientStateStore:
   ) -> 'DiskClientStateStore':
     """The store as of the checkpoint of round `round_num`.
 
-    Drops the updates made after that checkpoint and completes its own, if a
-    run was killed in the middle of it; rolls the base files back (`undo_<u>`)
-    if they hold a later kept checkpoint's states.
+    Drops the updates made after that checkpoint (pending slots and later
+    segments); merged segments left by a killed merge are deleted.
 
     Raises:
       FileNotFoundError: If `directory` holds no store, or not the states of
         round `round_num`.
       ValueError: If the store was made for another template, population or
-        owner, is at a newer checkpoint, or is open in another process.
+        owner, is of another format or merged past `round_num`, a file is
+        damaged, or the store is open in another process.
     """
     path = os.path.join(os.fspath(directory), layout.MANIFEST)
     if not os.path.exists(path):
@@ -163,40 +176,60 @@ class DiskClientStateStore:
     store = cls(directory, template, client_ids, owner=owner)
     store._lock_fd = layout.lock_directory(store.directory)
     try:
-      store._check_manifest(layout.read_json(path))
-      paths = [
-          layout.leaf_file(store.directory, j)
-          for j in range(len(store._leaf_bytes))
-      ]
-      store._base_fds = row_files.open_leaf_files(paths)
-      (store._created_fd,) = row_files.open_leaf_files(
-          [store._path(layout.CREATED)]
+      saved = layout.check_format(store.directory)
+      store._spec.check_metadata(saved, store.directory)
+      layout.check_population(saved, store._manifest(), store.directory)
+      store._base_fds = row_files.open_leaf_files(
+          [
+              layout.leaf_file(store.directory, j)
+              for j in range(len(store._leaf_bytes))
+          ]
       )
-      store._created = np.fromfile(store._path(layout.CREATED), np.uint8)
-      store._applied = layout.read_json(store._path(layout.APPLIED))['round']
-      shutil.rmtree(store._path(layout.PENDING), ignore_errors=True)
-      store._roll_to(round_num)
+      store._base = chain_lib.read_base(store.directory)
+      segments = chain_lib.chain(store.directory, store._base, round_num)
+      store._drop_all_but(segments)
+      store._where = chain_lib.newest_entries(segments)
+      store._segment_slots = {
+          s.round_num: int(np.sum(s.slots != _IN_BASE)) for s in segments
+      }
     except BaseException:
       store.close()
       raise
     return store
 
   def get(self, client_ids: Sequence[str]) -> list[Any]:
-    """Copies of the states of `client_ids` (duplicates allowed), in order."""
+    """Copies of the states of `client_ids` (duplicates allowed), in order.
+
+    Raises:
+      DamagedClientStatesError: If a row read does not match its CRC-32.
+    """
     client_ids = client_state_spec.check_client_ids(
         client_ids, allow_duplicates=True
     )
     self._check_usable()
     states = []
-    for row in self._rows_of(client_ids):
-      if row in self._pending_slots:
-        fds, index = self._pending_fds, self._pending_slots[row]
-      elif self._created[row]:
-        fds, index = self._base_fds, row
+    for client_id, row in zip(client_ids, self._rows_of(client_ids)):
+      if row in self._pending:
+        slot, crc = self._pending[row]
+        fds = self._pending_fds
+      elif row in self._where:
+        segment, slot, crc = self._where[row]
+        fds = self._fds_of(segment)
+      elif self._base.created[row]:
+        slot, crc, fds = _IN_BASE, int(self._base.crcs[row]), None
       else:
         states.append(self._spec.new_state())
         continue
-      states.append(self._spec.pack(self._read(fds, index)))
+      if slot == _IN_BASE:
+        fds, slot = self._base_fds, row
+      leaves = self._read(fds, slot)
+      if chain_lib.row_crc(leaves) != crc:
+        raise client_state_spec.DamagedClientStatesError(
+            f'The client state of {client_id!r} in {self.directory} is '
+            'damaged (CRC-32 mismatch); resume the run from an older '
+            'checkpoint or restore the directory from a copy.'
+        )
+      states.append(self._spec.pack(leaves))
     return states
 
   def update(self, client_ids: Sequence[str], states: Sequence[Any]) -> None:
@@ -205,93 +238,163 @@ class DiskClientStateStore:
     client_ids, leaves = self._spec.checked_leaves_all(client_ids, states)
     rows = self._rows_of(client_ids)
     self._check_usable()
-    if self._pending_fds is None:
-      os.makedirs(self._path(layout.PENDING), mode=0o700, exist_ok=True)
-      self._pending_fds = row_files.open_leaf_files(
-          [
-              layout.leaf_file(self._path(layout.PENDING), j)
-              for j in range(len(self._leaf_bytes))
-          ],
-          [0] * len(self._leaf_bytes),
-      )
     for row, state_leaves in zip(rows, leaves):
-      slot = self._pending_slots.setdefault(row, len(self._pending_slots))
-      self._write(self._pending_fds, slot, state_leaves)
+      slot = self._pending.get(row, (None, 0))[0]
+      if slot is None and not self._has_state(row):
+        slot = _IN_BASE  # No checkpoint reads this row yet: write in place.
+      if slot == _IN_BASE:
+        self._write(self._base_fds, row, state_leaves)
+      else:
+        if slot is None:
+          slot, self._num_pending_slots = (
+              self._num_pending_slots,
+              self._num_pending_slots + 1,
+          )
+        self._write(self._open_pending(), slot, state_leaves)
+      self._pending[row] = (slot, chain_lib.row_crc(state_leaves))
 
   def prepare_checkpoint(self, round_num: int) -> None:
-    """Makes the updates since the last checkpoint durable as `delta_<t>/`.
+    """Makes the updates since the last checkpoint durable as `segment_<t>/`.
 
     Call before saving the program state of round `round_num`, then
     `finish_checkpoint(round_num)`; `get` and `update` wait for it.
     """
     self._check_usable()
-    pending = self._path(layout.PENDING)
-    os.makedirs(pending, mode=0o700, exist_ok=True)
-    if self._pending_fds is not None:
-      row_files.sync_and_close(self._pending_fds, close=True)
-    rows = np.zeros(len(self._pending_slots), np.int64)
-    for row, slot in self._pending_slots.items():
-      rows[slot] = row
-    client_states_lib.atomic_write(
-        os.path.join(pending, layout.ROWS),
-        lambda f: np.save(f, rows),
-        binary=True,
+    fds = self._open_pending()
+    row_files.sync_and_close(fds + self._base_fds, close=False)
+    entries = sorted(self._pending.items())
+    chain_lib.write_index(
+        self._path(layout.PENDING),
+        chain_lib.Segment(
+            round_num,
+            self._head(),
+            np.array([row for row, _ in entries], np.int64),
+            np.array([slot for _, (slot, _) in entries], np.int64),
+            np.array([crc for _, (_, crc) in entries], np.uint32),
+        ),
     )
-    os.rename(pending, layout.delta_dir(self.directory, round_num))
+    os.rename(
+        self._path(layout.PENDING),
+        layout.segment_dir(self.directory, round_num),
+    )
     row_files.fsync_path(self.directory)
-    self._pending_fds, self._pending_slots = None, {}
+    for row, (slot, crc) in entries:
+      self._where[row] = (round_num, slot, crc)
+    self._segment_slots[round_num] = self._num_pending_slots
+    self._segment_fds[round_num] = fds
+    self._pending_fds, self._pending, self._num_pending_slots = None, {}, 0
     self._prepared = round_num
 
   def finish_checkpoint(
       self, round_num: int, kept_rounds: Collection[int] = ()
   ) -> None:
-    """Applies `delta_<t>/` to the base files, after the program state.
+    """Ends the checkpoint of round t, after its program state is saved.
 
-    First saves the rows it replaces as `undo_<t>/`, so that the store can
-    be rolled back to every kept version but the oldest nonzero one (version
-    0 is a fresh store); deletes the undo logs no kept version needs.
+    Merges the segments at or before the oldest kept nonzero version into
+    the base files once the segments hold more states than the population
+    (`_merge`): every kept version still reads its states.
 
     Args:
       round_num: The round of the `prepare_checkpoint` call before.
-      kept_rounds: The program states on disk (none given: no undo logs).
+      kept_rounds: The program states on disk (none given: only round t).
     """
     if self._prepared != round_num:
       raise ValueError(
           f'`finish_checkpoint({round_num})` without '
           f'`prepare_checkpoint({round_num})` (prepared: {self._prepared}).'
       )
-    self._write_undo(round_num)
-    self._apply_delta(round_num)
     self._prepared = None
-    floor = min([k for k in kept_rounds if 0 < k < round_num] + [round_num])
-    for undo in layout.undo_rounds(self.directory):
-      if undo <= floor:
-        shutil.rmtree(layout.undo_dir(self.directory, undo))
+    if sum(self._segment_slots.values()) > MERGE_AT * self.num_clients:
+      floor = min([k for k in kept_rounds if 0 < k < round_num] + [round_num])
+      self._merge(floor)
 
   def checkpoint_files(self, round_num: int) -> dict[str, list[str]]:
-    """The files of round t's states (none for round 0: a fresh store)."""
+    """The store's manifest and segment t's index (none for a fresh store)."""
     if round_num == 0:
       return {}
-    names = [layout.MANIFEST, layout.APPLIED, layout.CREATED]
-    names += [
-        os.path.basename(layout.leaf_file(self.directory, j))
-        for j in range(len(self._leaf_bytes))
-    ]
-    return {'client_states': [self._path(name) for name in names]}
+    index = os.path.join(
+        layout.segment_dir(self.directory, round_num), layout.INDEX
+    )
+    return {'client_states': [self._path(layout.MANIFEST), index]}
 
   def close(self) -> None:
     """Closes the files and releases the directory's lock."""
-    for fd in self._base_fds + (self._pending_fds or []):
+    fds = self._base_fds + (self._pending_fds or [])
+    for segment_fds in self._segment_fds.values():
+      fds += segment_fds
+    for fd in fds:
       os.close(fd)
-    if self._created_fd is not None:
-      os.close(self._created_fd)
     if self._lock_fd is not None:
       os.close(self._lock_fd)  # Releases the flock.
-    self._base_fds, self._pending_fds = [], None
-    self._created_fd = self._lock_fd = None
+    self._base_fds, self._pending_fds, self._segment_fds = [], None, {}
+    self._lock_fd = None
 
   def _path(self, name: str) -> str:
     return os.path.join(self.directory, name)
+
+  def _head(self) -> Optional[int]:
+    """The newest checkpoint the store holds (None: fresh)."""
+    return max(self._segment_slots, default=self._base.round_num)
+
+  def _has_state(self, row: int) -> bool:
+    """Whether a checkpoint holds a state of `row` (a pending one aside)."""
+    return bool(self._base.created[row]) or row in self._where
+
+  def _open_pending(self) -> list[int]:
+    if self._pending_fds is None:
+      pending = self._path(layout.PENDING)
+      shutil.rmtree(pending, ignore_errors=True)
+      os.makedirs(pending, mode=0o700)
+      self._pending_fds = row_files.open_leaf_files(
+          [layout.leaf_file(pending, j) for j in range(len(self._leaf_bytes))],
+          [0] * len(self._leaf_bytes),
+      )
+    return self._pending_fds
+
+  def _fds_of(self, segment: int) -> list[int]:
+    if segment not in self._segment_fds:
+      directory = layout.segment_dir(self.directory, segment)
+      self._segment_fds[segment] = row_files.open_leaf_files(
+          [layout.leaf_file(directory, j) for j in range(len(self._leaf_bytes))]
+      )
+    return self._segment_fds[segment]
+
+  def _drop_all_but(self, segments: Sequence[chain_lib.Segment]) -> None:
+    """Deletes pending/ and every segment not in `segments` (the chain)."""
+    shutil.rmtree(self._path(layout.PENDING), ignore_errors=True)
+    keep = {segment.round_num for segment in segments}
+    for segment in layout.segment_rounds(self.directory):
+      if segment not in keep:
+        shutil.rmtree(layout.segment_dir(self.directory, segment))
+    row_files.fsync_path(self.directory)
+
+  def _merge(self, floor: int) -> None:
+    """Writes the newest state of each row of the segments <= `floor` into
+    the base files, commits `base.bin` (round: the newest merged), then
+    deletes those segments. A kill before the commit leaves the base rows
+    it wrote unread: every kept version reads them from the segments."""
+    merged = sorted(s for s in self._segment_slots if s <= floor)
+    if not merged:
+      return
+    segments = [chain_lib.read_segment(self.directory, s) for s in merged]
+    created, crcs = self._base.created.copy(), self._base.crcs.copy()
+    for row, (segment, slot, crc) in chain_lib.newest_entries(segments).items():
+      if slot != _IN_BASE:
+        self._write(
+            self._base_fds, row, self._read(self._fds_of(segment), slot)
+        )
+      created[row], crcs[row] = 1, crc
+      if self._where.get(row, (None,))[0] == segment:
+        del self._where[row]  # Its newest state is the base row now.
+    row_files.sync_and_close(self._base_fds, close=False)
+    self._base = chain_lib.Base(merged[-1], created, crcs)
+    chain_lib.write_base(self.directory, self._base)
+    for segment in merged:
+      for fd in self._segment_fds.pop(segment, []):
+        os.close(fd)
+      del self._segment_slots[segment]
+      shutil.rmtree(layout.segment_dir(self.directory, segment))
+    row_files.fsync_path(self.directory)
 
   def _manifest(self) -> dict[str, Any]:
     return {
@@ -301,156 +404,6 @@ class DiskClientStateStore:
         'owner': self._owner,
         **self._spec.metadata(),
     }
-
-  def _check_manifest(self, saved: dict[str, Any]) -> None:
-    where = self.directory
-    if saved.get('format_version') != layout.FORMAT_VERSION:
-      raise client_state_spec.ClientStatesError(
-          f'The client states in {where} have format version '
-          f'{saved.get("format_version")!r}, expected {layout.FORMAT_VERSION}.'
-      )
-    self._spec.check_metadata(saved, where)
-    if (
-        saved.get('num_clients') != self.num_clients
-        or saved.get('client_ids_sha256') != self._ids_digest
-    ):
-      raise client_state_spec.ClientStatesError(
-          f'`client_ids` ({self.num_clients} clients) are not the population '
-          f'the client states in {where} were made for '
-          f'({saved.get("num_clients")} clients).'
-      )
-    if saved.get('owner') != self._owner:
-      raise client_state_spec.ClientStatesError(
-          f'The client states in {where} belong to the run of '
-          f'{saved.get("owner")!r}, not {self._owner!r}.'
-      )
-
-  def _check_not_another_runs(self) -> None:
-    """ClientStatesError if `directory` holds the store of another owner."""
-    path = self._path(layout.MANIFEST)
-    if not os.path.exists(path):
-      return
-    owner = layout.read_json(path).get('owner')
-    if owner != self._owner:
-      raise client_state_spec.ClientStatesError(
-          f'The client-state directory {self.directory} holds the states of '
-          f'the run of {owner!r}, not {self._owner!r}; use another directory '
-          '(or delete it if that run is over).'
-      )
-
-  def _roll_to(self, round_num: int) -> None:
-    """Undoes the checkpoints after `round_num`, applies the deltas up to it."""
-    layout.remove_incomplete_undos(self.directory)
-    for undo in reversed(layout.undo_rounds(self.directory)):
-      if undo > round_num:
-        self._apply_undo(undo)
-    applied = self._applied
-    if applied is not None and applied > round_num:
-      raise client_state_spec.ClientStatesError(
-          f'The client states in {self.directory} are those of round '
-          f'{applied}, newer than the checkpoint of round {round_num}; they '
-          'cannot be rolled back.'
-      )
-    for delta in layout.delta_rounds(self.directory):
-      if (applied is not None and delta <= applied) or delta > round_num:
-        shutil.rmtree(layout.delta_dir(self.directory, delta))
-      else:
-        self._write_undo(delta)
-        self._apply_delta(delta)
-        applied = delta
-    if applied != round_num:
-      raise client_state_spec.MissingClientStatesError(
-          f'The client states of the checkpoint of round {round_num} are '
-          f'missing in {self.directory} (it holds those of round {applied}).'
-      )
-
-  def _write_undo(self, round_num: int) -> None:
-    """Saves the base rows `delta_<t>/` will replace as `undo_<t>/`."""
-    target = layout.undo_dir(self.directory, round_num)
-    if os.path.exists(target):
-      return  # Written before a crash; the base may be changed since.
-    rows = np.load(
-        os.path.join(layout.delta_dir(self.directory, round_num), layout.ROWS)
-    )
-    temporary = target + '.tmp'
-    shutil.rmtree(temporary, ignore_errors=True)
-    os.makedirs(temporary, mode=0o700)
-    fds = row_files.open_leaf_files(
-        [layout.leaf_file(temporary, j) for j in range(len(self._leaf_bytes))],
-        [0] * len(self._leaf_bytes),
-    )
-    try:
-      for slot, row in enumerate(rows.tolist()):
-        self._write(fds, slot, self._read(self._base_fds, row))
-      row_files.sync_and_close(fds, close=False)
-    finally:
-      for fd in fds:
-        os.close(fd)
-    for name, array in (
-        (layout.ROWS, rows),
-        (layout.CREATED_ROWS, self._created[rows]),
-    ):
-      client_states_lib.atomic_write(
-          os.path.join(temporary, name),
-          lambda f, a=array: np.save(f, a),
-          binary=True,
-      )
-    layout.write_json(
-        os.path.join(temporary, layout.PREVIOUS), {'round': self._applied}
-    )
-    os.rename(temporary, target)
-    row_files.fsync_path(self.directory)
-
-  def _apply_undo(self, round_num: int) -> None:
-    """Puts back the rows of `undo_<t>/`: the base of the checkpoint before."""
-    undo = layout.undo_dir(self.directory, round_num)
-    rows = np.load(os.path.join(undo, layout.ROWS)).tolist()
-    created = np.load(os.path.join(undo, layout.CREATED_ROWS)).tolist()
-    previous = layout.read_json(os.path.join(undo, layout.PREVIOUS))['round']
-    fds = row_files.open_leaf_files(
-        [layout.leaf_file(undo, j) for j in range(len(self._leaf_bytes))]
-    )
-    try:
-      for slot, row in enumerate(rows):
-        self._write(self._base_fds, row, self._read(fds, slot))
-    finally:
-      for fd in fds:
-        os.close(fd)
-    for row, flag in zip(rows, created):
-      self._created[row] = flag
-      os.pwrite(self._created_fd, bytes([flag]), row)
-    row_files.sync_and_close(self._base_fds + [self._created_fd], close=False)
-    layout.write_json(self._path(layout.APPLIED), {'round': previous})
-    self._applied = previous
-    shutil.rmtree(
-        layout.delta_dir(self.directory, round_num), ignore_errors=True
-    )
-    shutil.rmtree(undo)
-    row_files.fsync_path(self.directory)
-
-  def _apply_delta(self, round_num: int) -> None:
-    """Copies `delta_<t>/` into the base files; idempotent; then deletes it."""
-    delta = layout.delta_dir(self.directory, round_num)
-    rows = np.load(os.path.join(delta, layout.ROWS))
-    if rows.size:
-      fds = row_files.open_leaf_files(
-          [layout.leaf_file(delta, j) for j in range(len(self._leaf_bytes))]
-      )
-      try:
-        for slot, row in enumerate(rows.tolist()):
-          leaves = self._read(fds, slot)
-          self._write(self._base_fds, row, leaves)
-      finally:
-        for fd in fds:
-          os.close(fd)
-      for row in rows.tolist():
-        self._created[row] = 1
-        os.pwrite(self._created_fd, b'\x01', row)
-    row_files.sync_and_close(self._base_fds + [self._created_fd], close=False)
-    layout.write_json(self._path(layout.APPLIED), {'round': round_num})
-    self._applied = round_num
-    shutil.rmtree(delta)
-    row_files.fsync_path(self.directory)
 
   def _check_usable(self) -> None:
     if self._lock_fd is None:
