@@ -56,6 +56,36 @@ def test_manifest_lists_every_file_with_its_size_and_crc32(checkpoint_dir):
   assert manifest.check_group(checkpoint_dir, loaded, manifest.FILES) is None
 
 
+def test_a_disk_store_is_listed_by_its_index_and_sized_with_its_segment(
+    tmp_path,
+):
+  store = tmp_path / 'states'
+  (store / 'segment_3').mkdir(parents=True)
+  files = {
+      'manifest.json': b'{"format_version": 2}',
+      'segment_3/index.bin': b'index' * 7,
+      'segment_3/leaf_0.bin': b'\x01' * 1000,  # Vouched for by the index.
+      'segment_3/leaf_1.bin': b'\x02' * 24,
+  }
+  for name, content in files.items():
+    (store / name).write_bytes(content)
+  (tmp_path / 'checkpoints' / 'program_state_3').mkdir(parents=True)
+  directory = str(tmp_path / 'checkpoints')
+  listed = [str(store / 'manifest.json'), str(store / 'segment_3/index.bin')]
+
+  manifest.write(directory, 3, {manifest.CLIENT_STATES: listed}, None)
+
+  loaded, problem = manifest.read(directory, 3)
+  assert problem is None
+  assert loaded[manifest.CLIENT_STATES] == {
+      name: [len(files[name]), zlib.crc32(files[name])]
+      for name in ('manifest.json', 'segment_3/index.bin')
+  }
+  # 21 + 35 listed; 1000 + 24 of the segment's states with the store.
+  assert manifest.listed_bytes(loaded) == 56
+  assert manifest.listed_bytes(loaded, str(store)) == 56 + 1024
+
+
 def _damage(path, kind):
   content = open(path, 'rb').read()
   if kind == 'truncated':

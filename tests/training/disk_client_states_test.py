@@ -203,6 +203,24 @@ def test_segments_merge_and_every_kept_version_restores(tmp_path):
     assert _small_counters(copy, round_num) == expected[round_num], round_num
 
 
+def test_more_segments_than_max_segments_merge(tmp_path, monkeypatch):
+  # 1000 clients, 1 slot a checkpoint: only the count of segments merges.
+  monkeypatch.setattr(disk_client_states, 'MAX_SEGMENTS', 3)
+  store = _create(tmp_path, template=_small(0))
+  for round_num in range(1, 11):
+    store.update(['client_1'], [_small(round_num)])
+    store.prepare_checkpoint(round_num)
+    store.finish_checkpoint(round_num, [0, round_num - 1, round_num])
+    segments = [n for n in os.listdir(tmp_path) if n.startswith('segment_')]
+    assert len(segments) <= 3, (round_num, segments)
+  store.close()
+
+  assert disk_store_chain.read_base(str(tmp_path)).round_num == 9
+  restored = _restore(tmp_path, 10, template=_small(0))
+  assert _counters(restored, ['client_1', 'client_2']) == [10, 0]
+  restored.close()
+
+
 def test_a_merge_killed_before_its_commit_restores_every_kept_version(
     tmp_path, monkeypatch
 ):

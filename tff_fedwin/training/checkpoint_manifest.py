@@ -370,9 +370,19 @@ def resume_round(
   return None
 
 
-def listed_bytes(manifest: Any) -> int:
-  """Bytes of every file the manifest lists (a checkpoint's size)."""
-  return sum(size for group in GROUPS for size, _ in manifest[group].values())
+def listed_bytes(manifest: Any, store_dir: Optional[str] = None) -> int:
+  """Bytes of the files the manifest lists, and with `store_dir` of the disk
+  store's segments they name (their states are vouched for by the index)."""
+  total = sum(size for group in GROUPS for size, _ in manifest[group].values())
+  for entry in manifest[CLIENT_STATES] if store_dir else ():
+    segment = os.path.join(store_dir, os.path.dirname(entry))
+    if os.path.dirname(entry) and os.path.isdir(segment):
+      total += sum(
+          os.path.getsize(os.path.join(segment, name))
+          for name in os.listdir(segment)
+          if name != os.path.basename(entry)
+      )
+  return total
 
 
 def move_aside(checkpoint_dir: str, round_num: int) -> str:

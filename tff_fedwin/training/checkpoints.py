@@ -206,7 +206,7 @@ class Checkpoints:
     for version in reversed(self.versions()):
       manifest, _ = manifest_lib.read(self.directory, version)
       if manifest is not None:
-        return manifest_lib.listed_bytes(manifest)
+        return manifest_lib.listed_bytes(manifest, self._client_states_dir)
     return None
 
   def resume_round(self) -> Optional[int]:

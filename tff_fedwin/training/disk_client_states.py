@@ -2,12 +2,9 @@
 
 `DiskClientStateStore` keeps one preallocated array file per state leaf,
 `[num_clients, *leaf.shape]`, created sparse (`ftruncate`): a client's row
-takes disk blocks only once it is written. Rows are read and written with
-`pread`/`pwrite`, not `np.memmap`: measured on this machine (400 rows of
-4.8 MB written then read in random order), a memmap grew the process's RSS by
-the bytes it touched (0.04 -> 1.83 GB; at 3,400 SCAFFOLD clients of the 1.2M
-parameter EMNIST model that is 16 GB) and took 5.7 s, pread/pwrite kept RSS at
-0.04 GB and took 2.0 s. The page cache still serves hot rows, outside RSS.
+takes disk blocks only once it is written. Rows move with `pread`/`pwrite`,
+not `np.memmap`, which grew the process's RSS by every byte it touched
+(measured: docs/design.md sec. 5.5).
 
 A state is written once: a client's first state in place in its base row,
 later ones into `pending/` (one slot per client), which the checkpoint of
@@ -38,6 +35,9 @@ _IN_BASE = chain_lib.IN_BASE
 # (plus one interval's), and each state is written about 1 + (the share of
 # the merged slots still newest) times (docs/design.md sec. 5.5).
 MERGE_AT = 1.0
+# ... or once there are more segments than this (a checkpoint every round
+# with few clients makes many small ones).
+MAX_SEGMENTS = 64
 
 
 class DiskClientStateStore:
@@ -54,10 +54,6 @@ class DiskClientStateStore:
   A checkpoint of round t is `prepare_checkpoint(t)`, then the program state
   of round t, then `finish_checkpoint(t)`; `restore(..., round_num=t)` gives
   the states of that checkpoint (docs/design.md sec. 5.5).
-
-  Disk: the base files ((clients ever updated) x (state size)) plus the
-  segments, which are merged into the base once they hold more states than
-  the population.
   """
 
   def __init__(
@@ -84,10 +80,9 @@ class DiskClientStateStore:
         None, np.zeros(len(ids), np.uint8), np.zeros(len(ids), np.uint32)
     )
     # The chain over the base: row -> (segment round, slot, CRC-32) of its
-    # newest entry; segment round -> its number of slots, open leaf files.
+    # newest entry; segment round -> its number of slots.
     self._where: dict[int, tuple[int, int, int]] = {}
     self._segment_slots: dict[int, int] = {}
-    self._segment_fds: dict[int, list[int]] = {}
     self._pending_fds: Optional[list[int]] = None
     self._pending: dict[int, tuple[int, int]] = {}  # row -> (slot, CRC-32)
     self._num_pending_slots = 0
@@ -210,19 +205,15 @@ class DiskClientStateStore:
     states = []
     for client_id, row in zip(client_ids, self._rows_of(client_ids)):
       if row in self._pending:
-        slot, crc = self._pending[row]
-        fds = self._pending_fds
+        (slot, crc), segment = self._pending[row], None
       elif row in self._where:
         segment, slot, crc = self._where[row]
-        fds = self._fds_of(segment)
       elif self._base.created[row]:
-        slot, crc, fds = _IN_BASE, int(self._base.crcs[row]), None
+        segment, slot, crc = None, _IN_BASE, int(self._base.crcs[row])
       else:
         states.append(self._spec.new_state())
         continue
-      if slot == _IN_BASE:
-        fds, slot = self._base_fds, row
-      leaves = self._read(fds, slot)
+      leaves = self._read_entry(segment, slot, row)
       if chain_lib.row_crc(leaves) != crc:
         raise client_state_spec.DamagedClientStatesError(
             f'The client state of {client_id!r} in {self.directory} is '
@@ -260,8 +251,8 @@ class DiskClientStateStore:
     `finish_checkpoint(round_num)`; `get` and `update` wait for it.
     """
     self._check_usable()
-    fds = self._open_pending()
-    row_files.sync_and_close(fds + self._base_fds, close=False)
+    row_files.sync_and_close(self._open_pending(), close=True)
+    row_files.sync_and_close(self._base_fds, close=False)
     entries = sorted(self._pending.items())
     chain_lib.write_index(
         self._path(layout.PENDING),
@@ -281,7 +272,6 @@ class DiskClientStateStore:
     for row, (slot, crc) in entries:
       self._where[row] = (round_num, slot, crc)
     self._segment_slots[round_num] = self._num_pending_slots
-    self._segment_fds[round_num] = fds
     self._pending_fds, self._pending, self._num_pending_slots = None, {}, 0
     self._prepared = round_num
 
@@ -292,7 +282,8 @@ class DiskClientStateStore:
 
     Merges the segments at or before the oldest kept nonzero version into
     the base files once the segments hold more states than the population
-    (`_merge`): every kept version still reads its states.
+    or are more than `MAX_SEGMENTS` (`_merge`): every kept version still
+    reads its states.
 
     Args:
       round_num: The round of the `prepare_checkpoint` call before.
@@ -304,7 +295,11 @@ class DiskClientStateStore:
           f'`prepare_checkpoint({round_num})` (prepared: {self._prepared}).'
       )
     self._prepared = None
-    if sum(self._segment_slots.values()) > MERGE_AT * self.num_clients:
+    slots = sum(self._segment_slots.values())
+    if (
+        slots > MERGE_AT * self.num_clients
+        or len(self._segment_slots) > MAX_SEGMENTS
+    ):
       floor = min([k for k in kept_rounds if 0 < k < round_num] + [round_num])
       self._merge(floor)
 
@@ -319,14 +314,11 @@ class DiskClientStateStore:
 
   def close(self) -> None:
     """Closes the files and releases the directory's lock."""
-    fds = self._base_fds + (self._pending_fds or [])
-    for segment_fds in self._segment_fds.values():
-      fds += segment_fds
-    for fd in fds:
+    for fd in self._base_fds + (self._pending_fds or []):
       os.close(fd)
     if self._lock_fd is not None:
       os.close(self._lock_fd)  # Releases the flock.
-    self._base_fds, self._pending_fds, self._segment_fds = [], None, {}
+    self._base_fds, self._pending_fds = [], None
     self._lock_fd = None
 
   def _path(self, name: str) -> str:
@@ -351,13 +343,25 @@ class DiskClientStateStore:
       )
     return self._pending_fds
 
-  def _fds_of(self, segment: int) -> list[int]:
-    if segment not in self._segment_fds:
-      directory = layout.segment_dir(self.directory, segment)
-      self._segment_fds[segment] = row_files.open_leaf_files(
-          [layout.leaf_file(directory, j) for j in range(len(self._leaf_bytes))]
-      )
-    return self._segment_fds[segment]
+  def _read_entry(
+      self, segment: Optional[int], slot: int, row: int
+  ) -> list[np.ndarray]:
+    """The leaves of a state: `slot` of `segment` (None: of pending/), or the
+    base row if `slot` is `_IN_BASE`. A segment's files are opened for the
+    read only: a long run may hold many segments."""
+    if slot == _IN_BASE:
+      return self._read(self._base_fds, row)
+    if segment is None:
+      return self._read(self._pending_fds, slot)
+    directory = layout.segment_dir(self.directory, segment)
+    fds = row_files.open_leaf_files(
+        [layout.leaf_file(directory, j) for j in range(len(self._leaf_bytes))]
+    )
+    try:
+      return self._read(fds, slot)
+    finally:
+      for fd in fds:
+        os.close(fd)
 
   def _drop_all_but(self, segments: Sequence[chain_lib.Segment]) -> None:
     """Deletes pending/ and every segment not in `segments` (the chain)."""
@@ -380,9 +384,7 @@ class DiskClientStateStore:
     created, crcs = self._base.created.copy(), self._base.crcs.copy()
     for row, (segment, slot, crc) in chain_lib.newest_entries(segments).items():
       if slot != _IN_BASE:
-        self._write(
-            self._base_fds, row, self._read(self._fds_of(segment), slot)
-        )
+        self._write(self._base_fds, row, self._read_entry(segment, slot, row))
       created[row], crcs[row] = 1, crc
       if self._where.get(row, (None,))[0] == segment:
         del self._where[row]  # Its newest state is the base row now.
@@ -390,8 +392,6 @@ class DiskClientStateStore:
     self._base = chain_lib.Base(merged[-1], created, crcs)
     chain_lib.write_base(self.directory, self._base)
     for segment in merged:
-      for fd in self._segment_fds.pop(segment, []):
-        os.close(fd)
       del self._segment_slots[segment]
       shutil.rmtree(layout.segment_dir(self.directory, segment))
     row_files.fsync_path(self.directory)
