@@ -50,6 +50,9 @@ PLACES = {
     'training.checkpoints.DiskFullError': errors.EnvironmentProblemError,
     'training.checkpoints.NoIntactCheckpointError': errors.RunDirectoryError,
     'training.client_state_spec.ClientStatesError': errors.RunDirectoryError,
+    'training.client_state_spec.DamagedClientStatesError': (
+        errors.RunDirectoryError
+    ),
     'training.client_state_spec.MissingClientStatesError': (
         errors.RunDirectoryError
     ),

@@ -19,7 +19,13 @@ TASKS = (
     'stackoverflow',
 )
 # Tasks whose test sets have clients (`--eval_per_client`, `Task.test_clients`).
-TASKS_WITH_TEST_CLIENTS = ('leaf', 'text', 'shakespeare', 'emnist')
+TASKS_WITH_TEST_CLIENTS = (
+    'leaf',
+    'text',
+    'shakespeare',
+    'emnist',
+    'stackoverflow',
+)
 # Tasks whose labels are one class per example (WSM's class proportions).
 CLASSIFICATION_TASKS = ('mnist', 'npz', 'leaf', 'emnist')
 # The LEAF datasets `tff_fedwin.data.leaf` reads.

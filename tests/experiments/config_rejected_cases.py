@@ -311,7 +311,8 @@ BAD_CONFIGS = [
         'eval_per_client_without_test_clients',
         [
             '--eval_per_client',
-            '--task=leaf or --task=text or --task=shakespeare or --task=emnist',
+            '--task=leaf or --task=text or --task=shakespeare or --task=emnist '
+            'or --task=stackoverflow',
             '--task=npz',
         ],
         eval_per_client=True,

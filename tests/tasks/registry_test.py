@@ -407,3 +407,30 @@ def test_stackoverflow_test_batches_cut_the_test_set(
       stackoverflow_test_batches=test_batches,
   )
   assert len(list(task.test_data)) == expected
+
+
+def test_stackoverflow_test_set_in_client_order_with_its_clients(
+    tmp_path, monkeypatch
+):
+  # u1's posts are all 'b', u0's 'a': 100 each, in TFF's eval batches of 64.
+  # Two batches (128 posts): all of u0 (ids sort u0 < u1), then 28 of u1;
+  # TFF's centralized test data would draw the client order unseeded.
+  _stackoverflow_posts(
+      tmp_path, monkeypatch, {'u1': ['b'] * 100, 'u0': ['a'] * 100}
+  )
+  task = registry.create_task(
+      'stackoverflow',
+      batch_size=2,
+      cache_dir='unused',
+      stackoverflow_test_batches=2,
+      eval_per_client=True,
+  )
+
+  words = np.concatenate([x.numpy()[:, 1] for x, _ in task.test_data])
+  np.testing.assert_array_equal(
+      words, [_POST_IDS['a']] * 100 + [_POST_IDS['b']] * 28
+  )
+  assert task.test_clients.client_ids == ('u0', 'u1')
+  np.testing.assert_array_equal(
+      task.test_clients.example_client, [0] * 100 + [1] * 28
+  )

@@ -227,10 +227,11 @@ def create_task(
       task's default; 1: no shuffle.
     text_model: Task `text`: one of `TEXT_MODELS` (`text.TEXT_MODEL_SIZES`).
     stackoverflow_test_batches: Task `stackoverflow`: the test batches
-      evaluated (the first ones of TFF's test set); 0: all of them.
-    eval_per_client: Task `emnist`: also count each test client's examples
-      (`Task.test_clients`; one pass over its test set). The other tasks
-      with test clients always have them.
+      evaluated (the first ones of TFF's test clients' posts in id order);
+      0: all of them.
+    eval_per_client: Tasks `emnist`, `stackoverflow`: also count each test
+      client's examples (`Task.test_clients`; one pass over the test set
+      evaluated). The other tasks with test clients always have them.
 
   Returns:
     The `Task`.
@@ -337,4 +338,5 @@ def create_task(
       use_synthetic_data=use_synthetic_data,
       shuffle_buffer=shuffle_buffer,
       test_batches=stackoverflow_test_batches,
+      test_clients=eval_per_client,
   )

@@ -19,6 +19,8 @@ Task = task_lib.Task
 
 STACKOVERFLOW_VOCAB_SIZE = 10000
 STACKOVERFLOW_TEST_BATCHES = choices.STACKOVERFLOW_TEST_BATCHES
+# Posts per test batch: TFF's default eval ClientSpec (word_prediction_tasks).
+_STACKOVERFLOW_EVAL_BATCH = 64
 # The files TFF 0.87 reads (after an LZMA/bz2 download) for the tasks.
 EMNIST_FILE = 'emnist_all.sqlite'
 STACKOVERFLOW_FILE = 'stackoverflow.sqlite'
@@ -80,12 +82,20 @@ def _in_client_order(client_data) -> tf.data.Dataset:
   )
 
 
-def _test_clients(client_data) -> per_client.TestClients:
-  """Each client's examples in `_in_client_order`, counted in one pass."""
+def _test_clients(
+    client_data, limit: Optional[int] = None
+) -> per_client.TestClients:
+  """Each client's examples in `_in_client_order`, counted in one pass.
+
+  With `limit`, of the first `limit` examples only (the pass stops there;
+  the last client counted may be cut).
+  """
   ids = tf.constant(client_data.client_ids)
   indices = tf.data.Dataset.range(len(client_data.client_ids)).flat_map(
       lambda i: client_data.serializable_dataset_fn(ids[i]).map(lambda _: i)
   )
+  if limit is not None:
+    indices = indices.take(limit)
   counts = np.zeros(len(client_data.client_ids), np.int64)
   for batch in indices.batch(65536).as_numpy_iterator():
     counts += np.bincount(batch, minlength=len(counts))
@@ -149,12 +159,18 @@ def stackoverflow_task(
     use_synthetic_data,
     shuffle_buffer=None,
     test_batches=STACKOVERFLOW_TEST_BATCHES,
+    test_clients=False,
 ):
-  """TFF's StackOverflow next-word task as it is.
+  """TFF's StackOverflow next-word task, its test clients in id order.
 
   `shuffle_buffer` is TFF's `ClientSpec.shuffle_buffer_size` (None: TFF's
   default; TFF's shuffle is unseeded); `test_batches` the first batches of
-  TFF's centralized test set evaluated (0: all).
+  the test set evaluated (0: all): TFF's test clients' posts client after
+  client in id order (`_in_client_order`, not TFF's centralized test data,
+  whose client order is unseeded), preprocessed by TFF's eval function;
+  `test_clients` also counts each test client's posts among those
+  (`Task.test_clients`, for `--eval_per_client`; the last client may be
+  cut by `test_batches`).
   """
   del seed
   try:
@@ -183,12 +199,13 @@ def stackoverflow_task(
     ) from e
   datasets = baseline.datasets
   train_data = datasets.train_data
-  test_data = datasets.get_centralized_test_data()
+  test_data = datasets.eval_preprocess_fn(_in_client_order(datasets.test_data))
   if not use_synthetic_data:
     # A query per client id (TFF's SqlClientData).
     train_data = data.datasets_from_ids(train_data)
   if test_batches:  # 100 by default: a tractable eval on CPU.
     test_data = test_data.take(test_batches)
+  limit = test_batches * _STACKOVERFLOW_EVAL_BATCH if test_batches else None
   # TFF's word-prediction ids: 0 pad, 1..vocab words, then OOV, BOS, EOS.
   return Task(
       'stackoverflow',
@@ -198,4 +215,7 @@ def stackoverflow_task(
       test_data,
       STACKOVERFLOW_VOCAB_SIZE + 4,
       pad_label=0,
+      test_clients=(
+          _test_clients(datasets.test_data, limit) if test_clients else None
+      ),
   )
