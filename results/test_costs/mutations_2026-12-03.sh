@@ -52,6 +52,13 @@ apply per_client_rows_not_cut tff_fedwin/training/per_client_csv.py "    os.trun
 apply per_client_prefix_unchecked tff_fedwin/training/per_client_csv.py "  if actual != crc:" "  if False:" tests/training/per_client_loop_test.py tests/training/checkpoint_manifest_test.py
 apply leaf_test_users_reordered tff_fedwin/data/leaf_convert.py "        self.test.append((user, n))" "        self.test.insert(0, (user, n))" tests/data/leaf_cache_test.py
 apply weighted_accuracy_unweighted tff_fedwin/training/client_metrics.py "          float(np.sum(sums[:, CORRECT])) / counted if counted else 0.0" "          float(np.mean(accuracy)) if counted else 0.0" tests/training/per_client_loop_test.py
-apply rollback_unverified tff_fedwin/training/checkpoints.py "        problem = manifest_lib.check_rolled_back_store(" "        problem = None and manifest_lib.check_rolled_back_store(" tests/training/damaged_checkpoint_test.py -k no_intact
-apply undo_precedence_reversed tff_fedwin/training/disk_store_rollback.py "  for undo in reversed(undos):  # Newest first: an older one overrides." "  for undo in undos:" tests/training/disk_store_rollback_test.py
-apply store_entries_relative_again tff_fedwin/training/checkpoint_manifest.py "            if group == CLIENT_STATES" "            if False" tests/training/loop_resume_test.py -k resumed_disk_store
+# (Stop 62: rollback_unverified retargeted at check_store; undo_precedence_reversed gone with the
+# undo logs; store_entries_relative_again retargeted at the store's common directory.)
+apply rollback_unverified tff_fedwin/training/checkpoints.py "        problem = manifest_lib.check_store(" "        problem = None and manifest_lib.check_store(" tests/training/damaged_checkpoint_test.py -k no_intact
+apply store_entries_relative_again tff_fedwin/training/checkpoint_manifest.py "        if group == CLIENT_STATES and paths" "        if False" tests/training/loop_resume_test.py -k resumed_disk_store
+# Stop 62's defects (run alone: bash <(sed -n '1,/^apply server_opt/{/^apply server_opt/!p}; /^# Stop 62/,$p' this file)).
+apply first_state_rule_dropped tff_fedwin/training/disk_client_states.py "      if slot is None and not self._has_state(row):" "      if slot is None:" tests/training/disk_client_states_test.py
+apply merge_past_kept_versions tff_fedwin/training/disk_client_states.py "      floor = min([k for k in kept_rounds if 0 < k < round_num] + [round_num])" "      floor = round_num" tests/training/disk_client_states_test.py
+apply chain_states_unchecked tff_fedwin/training/disk_store_chain.py "      if _read_crc(source, row_bytes, slot) != crc:" "      if False:" tests/training/disk_store_chain_test.py
+apply read_unchecked tff_fedwin/training/disk_client_states.py "      if chain_lib.row_crc(leaves) != crc:" "      if False:" tests/training/disk_client_states_test.py
+apply stackoverflow_centralized_again tff_fedwin/tasks/tff_baselines.py "  test_data = datasets.eval_preprocess_fn(_in_client_order(datasets.test_data))" "  test_data = datasets.get_centralized_test_data()" tests/tasks/registry_test.py -k stackoverflow

@@ -412,11 +412,14 @@ def test_stackoverflow_test_batches_cut_the_test_set(
 def test_stackoverflow_test_set_in_client_order_with_its_clients(
     tmp_path, monkeypatch
 ):
-  # u1's posts are all 'b', u0's 'a': 100 each, in TFF's eval batches of 64.
-  # Two batches (128 posts): all of u0 (ids sort u0 < u1), then 28 of u1;
-  # TFF's centralized test data would draw the client order unseeded.
+  # User uk has 30 posts of k + 1 words; TFF's eval batches hold 64 posts.
+  # Two batches (128 posts): all of u0..u3 (ids in order), then 8 of u4.
+  # TFF's centralized test data draws the client order unseeded: it would
+  # keep this one 1 time in 720.
   _stackoverflow_posts(
-      tmp_path, monkeypatch, {'u1': ['b'] * 100, 'u0': ['a'] * 100}
+      tmp_path,
+      monkeypatch,
+      {f'u{k}': [' '.join(['a'] * (k + 1))] * 30 for k in (3, 1, 5, 0, 4, 2)},
   )
   task = registry.create_task(
       'stackoverflow',
@@ -426,11 +429,13 @@ def test_stackoverflow_test_set_in_client_order_with_its_clients(
       eval_per_client=True,
   )
 
-  words = np.concatenate([x.numpy()[:, 1] for x, _ in task.test_data])
+  x = np.concatenate([x.numpy() for x, _ in task.test_data])
+  # A post of n words: beginning, n word ids, end; then padding (0).
   np.testing.assert_array_equal(
-      words, [_POST_IDS['a']] * 100 + [_POST_IDS['b']] * 28
+      np.count_nonzero(x, axis=1),
+      np.repeat([3, 4, 5, 6, 7], [30, 30, 30, 30, 8]),
   )
-  assert task.test_clients.client_ids == ('u0', 'u1')
+  assert task.test_clients.client_ids == ('u0', 'u1', 'u2', 'u3', 'u4')
   np.testing.assert_array_equal(
-      task.test_clients.example_client, [0] * 100 + [1] * 28
+      task.test_clients.example_client, np.repeat(range(5), [30] * 4 + [8])
   )
