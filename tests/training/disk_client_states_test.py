@@ -4,6 +4,7 @@ Behaviour shared with the memory store is in client_state_stores_test.py.
 """
 
 import collections
+import json
 import os
 import shutil
 import stat
@@ -338,6 +339,32 @@ def test_create_replaces_an_old_store(tmp_path):
 
   assert _counters(store, ['client_1']) == [0]
   store.close()
+
+
+def test_a_format_1_store_is_refused_on_restore_and_replaced_by_create(
+    tmp_path,
+):
+  # The files a store of tff_fedwin before 2026-12-03 left (format 1).
+  (tmp_path / 'manifest.json').write_text(
+      json.dumps(dict(format_version=1, owner='run'))
+  )
+  for name in ('applied.json', 'created.bin', 'leaf_0.bin', 'leaf_1.bin'):
+    (tmp_path / name).write_bytes(b'{}')
+  for name in ('undo_2', 'delta_4', 'undo_6.tmp'):
+    (tmp_path / name).mkdir()
+
+  with pytest.raises(ValueError, match='format version 1, expected 2'):
+    _restore(tmp_path, 4)
+  store = _create(tmp_path)
+  store.close()
+
+  assert sorted(os.listdir(tmp_path)) == [
+      '.lock',
+      'base.bin',
+      'leaf_0.bin',
+      'leaf_1.bin',
+      'manifest.json',
+  ]
 
 
 def test_create_refuses_the_store_of_another_run(tmp_path):

@@ -286,7 +286,7 @@ def check_store(manifest: Any, round_num: int, store_dir: str) -> Optional[str]:
   }
   if not listed:
     return None
-  if any(name.startswith(os.pardir) for name in listed):
+  if any(n.startswith(os.pardir) or os.path.isabs(n) for n in listed):
     return f'its {CLIENT_STATES} entries leave the store directory'
   return disk_store_chain.problem(os.path.abspath(store_dir), round_num, listed)
 

@@ -48,11 +48,18 @@ def leaf_file(directory: str, leaf_index: int) -> str:
   return os.path.join(directory, f'leaf_{leaf_index}.bin')
 
 
+# A format-1 store's own entries: a fresh start replaces such a store too.
+_FORMAT_1_ENTRY = re.compile(
+    r'^(applied\.json|created\.bin|delta_\d+|undo_\d+(\.tmp)?|\.applied\.json.*)$'
+)
+
+
 def is_store_entry(name: str) -> bool:
   return bool(
       name in (MANIFEST, BASE, LOCK, PENDING)
       or _LEAF_PATTERN.match(name)
       or SEGMENT_PATTERN.match(name)
+      or _FORMAT_1_ENTRY.match(name)
       # atomic_write's temporary files.
       or name.startswith(('.' + MANIFEST, '.' + BASE))
   )
