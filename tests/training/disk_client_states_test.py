@@ -216,6 +216,9 @@ def test_more_segments_than_max_segments_merge(tmp_path, monkeypatch):
     assert len(segments) <= 3, (round_num, segments)
   store.close()
 
+  # client_1's first state (round 1) is in place, every later one a slot:
+  # segments {1..4} at round 4 merge up to the oldest kept round 3 -> {4};
+  # {4..7} at 7 -> {7}; {7..10} at 10 merge up to 9 -> base round 9, {10}.
   assert disk_store_chain.read_base(str(tmp_path)).round_num == 9
   restored = _restore(tmp_path, 10, template=_small(0))
   assert _counters(restored, ['client_1', 'client_2']) == [10, 0]

@@ -36,6 +36,7 @@ _REPO = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 _R3 = ('round', 'round', 'round')  # The start of round 3.
 _CHECKPOINT_2 = ('round', 'round')  # Rounds 1 and 2 begun, then checkpoint 2.
 _AFTER_STATE_2 = (r'rename program_state_2_',)
+_AFTER_STATE_4 = (r'rename program_state_4_',)
 
 KILL_POINTS = {
     'disk': {
@@ -49,14 +50,8 @@ KILL_POINTS = {
         'ckpt2-before-segment-rename': _CHECKPOINT_2 + (r'rename pending',),
         'ckpt2-segment-no-program-state': _CHECKPOINT_2 + _AFTER_STATE_2,
         # The driver merges at every checkpoint: at 4, segments 0 and 2.
-        'ckpt4-merge-not-recorded': (
-            r'rename program_state_4_',
-            r'replace \.base',
-        ),
-        'ckpt4-merged-segment-left': (
-            r'rename program_state_4_',
-            r'rmtree segment_2',
-        ),
+        'ckpt4-merge-not-recorded': _AFTER_STATE_4 + (r'replace \.base',),
+        'ckpt4-merged-segment-left': _AFTER_STATE_4 + (r'rmtree segment_2',),
     },
     'memory': {
         'round3-start': _R3,
@@ -70,10 +65,7 @@ KILL_POINTS = {
         'ckpt2-window-no-program-state': _CHECKPOINT_2 + _AFTER_STATE_2,
         # The program state is in place, its manifest (written last) not yet:
         # the version is incomplete and the resume falls back a version.
-        'ckpt4-no-manifest': (
-            r'rename program_state_4_',
-            r'replace \.fedwin_manifest',
-        ),
+        'ckpt4-no-manifest': _AFTER_STATE_4 + (r'replace \.fedwin_manifest',),
         'last-ckpt-no-manifest': (
             r'rename program_state_5_',
             r'replace \.fedwin_manifest',
