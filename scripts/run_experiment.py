@@ -63,7 +63,21 @@ flags.DEFINE_enum(
     list(experiments.LEAF_KINDS),
     'leaf: femnist (784-pixel rows, 62 classes), shakespeare (80 '
     "characters -> the next), synthetic (feature vectors, LEAF's logistic "
-    'regression), or auto (from the data).',
+    "regression), sent140 (tweets, LEAF's stacked LSTM), celeba (image file "
+    "names, LEAF's CNN), or auto (from the data).",
+)
+flags.DEFINE_string(
+    'leaf_images_dir',
+    None,
+    "leaf, CelebA-style data: the directory of the images x names (LEAF's "
+    'data/celeba/data/raw/img_align_celeba).',
+)
+flags.DEFINE_string(
+    'leaf_vocab_file',
+    None,
+    "leaf, Sent140-style data: the vocabulary, LEAF's embs.json or a text "
+    "file of one word per line (GloVe's .txt); unset: the training tweets' "
+    '--vocab_size most frequent words.',
 )
 flags.DEFINE_string(
     'data_jsonl',
@@ -80,8 +94,8 @@ flags.DEFINE_enum(
 flags.DEFINE_integer(
     'vocab_size',
     _DEFAULTS.vocab_size,
-    'text (word level): the most frequent training words kept; others are '
-    'out-of-vocabulary.',
+    'text (word level), leaf Sent140: the most frequent training words '
+    'kept; others are out-of-vocabulary.',
 )
 flags.DEFINE_integer(
     'sequence_length',

@@ -25,7 +25,7 @@ PLACES = {
         errors.RunDirectoryError
     ),
     'aggregators.round_model_files.WindowFilesError': errors.RunDirectoryError,
-    'data.leaf.LeafDataError': errors.InputError,
+    'data.leaf_kinds.LeafDataError': errors.InputError,
     'data.text_records.TextDataError': errors.InputError,
     'errors.EnvironmentProblemError': errors.UserError,
     'errors.InputError': errors.UserError,

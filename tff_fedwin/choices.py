@@ -29,7 +29,7 @@ TASKS_WITH_TEST_CLIENTS = (
 # Tasks whose labels are one class per example (WSM's class proportions).
 CLASSIFICATION_TASKS = ('mnist', 'npz', 'leaf', 'emnist')
 # The LEAF datasets `tff_fedwin.data.leaf` reads.
-LEAF_DATA_KINDS = ('femnist', 'shakespeare', 'synthetic')
+LEAF_DATA_KINDS = ('femnist', 'shakespeare', 'synthetic', 'sent140', 'celeba')
 # --leaf_kind: what the LEAF directory holds; 'auto' recognizes it.
 LEAF_KINDS = ('auto', *LEAF_DATA_KINDS)
 # --text_level: next-word or next-character prediction.

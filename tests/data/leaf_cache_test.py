@@ -45,7 +45,7 @@ def test_second_load_parses_nothing(femnist, monkeypatch):
   assert first.converted
   index = os.path.join(first.directory, leaf_cache.INDEX)
   mtime = os.stat(index).st_mtime_ns
-  monkeypatch.setattr(leaf, '_load_json', _no_parsing)
+  monkeypatch.setattr(leaf, 'load_json', _no_parsing)
   monkeypatch.setattr(leaf, 'iter_leaf_file', _no_parsing)
   second = leaf_cache.load_leaf_cache(root, cache_dir=cache_dir)
   assert not second.converted
@@ -77,11 +77,11 @@ def test_interrupted_conversion_leaves_nothing_used(femnist, monkeypatch):
   calls = []
   convert_file = leaf_convert._convert_file
 
-  def interrupted(path, kind, out_dir, is_train, part):
+  def interrupted(path, kind, out_dir, is_train, part, inputs):
     calls.append(out_dir)
     if not is_train:  # After the training clients are written.
       raise KeyboardInterrupt
-    return convert_file(path, kind, out_dir, is_train, part)
+    return convert_file(path, kind, out_dir, is_train, part, inputs)
 
   monkeypatch.setattr(leaf_convert, '_convert_file', interrupted)
   with pytest.raises(KeyboardInterrupt, match=r'^$'):

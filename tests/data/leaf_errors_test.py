@@ -184,10 +184,11 @@ def _duplicate_user(tmp_path):
 
 
 def _sent140(tmp_path):
+  # Sentiment140's polarity 4 where LEAF's data_to_json.py writes 1.
   tweet = ['1467810369', 'Mon Apr 06 22:19:45 PDT 2009', 'NO_QUERY', 'u', 'hi']
   return (
-      _one_user(tmp_path, [tweet], [1]),
-      r'a\.json: Sent140-style data .* is not supported yet',
+      _one_user(tmp_path, [tweet], [4]),
+      r"a\.json: user 'u1': y\[0\] = 4; Sent140 labels are 0 or 1",
   )
 
 
@@ -201,15 +202,10 @@ def _gaussian_rows(width, n=3):
 # read as FEMNIST or Shakespeare (on the old detection: a Shakespeare error
 # for CelebA, Reddit read as FEMNIST).
 _NOT_SUPPORTED = (
-    'is not supported yet; supported kinds: femnist, shakespeare, synthetic'
+    'is not supported yet; supported kinds: femnist, shakespeare, synthetic, '
+    'sent140, celeba'
 )
 _OTHER_KINDS = {
-    # LEAF's own scripts' output (tests/data/leaf_generated/make.sh).
-    'celeba_generated': (
-        lambda tmp_path: os.path.join(fx.GENERATED_DIR, 'celeba_sample'),
-        r'train/all_data_niid_0_keep_5_train_6\.json: CelebA-style data \(x '
-        r'image file names, y numbers\) ' + _NOT_SUPPORTED,
-    ),
     # LEAF's Reddit JSON: x a user's comments as token lists, y objects
     # (`models/reddit/reddit_utils.py` reads y's target_tokens).
     'reddit': (

@@ -203,9 +203,30 @@ BAD_CONFIGS = [
         ['--leaf_kind', '--task=leaf'],
         leaf_kind='femnist',
     ),
-    _fails('unknown_leaf_kind', ['--leaf_kind'], leaf_kind='sent140'),
+    _fails('unknown_leaf_kind', ['--leaf_kind'], leaf_kind='reddit'),
     _fails(
-        'vocab_size_with_npz', ['--vocab_size', '--task=text'], vocab_size=500
+        'leaf_images_dir_with_npz',
+        ['--leaf_images_dir', '--task=leaf'],
+        leaf_images_dir='img',
+    ),
+    _fails(
+        'leaf_vocab_file_with_npz',
+        ['--leaf_vocab_file', '--task=leaf'],
+        leaf_vocab_file='embs.json',
+    ),
+    _fails(
+        'vocab_size_with_npz',
+        ['--vocab_size', '--task=text', '--task=leaf'],
+        vocab_size=500,
+    ),
+    _fails(
+        'vocab_size_with_leaf_vocab_file',
+        ['--vocab_size', '--leaf_vocab_file'],
+        task='leaf',
+        data_npz=None,
+        data_dir='leaf',
+        vocab_size=500,
+        leaf_vocab_file='embs.json',
     ),
     _fails(
         'text_level_with_npz',

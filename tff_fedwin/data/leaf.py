@@ -25,9 +25,16 @@ Kinds, recognized from the first row of a file's first user
   (every row of the directory `d` wide), int32 `[n]`; the classes are
   `0..max(y)` over both splits.
 
-The other three LEAF datasets (Sent140, CelebA, Reddit) are recognized and
-refused with a one-line `LeafDataError` naming the kind (not supported yet),
-never read as one of the above.
+* `sent140`: `x` rows `[id, date, query, user, text, split]`, `y` 0 / 1;
+  kept as int32 `[n, 25]` word ids of the text, as LEAF's Sent140 model maps
+  it, and int32 `[n]` (`tff_fedwin.data.leaf_sent140`).
+* `celeba`: `x` image file names, `y` 0 / 1 (LEAF writes 1.0 / 0.0); kept as
+  uint8 `[n, 84 * 84 * 3]`, each image as LEAF's CNN loads it, and int32
+  `[n]` (`tff_fedwin.data.leaf_celeba`).
+
+Reddit, LEAF's sixth dataset, is recognized and refused with a one-line
+`LeafDataError` naming the kind (not supported yet), never read as one of
+the above.
 
 What LEAF's scripts write and LEAF's reader accepts is accepted, and counted
 in a `leaf_notes.LeafNotes` for one warning each: a `num_samples` other than `len(x)`
@@ -50,41 +57,27 @@ from typing import Any, Optional
 import numpy as np
 
 from tff_fedwin import choices
-from tff_fedwin import errors
+from tff_fedwin.data import leaf_celeba
 from tff_fedwin.data import leaf_kinds
 from tff_fedwin.data import leaf_notes
+from tff_fedwin.data import leaf_sent140
+from tff_fedwin.data import leaf_shakespeare
 
 KINDS = leaf_kinds.KINDS
 SUPPORTED_KINDS = choices.LEAF_DATA_KINDS
 SPLITS = ('train', 'test')
 FEMNIST_PIXELS = leaf_kinds.FEMNIST_PIXELS
 FEMNIST_CLASSES = 62
-# LEAF's `models/utils/language_utils.py`, verbatim.
-ALL_LETTERS = (
-    '\n !"&\'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrs'
-    'tuvwxyz}'
-)
-SHAKESPEARE_SEQ_LENGTH = 80
-PAD_ID = 0
-# Character ids: PAD_ID, then 1 + LEAF's index of each letter.
-SHAKESPEARE_VOCAB_SIZE = len(ALL_LETTERS) + 1
-
-_CHAR_TO_ID = np.full(128, -1, np.int16)
-for _i, _c in enumerate(ALL_LETTERS):
-  _CHAR_TO_ID[ord(_c)] = _i + 1
+# Shakespeare's characters and ids (`leaf_shakespeare`).
+ALL_LETTERS = leaf_shakespeare.ALL_LETTERS
+SHAKESPEARE_SEQ_LENGTH = leaf_shakespeare.SEQ_LENGTH
+PAD_ID = leaf_shakespeare.PAD_ID
+SHAKESPEARE_VOCAB_SIZE = leaf_shakespeare.VOCAB_SIZE
+encode_letters = leaf_shakespeare.encode_letters
 
 
-class LeafDataError(errors.InputError):
-  """A LEAF directory or file that cannot be read.
-
-  The message is one line naming the file, the user (or index) and the
-  problem.
-  """
-
-
-def _error(path: str, where: Optional[str], problem: str) -> LeafDataError:
-  where = f'{where}: ' if where else ''
-  return LeafDataError(f'{path}: {where}{problem}'.replace('\n', '\\n'))
+LeafDataError = leaf_kinds.LeafDataError
+_error = leaf_kinds.error
 
 
 def leaf_json_files(data_dir: str, split: str) -> list[str]:
@@ -135,7 +128,7 @@ class _SharedFloats(dict):
 _SHARED_FLOATS = 100_000
 
 
-def _load_json(path: str) -> Any:
+def load_json(path: str) -> Any:
   """The parsed file (read as text: the bytes are not held beside it)."""
   try:
     with open(path, encoding='utf-8') as f:
@@ -263,45 +256,12 @@ def _number_rows(path, where, x, width: int, expected: str) -> np.ndarray:
   return pixels
 
 
-def encode_letters(
-    text: str, unknown_id: int = PAD_ID
-) -> tuple[np.ndarray, int]:
-  """uint8 ids `1 + ALL_LETTERS.find(c)` of `text`, and how many were unknown.
-
-  A character outside `ALL_LETTERS` gets `unknown_id`: `PAD_ID` (0) is
-  LEAF's `word_to_indices` (`find` gives -1), `len(ALL_LETTERS)` (80, `'}'`)
-  its `letter_to_vec` (a one-hot at index -1).
-  """
-  code_points = np.frombuffer(text.encode('utf-32-le'), dtype=np.uint32)
-  ids = _CHAR_TO_ID[np.minimum(code_points, 127)]
-  unknown = (code_points >= 128) | (ids < 0)
-  ids = np.where(unknown, unknown_id, ids)
-  return ids.astype(np.uint8), int(np.count_nonzero(unknown))
-
-
-def _shakespeare_arrays(
-    path, where, x, y, notes: leaf_notes.LeafNotes
-) -> tuple[np.ndarray, np.ndarray]:
-  """uint8 ids `[n, 80]` and `[n]` of Shakespeare rows, checked."""
-  for name, rows, length in (('x', x, SHAKESPEARE_SEQ_LENGTH), ('y', y, 1)):
-    for i, row in enumerate(rows):
-      if not isinstance(row, str) or len(row) != length:
-        got = f'{len(row)} characters' if isinstance(row, str) else repr(row)
-        raise _error(
-            path,
-            where,
-            f'{name}[{i}] has {got}; Shakespeare {name} is a string of '
-            f'{length} character{"s" if length > 1 else ""}',
-        )
-  x_ids, unknown_x = encode_letters(''.join(x), PAD_ID)
-  y_ids, unknown_y = encode_letters(''.join(y), len(ALL_LETTERS))
-  notes.unknown_x += unknown_x
-  notes.unknown_y += unknown_y
-  return x_ids.reshape([len(x), SHAKESPEARE_SEQ_LENGTH]), y_ids
-
 
 def iter_leaf_file(
-    path: str, kind: str = 'auto', notes: Optional[leaf_notes.LeafNotes] = None
+    path: str,
+    kind: str = 'auto',
+    notes: Optional[leaf_notes.LeafNotes] = None,
+    inputs: leaf_kinds.ReadInputs = leaf_kinds.ReadInputs(),
 ) -> tuple[Optional[str], Iterator[tuple[str, np.ndarray, np.ndarray]]]:
   """Reads a LEAF JSON file: its kind and an iterator of `(user, x, y)`.
 
@@ -316,6 +276,7 @@ def iter_leaf_file(
     kind: One of `KINDS`, or 'auto' to recognize it from the first row.
     notes: Where what is accepted as LEAF's reader does is counted (a new
       `leaf_notes.LeafNotes` if None).
+    inputs: CelebA's images directory, Sent140's vocabulary.
 
   Returns:
     `(kind, users)`; `(None, no users)` for a file with `"users": []`.
@@ -326,10 +287,11 @@ def iter_leaf_file(
       disagree, a `num_samples` list of another length than `users`, `x` and
       `y` of different lengths, a user with no examples, rows of the wrong
       length, labels out of range, data of another kind than `kind`, or
-      data of a kind not supported yet (Sent140, CelebA, Reddit).
+      data of a kind not supported yet (Reddit), CelebA data without
+      `inputs.images_dir`.
   """
   notes = leaf_notes.LeafNotes() if notes is None else notes
-  data = _load_json(path)
+  data = load_json(path)
   users, num_samples, user_data = _check_structure(path, data)
   if not users:
     notes.empty_files.append(path)
@@ -347,6 +309,13 @@ def iter_leaf_file(
     raise _error(
         path, f'user {users[0]!r}', f'holds {found}-style data, not {kind}'
     )
+  if found == 'celeba' and not inputs.images_dir:
+    raise _error(
+        path,
+        None,
+        "CelebA-style data (x image file names) need the images' directory: "
+        '--leaf_images_dir (`images_dir`)',
+    )
   if found in leaf_kinds.NOT_SUPPORTED:
     raise _error(
         path,
@@ -359,7 +328,7 @@ def iter_leaf_file(
     for i, user in enumerate(users):
       if num_samples[i] != len(_rows(user_data[user])):
         notes.num_samples_users += 1
-      yield (user, *_user_arrays(path, found, user, notes, user_data))
+      yield (user, *_user_arrays(path, found, user, notes, user_data, inputs))
 
   return found, users_iter()
 
@@ -375,7 +344,7 @@ def _rows(record: Any) -> Any:
   return x if isinstance(x, list) else ()
 
 
-def _user_arrays(path, kind, user, notes, user_data):
+def _user_arrays(path, kind, user, notes, user_data, inputs=None):
   """One user's checked arrays; pops the user's lists from `user_data`."""
   where = f'user {user!r}'
   record = user_data.pop(user)
@@ -394,4 +363,13 @@ def _user_arrays(path, kind, user, notes, user_data):
     return _femnist_arrays(path, where, x, y)
   if kind == 'synthetic':
     return _synthetic_arrays(path, where, x, y)
-  return _shakespeare_arrays(path, where, x, y, notes)
+  if kind == 'sent140':
+    texts = leaf_sent140.tweet_texts(path, where, x)
+    return (
+        leaf_sent140.encode(texts, inputs.word_ids),
+        leaf_sent140.labels(path, where, y),
+    )
+  if kind == 'celeba':
+    y = leaf_celeba.labels(path, where, y)
+    return leaf_celeba.load_images(path, where, x, inputs.images_dir), y
+  return leaf_shakespeare.arrays(path, where, x, y, notes)

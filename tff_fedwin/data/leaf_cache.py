@@ -4,8 +4,10 @@
 JSON (`tff_fedwin.data.leaf`) on the first start, several files at once
 (`leaf_convert`), into `<cache_dir>/<key>/`; later starts find it there and
 parse nothing. The key is a digest of every JSON file's name, size and
-CRC-32 (read streaming), so a changed or damaged file means a new
-conversion. A later start of the same files does not read
+CRC-32 (read streaming) and of the `leaf_kinds.LeafOptions` (CelebA's images
+directory by its listing's names, sizes and times; Sent140's vocabulary file
+by its CRC-32; the vocabulary size), so a changed or damaged file means a
+new conversion. A later start of the same files does not read
 them: `<cache_dir>/stat_keys/<stat digest>` remembers the key of files with
 exactly these paths, sizes, times, ctimes and inodes (`stat_key`; any write
 changes the ctime). Layout of a conversion:
@@ -15,13 +17,14 @@ changes the ctime). Layout of a conversion:
   `tf.io.encode_base64` writes, so the workers find the file from the id);
   femnist: float32 `[n, 784]` and int32 `[n]`; shakespeare: uint8 `[n, 80]`
   and uint8 `[n]` (`leaf.py`'s ids); synthetic: float32 `[n, d]` and int32
-  `[n]`. Little-endian.
+  `[n]`; sent140: int32 `[n, 25]` word ids and int32 `[n]`; celeba: uint8
+  `[n, 84 * 84 * 3]` and int32 `[n]`. Little-endian.
 * `test.x`, `test.y`: the test split pooled, the same records, test files in
   name order and users in each file's order.
 * `index.json`, written last: the key, the kind, the training client ids in
   sorted order, their example and class counts (as many as the classes),
   the test size, the rows' width, the test users and their example counts
-  in `test.x`'s order, and the warnings of the read
+  in `test.x`'s order, Sent140's vocabulary size, and the warnings of the read
   (`leaf_notes.LeafNotes`), logged again by every load. An index without
   test users (written before they were recorded) is converted again.
 
@@ -48,6 +51,7 @@ import numpy as np
 
 from tff_fedwin.data import leaf
 from tff_fedwin.data import leaf_convert
+from tff_fedwin.data import leaf_kinds
 
 FORMAT = 1
 INDEX = 'index.json'
@@ -82,7 +86,39 @@ def json_files(data_dir: str) -> dict[str, list[str]]:
   return {split: leaf.leaf_json_files(data_dir, split) for split in leaf.SPLITS}
 
 
-def stat_key(files: dict[str, list[str]]) -> str:
+def options_record(options: leaf_kinds.LeafOptions) -> list:
+  """What of `options` a cache key covers (module docstring)."""
+  record = []
+  if options.images_dir:
+    images = os.path.abspath(options.images_dir)
+    try:
+      listing = sorted(
+          (e.name, e.stat().st_size, e.stat().st_mtime_ns)
+          for e in os.scandir(images)
+      )
+    except OSError as e:
+      raise leaf.LeafDataError(
+          f'{images}: cannot list the images directory (--leaf_images_dir): '
+          f'{e.strerror}'
+      ) from None
+    digest = hashlib.sha256(json.dumps(listing).encode()).hexdigest()
+    record.append(['images_dir', images, digest])
+  if options.vocab_file:
+    try:
+      record.append(['vocab_file', _crc32(options.vocab_file)])
+    except OSError as e:
+      raise leaf.LeafDataError(
+          f'{options.vocab_file}: cannot read the vocabulary file '
+          f'(--leaf_vocab_file): {e.strerror}'
+      ) from None
+  if options.vocab_size is not None:
+    record.append(['vocab_size', options.vocab_size])
+  return record
+
+
+def stat_key(
+    files: dict[str, list[str]], options: tuple = ()
+) -> str:
   """A digest of the files' paths, sizes, times (ns), inodes and devices.
 
   Any write to a file changes its ctime (which no `utime` sets back), and a
@@ -90,7 +126,7 @@ def stat_key(files: dict[str, list[str]]) -> str:
   another digest: it names the `STAT_KEYS` entry that remembers the content
   key of these exact files without reading them.
   """
-  records = [FORMAT]
+  records = [FORMAT, *options]
   for split, paths in files.items():
     for path in paths:
       stat = os.stat(path)
@@ -101,18 +137,22 @@ def stat_key(files: dict[str, list[str]]) -> str:
   return hashlib.sha256(json.dumps(records).encode()).hexdigest()[:32]
 
 
-def source_key(data_dir: str) -> tuple[str, dict[str, list[str]]]:
+def source_key(
+    data_dir: str, options: tuple = ()
+) -> tuple[str, dict[str, list[str]]]:
   """The cache key of `data_dir` (its contents) and its JSON files.
 
   A digest of every file's split, name, size and CRC-32 (the files read
   once, streaming): not of its times, so a copied or touched file finds its
   conversion.
 
+  `options`: `options_record`'s list.
+
   Raises:
     LeafDataError: If `train/` or `test/` is missing or holds no `.json`.
   """
   files = json_files(data_dir)
-  records = [FORMAT]
+  records = [FORMAT, *options]
   for split, paths in files.items():
     for path in paths:
       records.append(
@@ -141,6 +181,8 @@ class LeafCache:
     x_width: The values of every x row (784, 80, or Synthetic's width).
     test_users: The test users and their example counts, in the pooled test
       split's order.
+    vocab_size: Sent140: the words of its vocabulary (the word ids are
+      `0..vocab_size - 1`, `vocab_size` the unknown word); 0 for the others.
   """
 
   directory: str
@@ -153,6 +195,7 @@ class LeafCache:
   warnings: tuple[str, ...] = ()
   x_width: int = leaf.FEMNIST_PIXELS
   test_users: tuple[tuple[str, int], ...] = ()
+  vocab_size: int = 0
 
   @property
   def num_classes(self) -> int:
@@ -184,6 +227,7 @@ def _from_index(directory: str, key: str) -> Optional[LeafCache]:
         # An index written before Synthetic: the kind's fixed layout.
         x_width=index.get('x_width', leaf_convert.LAYOUT[index['kind']][0]),
         test_users=tuple((str(u), int(n)) for u, n in index['test_users']),
+        vocab_size=index.get('vocab_size', 0),
     )
     if sum(n for _, n in cache.test_users) != cache.num_test_examples:
       return None
@@ -206,13 +250,13 @@ def _from_index(directory: str, key: str) -> Optional[LeafCache]:
     return None
 
 
-def _convert(files, kind, key, directory) -> LeafCache:
+def _convert(files, kind, key, directory, options) -> LeafCache:
   """Converts into a temporary directory, then renames it to `directory`."""
   root = os.path.dirname(directory)
   os.makedirs(root, exist_ok=True)
   tmp = tempfile.mkdtemp(prefix=f'.{key}.tmp-', dir=root)
   try:
-    converted = leaf_convert.convert_splits(files, kind, tmp)
+    converted = leaf_convert.convert_splits(files, kind, tmp, options=options)
     ids = converted.client_ids
     order = sorted(range(len(ids)), key=ids.__getitem__)
     index = {
@@ -226,6 +270,7 @@ def _convert(files, kind, key, directory) -> LeafCache:
         'warnings': converted.notes.messages(),
         'x_width': converted.x_width,
         'test_users': [list(u) for u in converted.test_users],
+        'vocab_size': converted.vocab_size,
     }
     with open(os.path.join(tmp, INDEX), 'w') as f:
       json.dump(index, f)
@@ -267,7 +312,10 @@ def _write_key(path: str, key: str) -> None:
 
 
 def load_leaf_cache(
-    data_dir: str, kind: str = 'auto', cache_dir: Optional[str] = None
+    data_dir: str,
+    kind: str = 'auto',
+    cache_dir: Optional[str] = None,
+    options: leaf_kinds.LeafOptions = leaf_kinds.LeafOptions(),
 ) -> LeafCache:
   """The conversion of `data_dir`: found in `cache_dir`, or made now.
 
@@ -281,6 +329,8 @@ def load_leaf_cache(
     data_dir: A LEAF directory with `train/*.json` and `test/*.json`.
     kind: 'auto' (recognized from the data), or one of `leaf.KINDS`.
     cache_dir: Where conversions live; None for `default_cache_dir()`.
+    options: CelebA's images directory, Sent140's vocabulary
+      (`leaf_kinds.LeafOptions`).
 
   Returns:
     The `LeafCache`.
@@ -296,17 +346,18 @@ def load_leaf_cache(
     )
   root = os.path.abspath(cache_dir or default_cache_dir())
   files = json_files(data_dir)
-  by_stat = os.path.join(root, STAT_KEYS, stat_key(files))
+  record = options_record(options)
+  by_stat = os.path.join(root, STAT_KEYS, stat_key(files, record))
   key = _read_key(by_stat)
   cache = None if key is None else _from_index(os.path.join(root, key), key)
   if cache is None:
-    key, files = source_key(data_dir)
+    key, files = source_key(data_dir, record)
     directory = os.path.join(root, key)
     cache = _from_index(directory, key)
   if cache is None:
     if os.path.exists(directory):
       shutil.rmtree(directory, ignore_errors=True)  # Damaged: convert again.
-    cache = _convert(files, kind, key, directory)
+    cache = _convert(files, kind, key, directory, options)
   _write_key(by_stat, key)
   if kind != 'auto' and cache.kind != kind:
     raise leaf.LeafDataError(

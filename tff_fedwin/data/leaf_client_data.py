@@ -18,35 +18,40 @@ import tensorflow_federated as tff
 
 from tff_fedwin.data import leaf
 from tff_fedwin.data import leaf_cache
+from tff_fedwin.data import leaf_celeba
+from tff_fedwin.data import leaf_sent140
 
 LeafCache = leaf_cache.LeafCache
 
 
+_CELEBA_SHAPE = [leaf_celeba.IMAGE_SIZE, leaf_celeba.IMAGE_SIZE, 3]
+
+
+def _x_layout(kind: str, x_width: int) -> tuple[tf.DType, tf.DType, list]:
+  """(stored dtype, element dtype, element shape) of a kind's x."""
+  return {
+      'femnist': (tf.float32, tf.float32, [28, 28, 1]),
+      'synthetic': (tf.float32, tf.float32, [x_width]),
+      'shakespeare': (tf.uint8, tf.int32, [leaf.SHAKESPEARE_SEQ_LENGTH]),
+      'sent140': (tf.int32, tf.int32, [leaf_sent140.SEQ_LENGTH]),
+      'celeba': (tf.uint8, tf.float32, _CELEBA_SHAPE),
+  }[kind]
+
+
 def _element_spec(kind: str, x_width: int) -> collections.OrderedDict:
-  if kind == 'femnist':
-    return collections.OrderedDict(
-        x=tf.TensorSpec([28, 28, 1], tf.float32), y=tf.TensorSpec([], tf.int32)
-    )
-  if kind == 'synthetic':
-    return collections.OrderedDict(
-        x=tf.TensorSpec([x_width], tf.float32), y=tf.TensorSpec([], tf.int32)
-    )
+  _, dtype, shape = _x_layout(kind, x_width)
   return collections.OrderedDict(
-      x=tf.TensorSpec([leaf.SHAKESPEARE_SEQ_LENGTH], tf.int32),
-      y=tf.TensorSpec([], tf.int32),
+      x=tf.TensorSpec(shape, dtype), y=tf.TensorSpec([], tf.int32)
   )
 
 
 def _decode(kind: str, x_width: int, x_bytes, y_bytes):
   """x, y tensors of `n` examples from their raw bytes (see `_element_spec`)."""
-  if kind in ('femnist', 'synthetic'):
-    shape = [-1, 28, 28, 1] if kind == 'femnist' else [-1, x_width]
-    x = tf.reshape(tf.io.decode_raw(x_bytes, tf.float32), shape)
-    return x, tf.reshape(tf.io.decode_raw(y_bytes, tf.int32), [-1])
-  x = tf.io.decode_raw(x_bytes, tf.uint8)
-  x = tf.cast(tf.reshape(x, [-1, leaf.SHAKESPEARE_SEQ_LENGTH]), tf.int32)
-  y = tf.cast(tf.reshape(tf.io.decode_raw(y_bytes, tf.uint8), [-1]), tf.int32)
-  return x, y
+  stored, dtype, shape = _x_layout(kind, x_width)
+  x = tf.reshape(tf.io.decode_raw(x_bytes, stored), [-1, *shape])
+  y_stored = tf.uint8 if kind == 'shakespeare' else tf.int32
+  y = tf.reshape(tf.io.decode_raw(y_bytes, y_stored), [-1])
+  return tf.cast(x, dtype), tf.cast(y, tf.int32)
 
 
 class LeafClientData(tff.simulation.datasets.ClientData):
@@ -54,7 +59,10 @@ class LeafClientData(tff.simulation.datasets.ClientData):
 
   Elements: femnist `OrderedDict(x=float32[28, 28, 1], y=int32[])`;
   shakespeare `OrderedDict(x=int32[80], y=int32[])` (ids as in `leaf.py`);
-  synthetic `OrderedDict(x=float32[d], y=int32[])`.
+  synthetic `OrderedDict(x=float32[d], y=int32[])`; sent140
+  `OrderedDict(x=int32[25], y=int32[])` (word ids); celeba
+  `OrderedDict(x=float32[84, 84, 3], y=int32[])` (values 0..255, as LEAF
+  feeds them).
   """
 
   DATASETS_FROM_IDS = True

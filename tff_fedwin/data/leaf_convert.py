@@ -29,7 +29,10 @@ import attrs
 import numpy as np
 
 from tff_fedwin.data import leaf
+from tff_fedwin.data import leaf_celeba
+from tff_fedwin.data import leaf_kinds
 from tff_fedwin.data import leaf_notes
+from tff_fedwin.data import leaf_sent140
 
 # Per kind: (x row width, x dtype, y dtype, number of classes); None: the
 # directory's (Synthetic: the rows' width, 1 + the largest label).
@@ -42,6 +45,8 @@ LAYOUT = {
         leaf.SHAKESPEARE_VOCAB_SIZE,
     ),
     'synthetic': (None, '<f4', '<i4', None),
+    'sent140': (leaf_sent140.SEQ_LENGTH, '<i4', '<i4', leaf_sent140.NUM_CLASSES),
+    'celeba': (leaf_celeba.PIXELS, 'u1', '<i4', leaf_celeba.NUM_CLASSES),
 }
 _NAME_MAX = 200
 # JSON bytes from which the files are converted by several processes.
@@ -74,6 +79,8 @@ class _FileResult:
   notes: leaf_notes.LeafNotes
   x_width: int = 0  # Every row's values (0: no users).
   max_label: int = -1
+  # Sent140 data met without a vocabulary: nothing converted.
+  needs_vocabulary: bool = False
 
 
 @attrs.frozen
@@ -91,6 +98,7 @@ class Converted:
     x_width: The values of every x row.
     test_users: The test split's users and their example counts, in the
       pooled test split's order (each user's examples contiguous).
+    vocab_size: Sent140: the words of its vocabulary (0 for other kinds).
   """
 
   kind: str
@@ -101,16 +109,24 @@ class Converted:
   notes: leaf_notes.LeafNotes
   x_width: int
   test_users: list[tuple[str, int]]
+  vocab_size: int = 0
 
 
 def _convert_file(
-    path: str, requested: str, out_dir: str, train: bool, part: int
+    path: str,
+    requested: str,
+    out_dir: str,
+    train: bool,
+    part: int,
+    inputs: leaf_kinds.ReadInputs,
 ) -> _FileResult:
   """Converts one file: training users' files, or a test part file."""
   notes = leaf_notes.LeafNotes()
-  found, users = leaf.iter_leaf_file(path, requested, notes)
+  found, users = leaf.iter_leaf_file(path, requested, notes, inputs)
   if found is None:
     return _FileResult(path, None, (), notes)
+  if found == 'sent140' and inputs.word_ids is None:
+    return _FileResult(path, found, (), notes, needs_vocabulary=True)
   _, x_dtype, y_dtype, num_classes = LAYOUT[found]
   written = []
   width, width_user, max_label = 0, None, -1
@@ -166,8 +182,12 @@ class _Merge:
     self.test_examples = 0
     self.x_width = 0
     self.max_label = -1
+    self.needs_vocabulary = False
 
   def add(self, result: _FileResult, train: bool) -> None:
+    if result.needs_vocabulary:
+      self.needs_vocabulary = True
+      return
     notes = result.notes
     self.notes.num_samples_users += notes.num_samples_users
     self.notes.empty_files.extend(notes.empty_files)
@@ -234,6 +254,7 @@ def convert_splits(
     kind: str,
     out_dir: str,
     max_workers: Optional[int] = None,
+    options: leaf_kinds.LeafOptions = leaf_kinds.LeafOptions(),
 ) -> Converted:
   """Converts `files` (split -> JSON paths) into `out_dir`.
 
@@ -244,6 +265,10 @@ def convert_splits(
     max_workers: Processes converting at once; None: up to `MAX_WORKERS`
       (the CPUs this process may use) from `PARALLEL_MIN_BYTES` of JSON,
       else 1 (this process). Without a `pool_context()`, 1.
+    options: What CelebA and Sent140 need (`leaf_kinds.LeafOptions`). A
+      Sent140 vocabulary is read or counted (`leaf_sent140.vocabulary`)
+      before the files are converted: at once for `kind='sent140'` or a
+      `vocab_file`, else when the first file turns out to hold Sent140.
 
   Returns:
     The merged `Converted`.
@@ -252,10 +277,46 @@ def convert_splits(
     LeafDataError: The first problem in the files' order (one line naming
       the file, the user and the problem).
   """
+  word_ids = None
+  if kind == 'sent140' or options.vocab_file:
+    word_ids = _vocabulary(files, options)
+  inputs = leaf_kinds.ReadInputs(options.images_dir, word_ids)
+  merge = _convert_all(files, kind, out_dir, max_workers, inputs)
+  if merge.needs_vocabulary:
+    for name in ('train', _TEST_PARTS):
+      shutil.rmtree(os.path.join(out_dir, name))
+    inputs = leaf_kinds.ReadInputs(
+        options.images_dir, _vocabulary(files, options)
+    )
+    merge = _convert_all(files, kind, out_dir, max_workers, inputs)
+  _join_test_parts(out_dir, len(files['test']))
+  num_classes = LAYOUT[merge.kind][3] or merge.max_label + 1
+  return Converted(
+      merge.kind,
+      [u for u, _, _ in merge.train],
+      [n for _, n, _ in merge.train],
+      [c + [0] * (num_classes - len(c)) for _, _, c in merge.train],
+      merge.test_examples,
+      merge.notes,
+      merge.x_width,
+      merge.test,
+      len(inputs.word_ids) if merge.kind == 'sent140' else 0,
+  )
+
+
+def _vocabulary(files, options) -> dict[str, int]:
+  """Sent140's word ids: `options.vocab_file`'s, or the training tweets'."""
+  return leaf_sent140.vocabulary(
+      (leaf.load_json(path) for path in files['train']), options
+  )
+
+
+def _convert_all(files, kind, out_dir, max_workers, inputs) -> _Merge:
+  """Converts every file into `out_dir` (train/ and the test parts)."""
   os.mkdir(os.path.join(out_dir, 'train'))
   os.mkdir(os.path.join(out_dir, _TEST_PARTS))
   tasks = [
-      (path, kind, out_dir, split == 'train', i)
+      (path, kind, out_dir, split == 'train', i, inputs)
       for split in ('train', 'test')
       for i, path in enumerate(files[split])
   ]
@@ -273,26 +334,17 @@ def convert_splits(
       finally:
         for future in futures:
           future.cancel()
-  _join_test_parts(out_dir, len(files['test']))
-  num_classes = LAYOUT[merge.kind][3] or merge.max_label + 1
-  return Converted(
-      merge.kind,
-      [u for u, _, _ in merge.train],
-      [n for _, n, _ in merge.train],
-      [c + [0] * (num_classes - len(c)) for _, _, c in merge.train],
-      merge.test_examples,
-      merge.notes,
-      merge.x_width,
-      merge.test,
-  )
+  return merge
 
 
 def _merge_all(merge: _Merge, tasks, results, files) -> None:
   """Merges the results in order; a split without users once it is read."""
   users = {'train': 0, 'test': 0}
-  for (_, _, _, train, part), result in zip(tasks, results):
+  for (_, _, _, train, part, _), result in zip(tasks, results):
     split = 'train' if train else 'test'
     merge.add(result, train)
+    if merge.needs_vocabulary:
+      return
     users[split] += len(result.users)
     if part == len(files[split]) - 1 and not users[split]:
       raise _no_users(files[split])

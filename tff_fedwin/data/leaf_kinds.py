@@ -12,19 +12,46 @@ LEAF's datasets differ in what an `x` row and a `y` label are
 * `reddit`: a list of token lists, or a `y` that is an object.
 
 `kind_of` decides from one row and its label; plain Python, no numpy.
+`LeafOptions` holds what two kinds need beside the JSON: CelebA its images,
+Sent140 its vocabulary.
 """
 
 from typing import Any, Optional
 
+import attrs
+
+from tff_fedwin import errors
+
 KINDS = ('femnist', 'shakespeare', 'synthetic', 'sent140', 'celeba', 'reddit')
+# Each kind as LEAF's paper spells the dataset.
+NAMES = {
+    'femnist': 'FEMNIST',
+    'shakespeare': 'Shakespeare',
+    'synthetic': 'Synthetic',
+    'sent140': 'Sent140',
+    'celeba': 'CelebA',
+    'reddit': 'Reddit',
+}
 FEMNIST_PIXELS = 784
 # The kinds recognized but not read yet, as their one-line message says them.
 NOT_SUPPORTED = {
-    'sent140': 'Sent140-style data (x rows ending in the tweet)',
-    'celeba': 'CelebA-style data (x image file names, y numbers)',
     'reddit': 'Reddit-style data (x token lists or y objects)',
 }
 _IMAGE_SUFFIXES = ('.jpg', '.jpeg', '.png')
+
+
+class LeafDataError(errors.InputError):
+  """A LEAF directory or file that cannot be read.
+
+  The message is one line naming the file, the user (or index) and the
+  problem.
+  """
+
+
+def error(path: str, where: Optional[str], problem: str) -> LeafDataError:
+  """The one-line `LeafDataError` of `problem` at `path` (and `where`)."""
+  where = f'{where}: ' if where else ''
+  return LeafDataError(f'{path}: {where}{problem}'.replace('\n', '\\n'))
 
 
 def is_number(value: Any) -> bool:
@@ -59,3 +86,44 @@ def kind_of(row: Any, label: Any = None) -> Optional[str]:
     return 'femnist'  # FEMNIST's checks name the value that is not a number.
   image = len(row) == FEMNIST_PIXELS and all(0 <= v <= 1 for v in row)
   return 'femnist' if image else 'synthetic'
+
+
+@attrs.frozen
+class LeafOptions:
+  """What CelebA- and Sent140-style data need beside their JSON files.
+
+  Hashable (`tff_fedwin.data.preloaded` keys on it); part of the cache key
+  (`leaf_cache`), so other options mean another conversion.
+
+  Attributes:
+    images_dir: CelebA: the directory the `x` file names are in (LEAF's
+      `data/celeba/data/raw/img_align_celeba`); required for CelebA, refused
+      for the other kinds.
+    vocab_file: Sent140: LEAF's `embs.json` (its `"vocab"` list) or a text
+      file whose lines start with a word (a word list, GloVe's `.txt`); the
+      word ids are the line order. None: the training tweets' most frequent
+      words.
+    vocab_size: Sent140 without `vocab_file`: how many of the training
+      tweets' words (None: `leaf_sent140.DEFAULT_VOCAB_SIZE`).
+  """
+
+  images_dir: Optional[str] = None
+  vocab_file: Optional[str] = None
+  vocab_size: Optional[int] = None
+
+  def given(self) -> dict[str, Any]:
+    """The options that are set, by name."""
+    return {k: v for k, v in attrs.asdict(self).items() if v is not None}
+
+
+@attrs.frozen(eq=False)
+class ReadInputs:
+  """What a file's reader needs beside the file (`leaf.iter_leaf_file`).
+
+  Attributes:
+    images_dir: CelebA: `LeafOptions.images_dir`.
+    word_ids: Sent140: the directory's vocabulary (`leaf_sent140`).
+  """
+
+  images_dir: Optional[str] = None
+  word_ids: Optional[dict[str, int]] = None

@@ -102,6 +102,8 @@ class ExperimentConfig:
   data_npz: Optional[str] = None
   data_dir: Optional[str] = None
   leaf_kind: str = 'auto'
+  leaf_images_dir: Optional[str] = None
+  leaf_vocab_file: Optional[str] = None
   data_jsonl: Optional[str] = None
   text_level: str = 'word'
   text_tokenizer: str = 'words'
@@ -231,6 +233,11 @@ def _check_values(config: ExperimentConfig) -> None:
     raise ValueError(
         f'--client_momentum must be in [0, 1); got {config.client_momentum!r}.'
     )
+
+
+def leaf_options(config: ExperimentConfig) -> data_flags.leaf_kinds.LeafOptions:
+  """`config`'s options of `--task=leaf` (`data_flags.leaf_options`)."""
+  return data_flags.leaf_options(config, ExperimentConfig())
 
 
 def _check_data(config: ExperimentConfig) -> None:

@@ -28,6 +28,7 @@ def read_data_files(config: config_lib.ExperimentConfig) -> None:
         scale_integer_features=config.scale_integer_features,
         data_dir=config.data_dir,
         leaf_kind=config.leaf_kind,
+        leaf_options=config_lib.leaf_options(config),
         cache_dir=config.cache_dir,
         data_jsonl=config.data_jsonl,
         test_fraction=config.test_fraction,

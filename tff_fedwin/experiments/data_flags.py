@@ -11,6 +11,7 @@ before any worker starts.
 from typing import Any
 
 from tff_fedwin import checks
+from tff_fedwin.data import leaf_kinds
 
 # Each task's data flag (the file or directory it reads).
 DATA_FLAGS = {'npz': 'data_npz', 'leaf': 'data_dir', 'text': 'data_jsonl'}
@@ -19,12 +20,12 @@ DATA_FLAGS = {'npz': 'data_npz', 'leaf': 'data_dir', 'text': 'data_jsonl'}
 TEXT_FLAGS = (
     'text_level',
     'text_tokenizer',
-    'vocab_size',
     'sequence_length',
     'test_fraction',
     'text_model',
 )
 STACKOVERFLOW_FLAGS = ('stackoverflow_test_batches',)
+LEAF_FLAGS = ('leaf_kind', 'leaf_images_dir', 'leaf_vocab_file')
 # The tasks whose models `--model` chooses (image classification).
 MODEL_TASKS = ('mnist', 'npz', 'leaf')
 TEXT_SUFFIXES = ('.jsonl', '.csv')
@@ -43,8 +44,23 @@ def check_data_flags(config: Any, defaults: Any) -> None:
       raise ValueError(f'--{flag} is required with --task={task}.')
     if value and config.task != task:
       raise ValueError(f'--{flag} is only used with --task={task}.')
-  if config.leaf_kind != defaults.leaf_kind and config.task != 'leaf':
-    raise ValueError('--leaf_kind is only used with --task=leaf.')
+  for flag in LEAF_FLAGS:
+    if getattr(config, flag) != getattr(defaults, flag) and (
+        config.task != 'leaf'
+    ):
+      raise ValueError(f'--{flag} is only used with --task=leaf.')
+  if config.vocab_size != defaults.vocab_size:
+    if config.task not in ('text', 'leaf'):
+      raise ValueError(
+          '--vocab_size is only used with --task=text and --task=leaf '
+          '(Sent140-style data).'
+      )
+    if config.leaf_vocab_file:
+      raise ValueError(
+          '--vocab_size does not apply with --leaf_vocab_file (the file is '
+          'the vocabulary).'
+      )
+    checks.check_int('--vocab_size', config.vocab_size, minimum=1)
   for flag in TEXT_FLAGS:
     if getattr(config, flag) != getattr(defaults, flag) and (
         config.task != 'text'
@@ -62,6 +78,20 @@ def check_data_flags(config: Any, defaults: Any) -> None:
     )
   if config.task == 'text':
     _check_text(config, defaults)
+
+
+def leaf_options(config: Any, defaults: Any) -> leaf_kinds.LeafOptions:
+  """What `--task=leaf` passes on beside the directory: CelebA's images,
+  Sent140's vocabulary (`--vocab_size` only when given)."""
+  return leaf_kinds.LeafOptions(
+      images_dir=config.leaf_images_dir,
+      vocab_file=config.leaf_vocab_file,
+      vocab_size=(
+          None
+          if config.vocab_size == defaults.vocab_size
+          else config.vocab_size
+      ),
+  )
 
 
 def _check_text(config: Any, defaults: Any) -> None:

@@ -35,6 +35,7 @@ def create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
           data_npz=config.data_npz,
           data_dir=config.data_dir,
           leaf_kind=config.leaf_kind,
+          leaf_options=config_lib.leaf_options(config),
           data_jsonl=config.data_jsonl,
           text_level=config.text_level,
           text_tokenizer=config.text_tokenizer,

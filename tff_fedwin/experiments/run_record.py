@@ -123,15 +123,14 @@ def uses_dropout(config: Any) -> bool:
   """Whether the run's model has dropout layers (`choices.DROPOUT_MODELS`).
 
   `--task=emnist` always trains `cnn_dropout`; `--task=leaf` does by default
-  unless the directory is declared Shakespeare or Synthetic.
+  unless the directory is declared another kind than FEMNIST.
   """
   if config.model in choices.DROPOUT_MODELS or config.task == 'emnist':
     return True
   return (
       config.task in choices.DROPOUT_DEFAULT_TASKS
       and config.model == 'auto'
-      and getattr(config, 'leaf_kind', 'auto')
-      not in ('shakespeare', 'synthetic')
+      and getattr(config, 'leaf_kind', 'auto') in ('auto', 'femnist')
   )
 
 

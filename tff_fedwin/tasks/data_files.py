@@ -12,6 +12,7 @@ import os
 from typing import Optional
 
 from tff_fedwin.data import leaf_cache
+from tff_fedwin.data import leaf_kinds
 from tff_fedwin.data import preloaded
 from tff_fedwin.data import sources
 from tff_fedwin.data import text_records
@@ -29,6 +30,7 @@ def read_data_files(
     scale_integer_features: bool = True,
     data_dir: Optional[str] = None,
     leaf_kind: str = 'auto',
+    leaf_options: leaf_kinds.LeafOptions = leaf_kinds.LeafOptions(),
     cache_dir: Optional[str] = None,
     data_jsonl: Optional[str] = None,
     test_fraction: float = 0.2,
@@ -59,6 +61,7 @@ def read_data_files(
         data_dir,
         leaf_kind,
         leaf_cache_dir(cache_dir),
+        leaf_options,
     )
     return len(cache.client_ids)
   elif name == 'text' and data_jsonl:

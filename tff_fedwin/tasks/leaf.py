@@ -25,8 +25,16 @@ the other tasks' test sets.
   `0..max(y)`, LEAF's model (`models/synthetic/log_reg.py`): one dense layer
   with a sigmoid whose outputs are the softmax cross-entropy's logits
   (`synthetic_log_reg`).
-* Sent140-, CelebA- and Reddit-style data are recognized and rejected with a
-  one-line `LeafDataError`: not supported yet.
+* Sent140-style (tweets and their sentiment): int32 word ids of the first
+  25 words, as LEAF's model maps them (`tff_fedwin.data.leaf_sent140`), 2
+  classes, LEAF's stacked LSTM (`leaf_models.sent140_stacked_lstm`). The
+  vocabulary: `LeafOptions.vocab_file` (LEAF's `embs.json`, a word list),
+  else the training tweets' `vocab_size` most frequent words.
+* CelebA-style (`Smiling` or not): each image file name of `x` read in
+  `LeafOptions.images_dir` as LEAF loads it (84x84x3, values 0..255), 2
+  classes, LEAF's CNN (`leaf_models.celeba_cnn`).
+* Reddit-style data are recognized and rejected with a one-line
+  `LeafDataError`: not supported yet.
 
 All checks (`check_leaf_dir`) run in plain Python and numpy while the cache
 is written, before any TensorFlow or TFF work; `leaf_task` calls it first.
@@ -42,14 +50,21 @@ from tff_fedwin import checks
 from tff_fedwin.data import from_ids
 from tff_fedwin.data import leaf as leaf_data
 from tff_fedwin.data import leaf_cache
+from tff_fedwin.data import leaf_celeba
 from tff_fedwin.data import leaf_client_data
+from tff_fedwin.data import leaf_kinds
+from tff_fedwin.data import leaf_sent140
 from tff_fedwin.data import preloaded
 from tff_fedwin.tasks import image_models
+from tff_fedwin.tasks import leaf_models
 from tff_fedwin.tasks import per_client
 from tff_fedwin.tasks import shakespeare as shakespeare_lib
 from tff_fedwin.tasks import task as task_lib
 
 LeafDataError = leaf_data.LeafDataError
+LeafOptions = leaf_kinds.LeafOptions
+_NAMES = leaf_kinds.NAMES
+synthetic_log_reg = leaf_models.synthetic_log_reg
 DEFAULT_FEMNIST_MODEL = 'cnn_dropout'
 FEMNIST_INPUT_SHAPE = (28, 28, 1)
 
@@ -64,6 +79,7 @@ def check_leaf_dir(
     *,
     model: Optional[str] = None,
     cache_dir: Optional[str] = None,
+    options: LeafOptions = LeafOptions(),
 ) -> leaf_cache.LeafCache:
   """Checks (and on the first start converts) a LEAF directory; no TF work.
 
@@ -74,23 +90,39 @@ def check_leaf_dir(
       None / 'auto' for `cnn_dropout`; Shakespeare-style data take None or
       'auto' only.
     cache_dir: Where the conversion lives (`leaf_cache.load_leaf_cache`).
+    options: CelebA's images, Sent140's vocabulary (`LeafOptions`); each
+      refused with another kind.
 
   Returns:
     The `leaf_cache.LeafCache` (its `class_counts` are each client's own).
 
   Raises:
-    LeafDataError: One line naming the file, user and problem, or a `model`
-      given for Shakespeare-style data.
+    LeafDataError: One line naming the file, user and problem, a `model`
+      given for data other than FEMNIST-style, or an option of another kind.
     image_models.ImageModelError: If `model` is not an image model.
   """
-  cache = preloaded.take(leaf_cache.load_leaf_cache, data_dir, kind, cache_dir)
+  if options.vocab_file and options.vocab_size is not None:
+    raise LeafDataError(
+        f'{options.vocab_file}: --vocab_size does not apply with '
+        '--leaf_vocab_file (the file is the vocabulary)'
+    )
+  cache = preloaded.take(
+      leaf_cache.load_leaf_cache, data_dir, kind, cache_dir, options
+  )
+  for name in options.given():
+    flag, applies_to = _OPTIONS[name]
+    if cache.kind != applies_to:
+      raise LeafDataError(
+          f'{data_dir}: {flag} applies to {_NAMES[applies_to]}-style LEAF '
+          f'data only; this directory holds {_NAMES[cache.kind]}-style data'
+      )
   if cache.kind == 'femnist':
     image_models.check_image_model(_femnist_model(model), FEMNIST_INPUT_SHAPE)
   elif model not in (None, 'auto'):
     own = _OWN_MODELS[cache.kind]
     raise LeafDataError(
         f'{data_dir}: --model={model} applies to FEMNIST-style LEAF data only; '
-        f'this directory holds {cache.kind.capitalize()}-style data ({own})'
+        f'this directory holds {_NAMES[cache.kind]}-style data ({own})'
     )
   return cache
 
@@ -99,26 +131,41 @@ def check_leaf_dir(
 _OWN_MODELS = {
     'shakespeare': 'the character LSTM',
     'synthetic': "LEAF's logistic regression",
+    'sent140': "LEAF's stacked LSTM",
+    'celeba': "LEAF's CNN",
+}
+# `LeafOptions` field -> its flag, and the kind it applies to.
+_OPTIONS = {
+    'images_dir': ('--leaf_images_dir', 'celeba'),
+    'vocab_file': ('--leaf_vocab_file', 'sent140'),
+    'vocab_size': ('--vocab_size', 'sent140'),
 }
 
 
-def synthetic_log_reg(
-    x_width: int, num_classes: int, seed: int
-) -> tf.keras.Model:
-  """LEAF's Synthetic model (`models/synthetic/log_reg.py`), in Keras.
-
-  `logits = sigmoid(x W + b)`, `W` `[x_width, num_classes]`: LEAF's
-  `tf.layers.dense(features, num_classes, activation=tf.nn.sigmoid)`, whose
-  outputs its loss takes as logits (`sparse_softmax_cross_entropy_with_
-  logits`); Glorot-uniform `W` (TF 1's default, seeded) and zero `b`.
-  """
-  inputs = tf.keras.Input([x_width], dtype=tf.float32)
-  outputs = tf.keras.layers.Dense(
-      num_classes,
-      activation='sigmoid',
-      kernel_initializer=tf.keras.initializers.GlorotUniform(seed),
-  )(inputs)
-  return tf.keras.Model(inputs, outputs)
+def _classifier(cache: leaf_cache.LeafCache, model: Optional[str], seed: int):
+  """The x spec and the Keras model builder of a one-label-per-example kind."""
+  if cache.kind == 'synthetic':
+    return tf.TensorSpec([None, cache.x_width], tf.float32), lambda: (
+        leaf_models.synthetic_log_reg(cache.x_width, cache.num_classes, seed)
+    )
+  if cache.kind == 'sent140':
+    length = leaf_sent140.SEQ_LENGTH
+    return tf.TensorSpec([None, length], tf.int32), lambda: (
+        leaf_models.sent140_stacked_lstm(
+            cache.vocab_size, length, cache.num_classes, seed
+        )
+    )
+  if cache.kind == 'celeba':
+    size = leaf_celeba.IMAGE_SIZE
+    return tf.TensorSpec([None, size, size, 3], tf.float32), lambda: (
+        leaf_models.celeba_cnn(size, cache.num_classes, seed)
+    )
+  name = _femnist_model(model)
+  return tf.TensorSpec([None, *FEMNIST_INPUT_SHAPE], tf.float32), lambda: (
+      image_models.create_image_model(
+          name, FEMNIST_INPUT_SHAPE, cache.num_classes, seed
+      )
+  )
 
 
 def _last_target(element):
@@ -166,6 +213,7 @@ def leaf_task(
     cache_dir: Optional[str] = None,
     eval_batch_size: int = 1000,
     shuffle_buffer: Optional[int] = None,
+    options: LeafOptions = LeafOptions(),
 ) -> task_lib.Task:
   """The `Task` of a LEAF directory (see the module docstring).
 
@@ -180,12 +228,15 @@ def leaf_task(
     cache_dir: Where the binary conversion lives; None for
       `leaf_cache.default_cache_dir()`. The workers read it.
     eval_batch_size: Batch size of the test set.
+    shuffle_buffer: The clients' shuffle buffer (`task.batching_fn`).
+    options: CelebA's images directory, Sent140's vocabulary.
 
   Returns:
     A `Task` named 'leaf': FEMNIST-style `x` float32 `[28, 28, 1]`, `y`
     int32, 62 classes; Shakespeare-style `x`, `y` int32 `[80]`, 81 ids,
     `pad_label=0`; Synthetic-style `x` float32 `[d]`, `y` int32, `1 +
-    max(y)` classes. `train_data` builds each client's dataset from its id.
+    max(y)` classes; Sent140-style `x` int32 `[25]`, CelebA-style `x`
+    float32 `[84, 84, 3]`, `y` int32, 2 classes. `train_data` builds each client's dataset from its id.
 
   Raises:
     LeafDataError: see `check_leaf_dir`, before any TensorFlow work.
@@ -199,7 +250,9 @@ def leaf_task(
       ('eval_batch_size', eval_batch_size),
   ):
     checks.check_int(name, value, minimum=1)
-  cache = check_leaf_dir(data_dir, kind, model=model, cache_dir=cache_dir)
+  cache = check_leaf_dir(
+      data_dir, kind, model=model, cache_dir=cache_dir, options=options
+  )
   client_data = leaf_client_data.LeafClientData(cache)
   test_data = leaf_client_data.test_dataset(cache)
   test_clients = per_client.TestClients.from_counts(
@@ -207,20 +260,10 @@ def leaf_task(
       [n for _, n in cache.test_users],
   )
   preprocess_fn = task_lib.batching_fn(batch_size, epochs, seed, shuffle_buffer)
-  if cache.kind in ('femnist', 'synthetic'):
-    if cache.kind == 'synthetic':
-      x_shape = (cache.x_width,)
-      keras_fn = lambda: synthetic_log_reg(
-          cache.x_width, cache.num_classes, seed
-      )
-    else:
-      x_shape, name = FEMNIST_INPUT_SHAPE, _femnist_model(model)
-      keras_fn = lambda: image_models.create_image_model(
-          name, FEMNIST_INPUT_SHAPE, cache.num_classes, seed
-      )
+  if cache.kind != 'shakespeare':
+    x_spec, keras_fn = _classifier(cache, model, seed)
     element_spec = collections.OrderedDict(
-        x=tf.TensorSpec([None, *x_shape], tf.float32),
-        y=tf.TensorSpec([None], tf.int32),
+        x=x_spec, y=tf.TensorSpec([None], tf.int32)
     )
     return task_lib.Task(
         'leaf',

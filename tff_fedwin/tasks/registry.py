@@ -167,6 +167,7 @@ def create_task(
     data_npz: Optional[str] = None,
     data_dir: Optional[str] = None,
     leaf_kind: str = 'auto',
+    leaf_options: leaf_lib.LeafOptions = leaf_lib.LeafOptions(),
     data_jsonl: Optional[str] = None,
     text_level: str = 'word',
     text_tokenizer: str = 'words',
@@ -203,6 +204,8 @@ def create_task(
     data_npz: The `.npz` file of task `npz` (see `sources.load_npz`).
     data_dir: The LEAF directory of task `leaf` (see `tasks.leaf`).
     leaf_kind: Task `leaf`: one of `LEAF_KINDS`; 'auto' recognizes it.
+    leaf_options: Task `leaf`: CelebA's images directory, Sent140's
+      vocabulary (`tasks.leaf.LeafOptions`).
     data_jsonl: The `.jsonl` or `.csv` file of task `text` (`tasks.text`).
     text_level: Task `text`: one of `TEXT_LEVELS`.
     text_tokenizer: Task `text`, word level: one of `TEXT_TOKENIZERS`.
@@ -293,6 +296,7 @@ def create_task(
         seed=seed,
         cache_dir=data_files.leaf_cache_dir(cache_dir),
         shuffle_buffer=shuffle_buffer,
+        options=leaf_options,
     )
   if name == 'text':
     if not data_jsonl:

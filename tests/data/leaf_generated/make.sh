@@ -7,7 +7,8 @@
 # sample.py, remove_users.py, split_data.py) in a temporary copy, once by sample and once by
 # user, and copies each data/train and data/test here; then LEAF's Synthetic generator
 # (data/synthetic/main.py) and CelebA's metadata_to_json.py (on made_up_celeba.py's metadata),
-# each through LEAF's utils/preprocess.sh by sample. Needs python3 and python on PATH with numpy
+# each through LEAF's utils/preprocess.sh by sample; and Sent140's data_to_json.sh (its
+# combine_data.py, data_to_json.py) on made_up_tweets.py's CSV files, by sample. Needs python3 and python on PATH with numpy
 # and scipy (e.g. PATH=.venv/bin:$PATH) for the Synthetic generator.
 set -euo pipefail
 leaf=$(cd "$1" && pwd)
@@ -15,7 +16,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-git -C "$leaf" archive HEAD data/shakespeare data/synthetic data/celeba data/utils |
+git -C "$leaf" archive HEAD data/shakespeare data/synthetic data/celeba data/sent140 data/utils |
   tar -x -C "$work"
 raw="$work/data/shakespeare/data/raw_data"
 mkdir -p "$raw"
@@ -36,3 +37,5 @@ run shakespeare_user shakespeare -s niid --sf 1.0 -k 0 -t user --tf 0.8 --smplse
 run synthetic_sample synthetic -s niid --sf 1.0 -k 5 -t sample --tf 0.6 --smplseed 1 --spltseed 1 --nochecksum
 python3 "$here/made_up_celeba.py" "$work/data/celeba/data/raw"
 run celeba_sample celeba -s niid --sf 1.0 -k 5 -t sample --tf 0.6 --smplseed 1 --spltseed 1 --nochecksum
+python3 "$here/made_up_tweets.py" "$work/data/sent140/data/raw_data"
+run sent140_sample sent140 -s niid --sf 1.0 -k 3 -t sample --tf 0.6 --smplseed 1 --spltseed 1 --nochecksum

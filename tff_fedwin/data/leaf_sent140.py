@@ -1,0 +1,163 @@
+"""LEAF's Sent140 rows, read as LEAF's Sent140 model reads them.
+
+LEAF's `data/sent140/preprocess/data_to_json.py` writes each tweet as `x`
+row `[id, date, query, user, text, split]` (Sentiment140's CSV row without
+its polarity; the `split` field is `'training'` or `'test'` of the source
+file) and `y` = 1 for a positive tweet, 0 for a negative one. LEAF's stacked
+LSTM (`models/sent140/stacked_lstm.py`) reads field 4, the text, and maps it
+with `line_to_indices` (`models/utils/language_utils.py`): the words of
+`split_line` (the regular expression `[\\w']+|[.,!?;]`: runs of word
+characters and apostrophes, and the five punctuation marks as words of
+their own; case kept), the first `SEQ_LENGTH` (25) of them each its id in
+the vocabulary, any other word and the padding after the last word the
+unknown id `len(vocabulary)`. So does `encode` here.
+
+The vocabulary (`vocabulary`): LEAF's is the word list of its GloVe file
+(`models/sent140/get_embs.py` writes `embs.json`, `{"vocab": [...], ...}`):
+given as `LeafOptions.vocab_file`, either that JSON or a text file whose
+lines each start with a word (GloVe's `.txt`, or a word list), ids in line
+order. Without one, the training tweets' `vocab_size` most frequent words
+(ties by the word), ids in that order: LEAF's embeddings need a 900 MB
+download that a first run should not. Plain Python and numpy.
+"""
+
+import collections
+import json
+import re
+from typing import Any, Iterable, Optional
+
+import numpy as np
+
+from tff_fedwin.data import leaf_kinds
+
+SEQ_LENGTH = 25
+TEXT_FIELD = 4
+DEFAULT_VOCAB_SIZE = 10000
+NUM_CLASSES = 2
+# LEAF's `split_line`, verbatim.
+_WORDS = re.compile(r"[\w']+|[.,!?;]")
+
+
+def split_line(line: str) -> list[str]:
+  """LEAF's `split_line`: the words and the marks `.,!?;`, in order."""
+  return _WORDS.findall(line)
+
+
+def tweet_texts(path: str, where: str, x: list) -> list[str]:
+  """Field `TEXT_FIELD` of each `x` row, checked (one-line errors)."""
+  texts = []
+  for i, row in enumerate(x):
+    if (
+        not isinstance(row, list)
+        or len(row) <= TEXT_FIELD
+        or not isinstance(row[TEXT_FIELD], str)
+    ):
+      raise leaf_kinds.error(
+          path,
+          where,
+          f'x row {i} is not a Sent140 row (a list whose field '
+          f'{TEXT_FIELD} is the tweet: id, date, query, user, text, ...)',
+      )
+    texts.append(row[TEXT_FIELD])
+  return texts
+
+
+def labels(path: str, where: str, y: list) -> np.ndarray:
+  """int32 `[n]` of Sent140's labels, each 0 or 1."""
+  for i, label in enumerate(y):
+    if type(label) is not int or label not in (0, 1):  # pylint: disable=unidiomatic-typecheck
+      raise leaf_kinds.error(
+          path, where, f'y[{i}] = {label!r}; Sent140 labels are 0 or 1'
+      )
+  return np.asarray(y, dtype=np.int32)
+
+
+def encode(texts: Iterable[str], word_ids: dict[str, int]) -> np.ndarray:
+  """int32 `[n, SEQ_LENGTH]`: LEAF's `line_to_indices` of each text."""
+  unknown = len(word_ids)
+  rows = []
+  for text in texts:
+    ids = [word_ids.get(w, unknown) for w in split_line(text)[:SEQ_LENGTH]]
+    rows.append(ids + [unknown] * (SEQ_LENGTH - len(ids)))
+  return np.asarray(rows, dtype=np.int32).reshape([-1, SEQ_LENGTH])
+
+
+def count_words(data: Any) -> collections.Counter:
+  """The words of a parsed LEAF file's tweets (rows that are not Sent140
+  rows are skipped here; the conversion refuses them)."""
+  counts = collections.Counter()
+  user_data = data.get('user_data') if isinstance(data, dict) else None
+  for record in (user_data or {}).values():
+    rows = record.get('x') if isinstance(record, dict) else None
+    for row in rows if isinstance(rows, list) else ():
+      if isinstance(row, list) and len(row) > TEXT_FIELD:
+        if isinstance(row[TEXT_FIELD], str):
+          counts.update(split_line(row[TEXT_FIELD]))
+  return counts
+
+
+def most_frequent(counts: collections.Counter, size: int) -> dict[str, int]:
+  """The `size` most frequent words (ties by the word) -> ids 0, 1, ..."""
+  words = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:size]
+  return {word: i for i, (word, _) in enumerate(words)}
+
+
+def read_vocab_file(path: str) -> dict[str, int]:
+  """A vocabulary file (module docstring) -> word ids in its order.
+
+  Raises:
+    LeafDataError: One line naming the file: unreadable, not UTF-8, a JSON
+      without a `"vocab"` list of strings, no word, or a word twice.
+  """
+  try:
+    with open(path, encoding='utf-8') as f:
+      text = f.read()
+  except (OSError, UnicodeDecodeError) as e:
+    raise leaf_kinds.error(path, None, f'cannot read the vocabulary: {e}')
+  words = _json_vocab(path, text) if text.lstrip().startswith('{') else [
+      line.split(maxsplit=1)[0] for line in text.split('\n') if line.strip()
+  ]
+  if not words:
+    raise leaf_kinds.error(path, None, 'the vocabulary holds no word')
+  word_ids = {}
+  for i, word in enumerate(words):
+    if word in word_ids:
+      raise leaf_kinds.error(
+          path, None, f'word {word!r} is at {word_ids[word]} and at {i}'
+      )
+    word_ids[word] = i
+  return word_ids
+
+
+def _json_vocab(path: str, text: str) -> list[str]:
+  try:
+    words = json.loads(text).get('vocab')
+  except (json.JSONDecodeError, AttributeError):
+    words = None
+  if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+    raise leaf_kinds.error(
+        path,
+        None,
+        'a JSON vocabulary is LEAF\'s embs.json: an object whose "vocab" is '
+        'a list of words',
+    )
+  return words
+
+
+def vocabulary(
+    parsed_train_files: Iterable[Any], options: leaf_kinds.LeafOptions
+) -> dict[str, int]:
+  """The word ids of a Sent140 directory (module docstring).
+
+  Args:
+    parsed_train_files: The parsed training files (read only without
+      `options.vocab_file`).
+    options: `vocab_file` and `vocab_size`.
+  """
+  if options.vocab_file:
+    return read_vocab_file(options.vocab_file)
+  counts = collections.Counter()
+  for data in parsed_train_files:
+    counts.update(count_words(data))
+  size: Optional[int] = options.vocab_size
+  return most_frequent(counts, DEFAULT_VOCAB_SIZE if size is None else size)
