@@ -289,13 +289,17 @@ def test_leaf_synthetic_from_leafs_generator_learns(tmp_path):
       '--eval_per_client',
   )
   assert last['global/accuracy'] > baseline, (last, baseline)
-  # LEAF's per-user view: one row per test user, in the test file's order,
-  # with its examples; their counted-weighted accuracy is the pooled one.
-  with open(tmp_path / 'synthetic' / 'per_client_metrics.csv') as f:
+  _check_per_client_rows(tmp_path / 'synthetic', test, last, '5')
+
+
+def _check_per_client_rows(run_dir, test, last, round_num):
+  """LEAF's per-user view: one row per test user, in the test file's order,
+  with its examples; their counted-weighted accuracy is the pooled one."""
+  with open(run_dir / 'per_client_metrics.csv') as f:
     rows = list(csv.DictReader(f))
   assert [
       (r['round_num'], r['client_id'], int(r['num_examples'])) for r in rows
-  ] == [('5', u, len(test['user_data'][u]['y'])) for u in test['users']]
+  ] == [(round_num, u, len(test['user_data'][u]['y'])) for u in test['users']]
   accuracy = np.array([float(r['global/accuracy']) for r in rows])
   counted = np.array([int(r['num_counted']) for r in rows])
   assert np.sum(accuracy * counted) / np.sum(counted) == pytest.approx(
@@ -303,6 +307,55 @@ def test_leaf_synthetic_from_leafs_generator_learns(tmp_path):
   )
   assert last['global/client_accuracy_mean'] == pytest.approx(
       np.mean(accuracy), abs=1e-12
+  )
+
+
+def _celeba_images(tmp_path):
+  """84x84 PNGs for celeba_sample's file names: label 1 bright, 0 dark."""
+  from PIL import Image  # pylint: disable=g-import-not-at-top
+
+  directory = tmp_path / 'img_align_celeba'
+  directory.mkdir()
+  rng = np.random.default_rng(0)
+  for split in ('train', 'test'):
+    data = leaf_fixtures.generated_json('celeba_sample', split)
+    for record in data['user_data'].values():
+      for name, label in zip(record['x'], record['y']):
+        base = 160 if label else 60
+        pixels = rng.integers(base, base + 40, (84, 84, 3), dtype=np.uint8)
+        Image.fromarray(pixels).save(directory / name, format='PNG')
+  return str(directory)
+
+
+@pytest.mark.parametrize('kind', ['sent140', 'celeba'])
+def test_leaf_sent140_and_celeba_from_leafs_scripts_run(tmp_path, kind):
+  # LEAF's scripts' output (tests/data/leaf_generated: Sent140's
+  # data_to_json.sh, CelebA's metadata_to_json.py, then preprocess.sh -t
+  # sample) through the script with LEAF's models, 2 rounds, each test user
+  # evaluated; CelebA's images written here.
+  flags = []
+  if kind == 'celeba':
+    flags.append(f'--leaf_images_dir={_celeba_images(tmp_path)}')
+  last = _run(
+      tmp_path,
+      kind,
+      '--task=leaf',
+      f'--data_dir={os.path.join(leaf_fixtures.GENERATED_DIR, kind + "_sample")}',
+      f'--cache_dir={tmp_path / "cache"}',
+      '--total_rounds=2',
+      '--rounds_per_eval=2',
+      '--clients_per_round=3',
+      '--eval_per_client',
+      *flags,
+  )
+  test = leaf_fixtures.generated_json(f'{kind}_sample', 'test')
+  _check_per_client_rows(tmp_path / kind, test, last, '2')
+  with open(tmp_path / kind / 'run_config.json') as f:
+    config = json.load(f)['config']
+  # Classification: this package's rates (LEAF's 0.0003 / 0.1 not taken).
+  assert (config['client_learning_rate'], config['server_learning_rate']) == (
+      0.05,
+      1.0,
   )
 
 

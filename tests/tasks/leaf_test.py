@@ -177,3 +177,58 @@ def test_synthetic_task_is_leafs_logistic_regression(tmp_path):
         model='cnn',
         cache_dir=str(tmp_path),
     )
+
+
+def test_sent140_task_is_leafs_stacked_lstm(tmp_path):
+  # LEAF's Sent140 directory (tests/data/leaf_generated): 25 word ids per
+  # tweet, 2 classes; the model's size is 100 V + 174,086 for V words (an
+  # embedding of V + 1 rows; derived in tests/tasks/leaf_models_test.py).
+  task = leaf.leaf_task(
+      os.path.join(leaf_fixtures.GENERATED_DIR, 'sent140_sample'),
+      batch_size=4,
+      epochs=1,
+      seed=0,
+      cache_dir=str(tmp_path),
+  )
+  words = leaf.check_leaf_dir(
+      os.path.join(leaf_fixtures.GENERATED_DIR, 'sent140_sample'),
+      cache_dir=str(tmp_path),
+  ).vocab_size
+  assert task.num_classes == 2
+  assert _num_params(task) == 100 * words + 174_086
+  batch = next(iter(task.test_data))
+  assert batch['x'].dtype == tf.int32 and batch['x'].shape[1:] == (25,)
+
+
+@pytest.mark.parametrize(
+    'sample, options, match',
+    [
+        (
+            'synthetic_sample',
+            leaf.LeafOptions(images_dir='img'),
+            r'--leaf_images_dir applies to CelebA-style LEAF data only; this '
+            r'directory holds Synthetic-style data',
+        ),
+        (
+            'shakespeare_sample',
+            leaf.LeafOptions(vocab_size=5),
+            r'--vocab_size applies to Sent140-style LEAF data only; this '
+            r'directory holds Shakespeare-style data',
+        ),
+        (
+            'sent140_sample',
+            leaf.LeafOptions(vocab_file='v.txt', vocab_size=5),
+            r'v\.txt: --vocab_size does not apply with --leaf_vocab_file',
+        ),
+    ],
+)
+def test_option_of_another_kind_is_one_line(tmp_path, sample, options, match):
+  if options.images_dir:
+    os.mkdir(tmp_path / options.images_dir)
+    options = leaf.LeafOptions(images_dir=str(tmp_path / options.images_dir))
+  with pytest.raises(leaf.LeafDataError, match=match):
+    leaf.check_leaf_dir(
+        os.path.join(leaf_fixtures.GENERATED_DIR, sample),
+        cache_dir=str(tmp_path / 'c'),
+        options=options,
+    )

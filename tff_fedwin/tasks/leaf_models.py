@@ -94,6 +94,7 @@ class BatchStatsNormalization(tf.keras.layers.Layer):
     self.beta = self.add_weight(
         name='beta', shape=[channels], initializer='zeros'
     )
+    super().build(input_shape)
 
   def call(self, inputs):
     axes = list(range(len(inputs.shape) - 1))
