@@ -147,8 +147,9 @@ flags.DEFINE_enum(
     'eval_split',
     _DEFAULTS.eval_split,
     list(experiments.EVAL_SPLITS),
-    'What the run evaluates on: the test set, or (mnist only) its '
-    'validation split, for tuning without the test set.',
+    'What the run evaluates on: the test set, or the validation split, for '
+    "tuning without the test set (mnist's; leaf: the directory's val/, as "
+    "LEAF's Reddit writes it).",
 )
 flags.DEFINE_bool(
     'eval_per_client',

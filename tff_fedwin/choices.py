@@ -29,7 +29,14 @@ TASKS_WITH_TEST_CLIENTS = (
 # Tasks whose labels are one class per example (WSM's class proportions).
 CLASSIFICATION_TASKS = ('mnist', 'npz', 'leaf', 'emnist')
 # The LEAF datasets `tff_fedwin.data.leaf` reads.
-LEAF_DATA_KINDS = ('femnist', 'shakespeare', 'synthetic', 'sent140', 'celeba')
+LEAF_DATA_KINDS = (
+    'femnist',
+    'shakespeare',
+    'synthetic',
+    'sent140',
+    'celeba',
+    'reddit',
+)
 # --leaf_kind: what the LEAF directory holds; 'auto' recognizes it.
 LEAF_KINDS = ('auto', *LEAF_DATA_KINDS)
 # --text_level: next-word or next-character prediction.
@@ -59,7 +66,8 @@ DROPOUT_DEFAULT_TASKS = ('emnist', 'leaf')
 # scripts/benchmark.py --model_family: the model the rounds train
 # (`tff_fedwin.benchmarks.model_families`).
 BENCHMARK_MODEL_FAMILIES = ('cnn', 'word_lstm', 'char_lstm')
-# --eval_split: MNIST's held-out splits ('validation' is `mnist`'s only).
+# --eval_split: the held-out splits ('validation': `mnist`'s, or `leaf`'s
+# `val/` folder).
 MNIST_HELD_OUT_SPLITS = ('test', 'validation')
 # --client_loss: plain cross-entropy or WSM's re-weighted softmax.
 CLIENT_LOSSES = ('ce', 'wsm')

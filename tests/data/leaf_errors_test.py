@@ -198,36 +198,6 @@ def _gaussian_rows(width, n=3):
   return rng.normal(size=(n, width)).round(6).tolist()
 
 
-# LEAF's datasets not supported yet are refused naming their kind, never
-# read as FEMNIST or Shakespeare (on the old detection: a Shakespeare error
-# for CelebA, Reddit read as FEMNIST).
-_NOT_SUPPORTED = (
-    'is not supported yet; supported kinds: femnist, shakespeare, synthetic, '
-    'sent140, celeba'
-)
-_OTHER_KINDS = {
-    # LEAF's Reddit JSON: x a user's comments as token lists, y objects
-    # (`models/reddit/reddit_utils.py` reads y's target_tokens).
-    'reddit': (
-        lambda tmp_path: _one_user(
-            tmp_path,
-            [[['<BOS>', 'hi', 'there', '<EOS>']]],
-            [{'target_tokens': [['hi', 'there', '<EOS>', '<PAD>']]}],
-        ),
-        r'a\.json: Reddit-style data \(x token lists or y objects\) '
-        + _NOT_SUPPORTED,
-    ),
-}
-
-
-@pytest.mark.parametrize('case', sorted(_OTHER_KINDS))
-def test_other_leaf_kinds_are_refused_by_name(tmp_path, case):
-  make, match = _OTHER_KINDS[case]
-  with pytest.raises(leaf.LeafDataError, match=match) as raised:
-    leaf_cache.load_leaf_cache(make(tmp_path), cache_dir=str(tmp_path / 'c'))
-  assert '\n' not in str(raised.value)
-
-
 def test_gaussian_rows_of_784_are_synthetic_not_images(tmp_path):
   # A Synthetic set made with -num-dim 784 (read silently as images before).
   users = {'u1': (_gaussian_rows(784), [0, 1, 2])}

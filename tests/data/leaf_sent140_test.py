@@ -53,7 +53,9 @@ def test_tweets_written_by_leafs_scripts(tmp_path):
   )
   order = sorted(counts, key=lambda w: (-counts[w], w))
   vocab = {w: i for i, w in enumerate(order)}
-  assert (cache.kind, cache.vocab_size) == ('sent140', len(vocab))
+  # Its ids: the words', then the unknown word's (also the padding).
+  assert (cache.kind, cache.vocab_size) == ('sent140', len(vocab) + 1)
+  assert cache.unknown_id == len(vocab)
   assert cache.client_ids == tuple(sorted(train['users']))
   for user in train['users']:
     x, y = _rows(cache, user)
@@ -94,7 +96,7 @@ def test_vocab_file_gives_the_ids(tmp_path, form):
   cache = leaf_cache.load_leaf_cache(
       SAMPLE, cache_dir=str(tmp_path / 'c'), options=options
   )
-  assert cache.vocab_size == 4
+  assert cache.vocab_size == 5
   x, _ = _rows(cache, 'cat')
   # ; love http t . co x1 -> 1 0 4 4 4 4 2 (4: unknown), then 18 x 4.
   assert x[0].tolist() == [1, 0, 4, 4, 4, 4, 2] + [4] * 18
@@ -114,11 +116,11 @@ def test_vocab_size_keeps_the_most_frequent_words(tmp_path):
   top = sorted(counts, key=lambda w: (-counts[w], w))[:3]
   x, _ = _rows(cache, 'cat')
   text = _json('train')['user_data']['cat']['x'][0][4]
-  assert cache.vocab_size == 3
+  assert cache.vocab_size == 4
   assert x[0].tolist() == _ids(text, {w: i for i, w in enumerate(top)})
   # Another vocabulary is another conversion, not the cached one.
   other = leaf_cache.load_leaf_cache(SAMPLE, cache_dir=str(tmp_path))
-  assert other.directory != cache.directory and other.vocab_size > 3
+  assert other.directory != cache.directory and other.vocab_size > 4
 
 
 @pytest.mark.parametrize(
@@ -143,7 +145,7 @@ def test_bad_vocab_file_is_one_line(tmp_path, text, match):
 
 def test_encode_is_leafs_line_to_indices():
   # LEAF keeps case and splits off . , ! ? ; only; 25 ids at most.
-  vocab = {"It's": 0, '!': 1, 'ok': 2}
+  vocab = leaf_sent140.from_words({"It's": 0, '!': 1, 'ok': 2})
   ids = leaf_sent140.encode(["It's ok!! it's OK:)", 'ok ' * 30], vocab)
   assert ids.tolist() == [
       [0, 2, 1, 1, 3, 3] + [3] * 19,  # it's, OK unknown (case); ':' ')' no words.

@@ -101,12 +101,20 @@ def test_a_given_rate_is_never_changed(task):
   assert task_defaults.with_task_defaults(every) is every
 
 
-@pytest.mark.parametrize('pad_label, client', [(None, 0.05), (0, 1.0)])
-def test_leaf_auto_takes_the_kind_of_the_built_task(pad_label, client):
+@pytest.mark.parametrize(
+    'kind, client',
+    [
+        ('femnist', 0.05),
+        ('celeba', 0.05),
+        ('shakespeare', 1.0),
+        ('reddit', 10**-0.5),  # Next word, as StackOverflow.
+    ],
+)
+def test_leaf_auto_takes_the_kind_of_the_built_task(kind, client):
   config = config_lib.ExperimentConfig(task='leaf', data_dir='d')
   with pytest.raises(ValueError, match=r"with --leaf_kind=auto; got 'auto'"):
     task_defaults.with_task_defaults(config)
-  task = types.SimpleNamespace(pad_label=pad_label)  # Shakespeare pads.
+  task = types.SimpleNamespace(data_kind=kind)
   filled = task_defaults.with_defaults_of_task(config, task)
   assert filled.client_learning_rate == client
 
@@ -120,11 +128,11 @@ def test_every_algorithm_has_a_server_optimizer():
 def test_help_names_each_kinds_rates():
   assert task_defaults.help_text('client_learning_rate') == (
       "unset: the task's default: classification 0.05; next word "
-      '(stackoverflow, text) 0.316; next character (shakespeare, leaf '
+      '(stackoverflow, text, leaf reddit) 0.316; next character (shakespeare, leaf '
       'shakespeare, text --text_level=char) 1 (Reddi et al. 2021; '
       'docs/data.md)'
   )
   assert (
-      'next word (stackoverflow, text) fedavg 1, fedavgm 1, fedadam 0.01'
+      'next word (stackoverflow, text, leaf reddit) fedavg 1, fedavgm 1, fedadam 0.01'
       in (task_defaults.help_text('server_learning_rate'))
   )

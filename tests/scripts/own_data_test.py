@@ -327,15 +327,22 @@ def _celeba_images(tmp_path):
   return str(directory)
 
 
-@pytest.mark.parametrize('kind', ['sent140', 'celeba'])
-def test_leaf_sent140_and_celeba_from_leafs_scripts_run(tmp_path, kind):
+@pytest.mark.parametrize('kind', ['sent140', 'celeba', 'reddit'])
+def test_leaf_sent140_celeba_reddit_from_leafs_scripts_run(tmp_path, kind):
   # LEAF's scripts' output (tests/data/leaf_generated: Sent140's
-  # data_to_json.sh, CelebA's metadata_to_json.py, then preprocess.sh -t
-  # sample) through the script with LEAF's models, 2 rounds, each test user
-  # evaluated; CelebA's images written here.
-  flags = []
+  # data_to_json.sh, CelebA's metadata_to_json.py, each then preprocess.sh
+  # -t sample; Reddit's preprocess.py and build_vocab.py) through the script
+  # with LEAF's models, 2 rounds, each test user evaluated; CelebA's images
+  # written here; Reddit with LEAF's pickle, evaluated on its val/.
+  flags, split = [], 'test'
   if kind == 'celeba':
     flags.append(f'--leaf_images_dir={_celeba_images(tmp_path)}')
+  if kind == 'reddit':
+    vocab = os.path.join(
+        leaf_fixtures.GENERATED_DIR, 'reddit_sample', 'vocab', 'reddit_vocab.pck'
+    )
+    flags += [f'--leaf_vocab_file={vocab}', '--eval_split=validation']
+    split = 'val'
   last = _run(
       tmp_path,
       kind,
@@ -348,13 +355,18 @@ def test_leaf_sent140_and_celeba_from_leafs_scripts_run(tmp_path, kind):
       '--eval_per_client',
       *flags,
   )
-  test = leaf_fixtures.generated_json(f'{kind}_sample', 'test')
+  test = leaf_fixtures.generated_json(f'{kind}_sample', split)
+  if kind == 'reddit':  # Its examples: the comments' 10-token sequences.
+    for record in test['user_data'].values():
+      record['y'] = [s for comment in record['x'] for s in comment]
   _check_per_client_rows(tmp_path / kind, test, last, '2')
   with open(tmp_path / kind / 'run_config.json') as f:
     config = json.load(f)['config']
-  # Classification: this package's rates (LEAF's 0.0003 / 0.1 not taken).
+  # This package's rates by what is predicted (LEAF's own not taken):
+  # classification 0.05 / 1.0, Reddit's next token StackOverflow's.
+  client = 10**-0.5 if kind == 'reddit' else 0.05
   assert (config['client_learning_rate'], config['server_learning_rate']) == (
-      0.05,
+      client,
       1.0,
   )
 

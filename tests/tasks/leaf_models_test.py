@@ -49,3 +49,14 @@ def test_batch_stats_normalization_is_leafs_training_batch_norm(training):
   np.testing.assert_allclose(
       layer(x, training=training).numpy(), expected, rtol=1e-5, atol=1e-5
   )
+
+
+def test_reddit_lstm_sizes():
+  # LEAF's models/reddit/stacked_lstm.py, n_hidden 256, 2 layers, V ids:
+  # embedding V x 256; each LSTM 4 gates x 256 x (256 + 256) weights + 4 x
+  # 256 biases = 525,312; softmax 256 x V + V. V = 30: 7,680 + 1,050,624 +
+  # 7,710 = 1,066,014. Every variable starts in [-0.1, 0.1].
+  model = leaf_models.reddit_stacked_lstm(30, 10, seed=0)
+  assert model.count_params() == 1_066_014
+  assert all(np.abs(w.numpy()).max() <= 0.1 for w in model.weights)
+  assert model(tf.zeros([2, 10], tf.int32)).shape == (2, 10, 30)

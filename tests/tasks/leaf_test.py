@@ -193,7 +193,7 @@ def test_sent140_task_is_leafs_stacked_lstm(tmp_path):
   words = leaf.check_leaf_dir(
       os.path.join(leaf_fixtures.GENERATED_DIR, 'sent140_sample'),
       cache_dir=str(tmp_path),
-  ).vocab_size
+  ).vocab_size - 1  # The ids: the words and the unknown word.
   assert task.num_classes == 2
   assert _num_params(task) == 100 * words + 174_086
   batch = next(iter(task.test_data))
@@ -212,7 +212,8 @@ def test_sent140_task_is_leafs_stacked_lstm(tmp_path):
         (
             'shakespeare_sample',
             leaf.LeafOptions(vocab_size=5),
-            r'--vocab_size applies to Sent140-style LEAF data only; this '
+            r'--vocab_size applies to Sent140 and Reddit-style LEAF data only; '
+            r'this '
             r'directory holds Shakespeare-style data',
         ),
         (
@@ -232,3 +233,37 @@ def test_option_of_another_kind_is_one_line(tmp_path, sample, options, match):
         cache_dir=str(tmp_path / 'c'),
         options=options,
     )
+
+
+def test_reddit_task_scores_the_counted_tokens(tmp_path):
+  # LEAF's Reddit directory and pickle (tests/data/leaf_generated): 10 ids
+  # in and out; the loss is the cross-entropy over the targets that are not
+  # <PAD> (id 0), computed here in numpy from the model's logits; the test
+  # accuracy leaves <UNK> (id 1) out.
+  root = os.path.join(leaf_fixtures.GENERATED_DIR, 'reddit_sample')
+  task = leaf.leaf_task(
+      root,
+      batch_size=4,
+      epochs=1,
+      seed=0,
+      cache_dir=str(tmp_path),
+      options=leaf.LeafOptions(
+          vocab_file=os.path.join(root, 'vocab', 'reddit_vocab.pck')
+      ),
+  )
+  assert (task.num_classes, task.pad_label, task.accuracy_excluded_labels) == (
+      30,
+      0,
+      (1,),
+  )
+  assert task.data_kind == 'reddit'
+  model = task.model_fn()
+  batch = next(iter(task.test_data))
+  y = batch['y'].numpy()
+  assert y.shape[1:] == (10,) and (y == 0).any() and (y != 0).any()
+  output = model.forward_pass(batch, training=False)
+  logits = output.predictions.numpy().astype(np.float64)
+  log_softmax = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+  rows, cols = np.nonzero(y != 0)
+  expected = -log_softmax[rows, cols, y[rows, cols]].mean()
+  np.testing.assert_allclose(output.loss.numpy(), expected, rtol=1e-5)

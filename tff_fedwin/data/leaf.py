@@ -32,9 +32,12 @@ Kinds, recognized from the first row of a file's first user
   uint8 `[n, 84 * 84 * 3]`, each image as LEAF's CNN loads it, and int32
   `[n]` (`tff_fedwin.data.leaf_celeba`).
 
-Reddit, LEAF's sixth dataset, is recognized and refused with a one-line
-`LeafDataError` naming the kind (not supported yet), never read as one of
-the above.
+* `reddit`: `x` comments as lists of 10-token sequences, `y` objects with
+  their `target_tokens` and `count_tokens`; kept as int32 `[n, 10]` input
+  and target ids of the `n` sequences (`tff_fedwin.data.leaf_reddit`).
+
+The kind is never guessed between two: a row that fits none is refused,
+naming what LEAF's rows are.
 
 What LEAF's scripts write and LEAF's reader accepts is accepted, and counted
 in a `leaf_notes.LeafNotes` for one warning each: a `num_samples` other than `len(x)`
@@ -60,6 +63,7 @@ from tff_fedwin import choices
 from tff_fedwin.data import leaf_celeba
 from tff_fedwin.data import leaf_kinds
 from tff_fedwin.data import leaf_notes
+from tff_fedwin.data import leaf_reddit
 from tff_fedwin.data import leaf_sent140
 from tff_fedwin.data import leaf_shakespeare
 
@@ -287,8 +291,7 @@ def iter_leaf_file(
       disagree, a `num_samples` list of another length than `users`, `x` and
       `y` of different lengths, a user with no examples, rows of the wrong
       length, labels out of range, data of another kind than `kind`, or
-      data of a kind not supported yet (Reddit), CelebA data without
-      `inputs.images_dir`.
+      CelebA data without `inputs.images_dir`.
   """
   notes = leaf_notes.LeafNotes() if notes is None else notes
   data = load_json(path)
@@ -315,13 +318,6 @@ def iter_leaf_file(
         None,
         "CelebA-style data (x image file names) need the images' directory: "
         '--leaf_images_dir (`images_dir`)',
-    )
-  if found in leaf_kinds.NOT_SUPPORTED:
-    raise _error(
-        path,
-        None,
-        f'{leaf_kinds.NOT_SUPPORTED[found]} is not supported yet; '
-        f'supported kinds: {", ".join(SUPPORTED_KINDS)}',
     )
 
   def users_iter():
@@ -366,9 +362,11 @@ def _user_arrays(path, kind, user, notes, user_data, inputs=None):
   if kind == 'sent140':
     texts = leaf_sent140.tweet_texts(path, where, x)
     return (
-        leaf_sent140.encode(texts, inputs.word_ids),
+        leaf_sent140.encode(texts, inputs.vocabulary),
         leaf_sent140.labels(path, where, y),
     )
+  if kind == 'reddit':
+    return leaf_reddit.arrays(path, where, x, y, inputs.vocabulary)
   if kind == 'celeba':
     y = leaf_celeba.labels(path, where, y)
     return leaf_celeba.load_images(path, where, x, inputs.images_dir), y

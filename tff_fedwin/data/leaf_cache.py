@@ -18,13 +18,15 @@ changes the ctime). Layout of a conversion:
   femnist: float32 `[n, 784]` and int32 `[n]`; shakespeare: uint8 `[n, 80]`
   and uint8 `[n]` (`leaf.py`'s ids); synthetic: float32 `[n, d]` and int32
   `[n]`; sent140: int32 `[n, 25]` word ids and int32 `[n]`; celeba: uint8
-  `[n, 84 * 84 * 3]` and int32 `[n]`. Little-endian.
+  `[n, 84 * 84 * 3]` and int32 `[n]`; reddit: int32 `[n, 10]` input and
+  target ids. Little-endian.
 * `test.x`, `test.y`: the test split pooled, the same records, test files in
   name order and users in each file's order.
 * `index.json`, written last: the key, the kind, the training client ids in
   sorted order, their example and class counts (as many as the classes),
   the test size, the rows' width, the test users and their example counts
-  in `test.x`'s order, Sent140's vocabulary size, and the warnings of the read
+  in `test.x`'s order, Sent140's and Reddit's vocabulary size and special
+  ids, and the warnings of the read
   (`leaf_notes.LeafNotes`), logged again by every load. An index without
   test users (written before they were recorded) is converted again.
 
@@ -77,13 +79,20 @@ def _crc32(path: str) -> int:
   return crc
 
 
-def json_files(data_dir: str) -> dict[str, list[str]]:
-  """`data_dir`'s JSON files per split, in name order.
+def json_files(
+    data_dir: str, eval_dir: Optional[str] = None
+) -> dict[str, list[str]]:
+  """`data_dir`'s JSON files per split, in name order; the `'test'` split
+  from `eval_dir/` if given (LEAF's Reddit `val/`).
 
   Raises:
-    LeafDataError: If `train/` or `test/` is missing or holds no `.json`.
+    LeafDataError: If `train/` or `test/` (`eval_dir/`) is missing or holds
+      no `.json`.
   """
-  return {split: leaf.leaf_json_files(data_dir, split) for split in leaf.SPLITS}
+  return {
+      'train': leaf.leaf_json_files(data_dir, 'train'),
+      'test': leaf.leaf_json_files(data_dir, eval_dir or 'test'),
+  }
 
 
 def options_record(options: leaf_kinds.LeafOptions) -> list:
@@ -113,6 +122,8 @@ def options_record(options: leaf_kinds.LeafOptions) -> list:
       ) from None
   if options.vocab_size is not None:
     record.append(['vocab_size', options.vocab_size])
+  if options.eval_dir:
+    record.append(['eval_dir', options.eval_dir])
   return record
 
 
@@ -138,7 +149,7 @@ def stat_key(
 
 
 def source_key(
-    data_dir: str, options: tuple = ()
+    data_dir: str, options: tuple = (), eval_dir: Optional[str] = None
 ) -> tuple[str, dict[str, list[str]]]:
   """The cache key of `data_dir` (its contents) and its JSON files.
 
@@ -146,12 +157,12 @@ def source_key(
   once, streaming): not of its times, so a copied or touched file finds its
   conversion.
 
-  `options`: `options_record`'s list.
+  `options`: `options_record`'s list; `eval_dir`: as for `json_files`.
 
   Raises:
     LeafDataError: If `train/` or `test/` is missing or holds no `.json`.
   """
-  files = json_files(data_dir)
+  files = json_files(data_dir, eval_dir)
   records = [FORMAT, *options]
   for split, paths in files.items():
     for path in paths:
@@ -181,8 +192,10 @@ class LeafCache:
     x_width: The values of every x row (784, 80, or Synthetic's width).
     test_users: The test users and their example counts, in the pooled test
       split's order.
-    vocab_size: Sent140: the words of its vocabulary (the word ids are
-      `0..vocab_size - 1`, `vocab_size` the unknown word); 0 for the others.
+    vocab_size: Sent140, Reddit: the ids of its vocabulary, `0..vocab_size -
+      1` (Sent140: its words, then the unknown word); 0 for the others.
+    pad_id: Reddit: the padding's id; -1 for the others.
+    unknown_id: Sent140, Reddit: the unknown word's id; -1 for the others.
   """
 
   directory: str
@@ -196,6 +209,8 @@ class LeafCache:
   x_width: int = leaf.FEMNIST_PIXELS
   test_users: tuple[tuple[str, int], ...] = ()
   vocab_size: int = 0
+  pad_id: int = -1
+  unknown_id: int = -1
 
   @property
   def num_classes(self) -> int:
@@ -228,6 +243,8 @@ def _from_index(directory: str, key: str) -> Optional[LeafCache]:
         x_width=index.get('x_width', leaf_convert.LAYOUT[index['kind']][0]),
         test_users=tuple((str(u), int(n)) for u, n in index['test_users']),
         vocab_size=index.get('vocab_size', 0),
+        pad_id=index.get('pad_id', -1),
+        unknown_id=index.get('unknown_id', -1),
     )
     if sum(n for _, n in cache.test_users) != cache.num_test_examples:
       return None
@@ -271,6 +288,8 @@ def _convert(files, kind, key, directory, options) -> LeafCache:
         'x_width': converted.x_width,
         'test_users': [list(u) for u in converted.test_users],
         'vocab_size': converted.vocab_size,
+        'pad_id': converted.pad_id,
+        'unknown_id': converted.unknown_id,
     }
     with open(os.path.join(tmp, INDEX), 'w') as f:
       json.dump(index, f)
@@ -345,13 +364,13 @@ def load_leaf_cache(
         f'`leaf_kind` must be one of {("auto", *leaf.KINDS)}, got {kind!r}'
     )
   root = os.path.abspath(cache_dir or default_cache_dir())
-  files = json_files(data_dir)
+  files = json_files(data_dir, options.eval_dir)
   record = options_record(options)
   by_stat = os.path.join(root, STAT_KEYS, stat_key(files, record))
   key = _read_key(by_stat)
   cache = None if key is None else _from_index(os.path.join(root, key), key)
   if cache is None:
-    key, files = source_key(data_dir, record)
+    key, files = source_key(data_dir, record, options.eval_dir)
     directory = os.path.join(root, key)
     cache = _from_index(directory, key)
   if cache is None:

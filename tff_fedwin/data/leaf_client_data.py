@@ -19,6 +19,7 @@ import tensorflow_federated as tff
 from tff_fedwin.data import leaf
 from tff_fedwin.data import leaf_cache
 from tff_fedwin.data import leaf_celeba
+from tff_fedwin.data import leaf_reddit
 from tff_fedwin.data import leaf_sent140
 
 LeafCache = leaf_cache.LeafCache
@@ -35,13 +36,18 @@ def _x_layout(kind: str, x_width: int) -> tuple[tf.DType, tf.DType, list]:
       'shakespeare': (tf.uint8, tf.int32, [leaf.SHAKESPEARE_SEQ_LENGTH]),
       'sent140': (tf.int32, tf.int32, [leaf_sent140.SEQ_LENGTH]),
       'celeba': (tf.uint8, tf.float32, _CELEBA_SHAPE),
+      'reddit': (tf.int32, tf.int32, [leaf_reddit.SEQ_LENGTH]),
   }[kind]
+
+
+def _y_shape(kind: str) -> list[int]:
+  return [leaf_reddit.SEQ_LENGTH] if kind == 'reddit' else []
 
 
 def _element_spec(kind: str, x_width: int) -> collections.OrderedDict:
   _, dtype, shape = _x_layout(kind, x_width)
   return collections.OrderedDict(
-      x=tf.TensorSpec(shape, dtype), y=tf.TensorSpec([], tf.int32)
+      x=tf.TensorSpec(shape, dtype), y=tf.TensorSpec(_y_shape(kind), tf.int32)
   )
 
 
@@ -50,7 +56,7 @@ def _decode(kind: str, x_width: int, x_bytes, y_bytes):
   stored, dtype, shape = _x_layout(kind, x_width)
   x = tf.reshape(tf.io.decode_raw(x_bytes, stored), [-1, *shape])
   y_stored = tf.uint8 if kind == 'shakespeare' else tf.int32
-  y = tf.reshape(tf.io.decode_raw(y_bytes, y_stored), [-1])
+  y = tf.reshape(tf.io.decode_raw(y_bytes, y_stored), [-1, *_y_shape(kind)])
   return tf.cast(x, dtype), tf.cast(y, tf.int32)
 
 
@@ -62,7 +68,7 @@ class LeafClientData(tff.simulation.datasets.ClientData):
   synthetic `OrderedDict(x=float32[d], y=int32[])`; sent140
   `OrderedDict(x=int32[25], y=int32[])` (word ids); celeba
   `OrderedDict(x=float32[84, 84, 3], y=int32[])` (values 0..255, as LEAF
-  feeds them).
+  feeds them); reddit `OrderedDict(x=int32[10], y=int32[10])` (token ids).
   """
 
   DATASETS_FROM_IDS = True

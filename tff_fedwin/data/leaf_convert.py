@@ -32,10 +32,12 @@ from tff_fedwin.data import leaf
 from tff_fedwin.data import leaf_celeba
 from tff_fedwin.data import leaf_kinds
 from tff_fedwin.data import leaf_notes
+from tff_fedwin.data import leaf_reddit
 from tff_fedwin.data import leaf_sent140
 
 # Per kind: (x row width, x dtype, y dtype, number of classes); None: the
-# directory's (Synthetic: the rows' width, 1 + the largest label).
+# directory's (Synthetic: the rows' width, 1 + the largest label; Reddit:
+# the vocabulary's size).
 LAYOUT = {
     'femnist': (leaf.FEMNIST_PIXELS, '<f4', '<i4', leaf.FEMNIST_CLASSES),
     'shakespeare': (
@@ -47,7 +49,12 @@ LAYOUT = {
     'synthetic': (None, '<f4', '<i4', None),
     'sent140': (leaf_sent140.SEQ_LENGTH, '<i4', '<i4', leaf_sent140.NUM_CLASSES),
     'celeba': (leaf_celeba.PIXELS, 'u1', '<i4', leaf_celeba.NUM_CLASSES),
+    'reddit': (leaf_reddit.SEQ_LENGTH, '<i4', '<i4', None),
 }
+# The kinds whose y is a sequence as long as x (one label elsewhere).
+SEQUENCE_LABELS = ('reddit',)
+# The kinds read with a vocabulary (`leaf_kinds.Vocabulary`).
+VOCABULARY_KINDS = ('sent140', 'reddit')
 _NAME_MAX = 200
 # JSON bytes from which the files are converted by several processes.
 PARALLEL_MIN_BYTES = 64 * 2**20
@@ -66,7 +73,11 @@ def client_file_name(client_id: str) -> str:
 def record_bytes(kind: str, x_width: int) -> tuple[int, int]:
   """Bytes of one example's x (`x_width` values) and y in the cache's files."""
   _, x_dtype, y_dtype, _ = LAYOUT[kind]
-  return x_width * np.dtype(x_dtype).itemsize, np.dtype(y_dtype).itemsize
+  y_width = x_width if kind in SEQUENCE_LABELS else 1
+  return (
+      x_width * np.dtype(x_dtype).itemsize,
+      y_width * np.dtype(y_dtype).itemsize,
+  )
 
 
 @attrs.frozen
@@ -98,7 +109,10 @@ class Converted:
     x_width: The values of every x row.
     test_users: The test split's users and their example counts, in the
       pooled test split's order (each user's examples contiguous).
-    vocab_size: Sent140: the words of its vocabulary (0 for other kinds).
+    vocab_size: Sent140, Reddit: the ids of its vocabulary
+      (`leaf_kinds.Vocabulary.size`; 0 for the other kinds).
+    pad_id: Reddit: the padding's id (-1 for the other kinds).
+    unknown_id: Sent140, Reddit: the unknown token's id (-1 for the others).
   """
 
   kind: str
@@ -110,6 +124,8 @@ class Converted:
   x_width: int
   test_users: list[tuple[str, int]]
   vocab_size: int = 0
+  pad_id: int = -1
+  unknown_id: int = -1
 
 
 def _convert_file(
@@ -125,9 +141,11 @@ def _convert_file(
   found, users = leaf.iter_leaf_file(path, requested, notes, inputs)
   if found is None:
     return _FileResult(path, None, (), notes)
-  if found == 'sent140' and inputs.word_ids is None:
+  if found in VOCABULARY_KINDS and inputs.vocabulary is None:
     return _FileResult(path, found, (), notes, needs_vocabulary=True)
   _, x_dtype, y_dtype, num_classes = LAYOUT[found]
+  if found == 'reddit':
+    num_classes = inputs.vocabulary.size
   written = []
   width, width_user, max_label = 0, None, -1
   parts = None
@@ -154,7 +172,7 @@ def _convert_file(
           )
         x.tofile(os.path.join(out_dir, 'train', name + '.x'))
         y.tofile(os.path.join(out_dir, 'train', name + '.y'))
-        classes = np.bincount(y, minlength=num_classes or 0).tolist()
+        classes = np.bincount(y.reshape(-1), minlength=num_classes or 0).tolist()
         written.append((user, len(y), classes))
       else:
         x.tofile(parts[0])
@@ -186,7 +204,7 @@ class _Merge:
 
   def add(self, result: _FileResult, train: bool) -> None:
     if result.needs_vocabulary:
-      self.needs_vocabulary = True
+      self.needs_vocabulary, self.kind = True, result.kind
       return
     notes = result.notes
     self.notes.num_samples_users += notes.num_samples_users
@@ -265,10 +283,11 @@ def convert_splits(
     max_workers: Processes converting at once; None: up to `MAX_WORKERS`
       (the CPUs this process may use) from `PARALLEL_MIN_BYTES` of JSON,
       else 1 (this process). Without a `pool_context()`, 1.
-    options: What CelebA and Sent140 need (`leaf_kinds.LeafOptions`). A
-      Sent140 vocabulary is read or counted (`leaf_sent140.vocabulary`)
-      before the files are converted: at once for `kind='sent140'` or a
-      `vocab_file`, else when the first file turns out to hold Sent140.
+    options: What CelebA, Sent140 and Reddit need
+      (`leaf_kinds.LeafOptions`). A Sent140 or Reddit vocabulary is read or
+      built (`leaf_sent140.vocabulary`, `leaf_reddit`) before the files are
+      converted: at once for `kind='sent140'` or `'reddit'`, else when the
+      first file turns out to hold one of them (that file is read again).
 
   Returns:
     The merged `Converted`.
@@ -277,20 +296,21 @@ def convert_splits(
     LeafDataError: The first problem in the files' order (one line naming
       the file, the user and the problem).
   """
-  word_ids = None
-  if kind == 'sent140' or options.vocab_file:
-    word_ids = _vocabulary(files, options)
-  inputs = leaf_kinds.ReadInputs(options.images_dir, word_ids)
+  vocabulary = None
+  if kind in VOCABULARY_KINDS:
+    vocabulary = _vocabulary(files, options, kind)
+  inputs = leaf_kinds.ReadInputs(options.images_dir, vocabulary)
   merge = _convert_all(files, kind, out_dir, max_workers, inputs)
   if merge.needs_vocabulary:
     for name in ('train', _TEST_PARTS):
       shutil.rmtree(os.path.join(out_dir, name))
-    inputs = leaf_kinds.ReadInputs(
-        options.images_dir, _vocabulary(files, options)
-    )
+    vocabulary = _vocabulary(files, options, merge.kind)
+    inputs = leaf_kinds.ReadInputs(options.images_dir, vocabulary)
     merge = _convert_all(files, kind, out_dir, max_workers, inputs)
   _join_test_parts(out_dir, len(files['test']))
-  num_classes = LAYOUT[merge.kind][3] or merge.max_label + 1
+  num_classes = LAYOUT[merge.kind][3] or (
+      vocabulary.size if vocabulary else merge.max_label + 1
+  )
   return Converted(
       merge.kind,
       [u for u, _, _ in merge.train],
@@ -300,15 +320,23 @@ def convert_splits(
       merge.notes,
       merge.x_width,
       merge.test,
-      len(inputs.word_ids) if merge.kind == 'sent140' else 0,
+      *(
+          (vocabulary.size, vocabulary.pad_id, vocabulary.unknown_id)
+          if merge.kind in VOCABULARY_KINDS
+          else ()
+      ),
   )
 
 
-def _vocabulary(files, options) -> dict[str, int]:
-  """Sent140's word ids: `options.vocab_file`'s, or the training tweets'."""
-  return leaf_sent140.vocabulary(
-      (leaf.load_json(path) for path in files['train']), options
-  )
+def _vocabulary(files, options, kind) -> leaf_kinds.Vocabulary:
+  """Sent140's or Reddit's: `options.vocab_file`'s, or built from the
+  training files (read here once more)."""
+  parsed = (leaf.load_json(path) for path in files['train'])
+  if kind == 'sent140':
+    return leaf_sent140.vocabulary(parsed, options)
+  if options.vocab_file:
+    return leaf_reddit.read_vocab_pickle(options.vocab_file)
+  return leaf_reddit.build_vocab(parsed, options.vocab_size)
 
 
 def _convert_all(files, kind, out_dir, max_workers, inputs) -> _Merge:

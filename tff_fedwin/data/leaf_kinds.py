@@ -12,8 +12,8 @@ LEAF's datasets differ in what an `x` row and a `y` label are
 * `reddit`: a list of token lists, or a `y` that is an object.
 
 `kind_of` decides from one row and its label; plain Python, no numpy.
-`LeafOptions` holds what two kinds need beside the JSON: CelebA its images,
-Sent140 its vocabulary.
+`LeafOptions` holds what three kinds need beside the JSON: CelebA its images,
+Sent140 and Reddit their vocabulary (`Vocabulary`).
 """
 
 from typing import Any, Optional
@@ -33,10 +33,6 @@ NAMES = {
     'reddit': 'Reddit',
 }
 FEMNIST_PIXELS = 784
-# The kinds recognized but not read yet, as their one-line message says them.
-NOT_SUPPORTED = {
-    'reddit': 'Reddit-style data (x token lists or y objects)',
-}
 _IMAGE_SUFFIXES = ('.jpg', '.jpeg', '.png')
 
 
@@ -101,19 +97,41 @@ class LeafOptions:
       for the other kinds.
     vocab_file: Sent140: LEAF's `embs.json` (its `"vocab"` list) or a text
       file whose lines start with a word (a word list, GloVe's `.txt`); the
-      word ids are the line order. None: the training tweets' most frequent
-      words.
-    vocab_size: Sent140 without `vocab_file`: how many of the training
-      tweets' words (None: `leaf_sent140.DEFAULT_VOCAB_SIZE`).
+      word ids are the line order. Reddit: LEAF's `reddit_vocab.pck`. None:
+      built from the training files (`leaf_sent140`, `leaf_reddit`).
+    vocab_size: Sent140 and Reddit without `vocab_file`: the vocabulary's
+      size (None: 10,000).
+    eval_dir: The folder of the evaluation split: None for `test/`, or
+      `'val'` for LEAF's Reddit `val/` (any kind's `val/` is read alike).
   """
 
   images_dir: Optional[str] = None
   vocab_file: Optional[str] = None
   vocab_size: Optional[int] = None
+  eval_dir: Optional[str] = None
 
   def given(self) -> dict[str, Any]:
     """The options that are set, by name."""
     return {k: v for k, v in attrs.asdict(self).items() if v is not None}
+
+
+@attrs.frozen(eq=False)
+class Vocabulary:
+  """Token ids of Sent140's or Reddit's inputs.
+
+  Attributes:
+    word_ids: token -> id.
+    unknown_id: The id of any other token.
+    size: The ids used: `0..size - 1` (Sent140: the words and the unknown
+      id; Reddit: the pickle's `size`).
+    pad_id: Reddit: the padding's id (`pad_symbol`); -1 for Sent140, whose
+      padding is the unknown id.
+  """
+
+  word_ids: dict[str, int]
+  unknown_id: int
+  size: int
+  pad_id: int = -1
 
 
 @attrs.frozen(eq=False)
@@ -122,8 +140,8 @@ class ReadInputs:
 
   Attributes:
     images_dir: CelebA: `LeafOptions.images_dir`.
-    word_ids: Sent140: the directory's vocabulary (`leaf_sent140`).
+    vocabulary: Sent140, Reddit: the directory's vocabulary.
   """
 
   images_dir: Optional[str] = None
-  word_ids: Optional[dict[str, int]] = None
+  vocabulary: Optional[Vocabulary] = None

@@ -72,9 +72,11 @@ def labels(path: str, where: str, y: list) -> np.ndarray:
   return np.asarray(y, dtype=np.int32)
 
 
-def encode(texts: Iterable[str], word_ids: dict[str, int]) -> np.ndarray:
+def encode(
+    texts: Iterable[str], vocabulary: leaf_kinds.Vocabulary
+) -> np.ndarray:
   """int32 `[n, SEQ_LENGTH]`: LEAF's `line_to_indices` of each text."""
-  unknown = len(word_ids)
+  word_ids, unknown = vocabulary.word_ids, vocabulary.unknown_id
   rows = []
   for text in texts:
     ids = [word_ids.get(w, unknown) for w in split_line(text)[:SEQ_LENGTH]]
@@ -144,9 +146,14 @@ def _json_vocab(path: str, text: str) -> list[str]:
   return words
 
 
+def from_words(word_ids: dict[str, int]) -> leaf_kinds.Vocabulary:
+  """LEAF's Sent140 vocabulary: the unknown id (and padding) `len(words)`."""
+  return leaf_kinds.Vocabulary(word_ids, len(word_ids), len(word_ids) + 1)
+
+
 def vocabulary(
     parsed_train_files: Iterable[Any], options: leaf_kinds.LeafOptions
-) -> dict[str, int]:
+) -> leaf_kinds.Vocabulary:
   """The word ids of a Sent140 directory (module docstring).
 
   Args:
@@ -155,9 +162,10 @@ def vocabulary(
     options: `vocab_file` and `vocab_size`.
   """
   if options.vocab_file:
-    return read_vocab_file(options.vocab_file)
+    return from_words(read_vocab_file(options.vocab_file))
   counts = collections.Counter()
   for data in parsed_train_files:
     counts.update(count_words(data))
   size: Optional[int] = options.vocab_size
-  return most_frequent(counts, DEFAULT_VOCAB_SIZE if size is None else size)
+  size = DEFAULT_VOCAB_SIZE if size is None else size
+  return from_words(most_frequent(counts, size))

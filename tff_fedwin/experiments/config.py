@@ -241,12 +241,14 @@ def leaf_options(config: ExperimentConfig) -> data_flags.leaf_kinds.LeafOptions:
 
 
 def _check_data(config: ExperimentConfig) -> None:
-  """Data flags (`data_flags`), --eval_split=validation (mnist only), clients."""
+  """Data flags (`data_flags`), --eval_split=validation (mnist, leaf),
+  clients."""
   data_flags.check_data_flags(config, ExperimentConfig())
-  if config.eval_split == 'validation' and config.task != 'mnist':
+  if config.eval_split == 'validation' and config.task not in ('mnist', 'leaf'):
     raise ValueError(
         '--eval_split=validation needs --task=mnist (its 10,000-example '
-        f'validation split); --task={config.task} has a test set only.'
+        "validation split) or --task=leaf (the directory's val/, as LEAF's "
+        f'Reddit writes it); --task={config.task} has a test set only.'
     )
   if config.eval_per_client and (
       config.task not in choices.TASKS_WITH_TEST_CLIENTS

@@ -82,7 +82,8 @@ def check_data_flags(config: Any, defaults: Any) -> None:
 
 def leaf_options(config: Any, defaults: Any) -> leaf_kinds.LeafOptions:
   """What `--task=leaf` passes on beside the directory: CelebA's images,
-  Sent140's vocabulary (`--vocab_size` only when given)."""
+  Sent140's and Reddit's vocabulary (`--vocab_size` only when given), and
+  `--eval_split=validation` as LEAF's `val/` folder."""
   return leaf_kinds.LeafOptions(
       images_dir=config.leaf_images_dir,
       vocab_file=config.leaf_vocab_file,
@@ -91,6 +92,7 @@ def leaf_options(config: Any, defaults: Any) -> leaf_kinds.LeafOptions:
           if config.vocab_size == defaults.vocab_size
           else config.vocab_size
       ),
+      eval_dir='val' if config.eval_split == 'validation' else None,
   )
 
 

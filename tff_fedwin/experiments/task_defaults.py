@@ -9,7 +9,7 @@ holds the numbers trained with. A flag the user passes is never changed.
 * Classification (`mnist`, `npz`, `emnist`, LEAF FEMNIST and Synthetic): client SGD
   0.05 and server 1.0 for every algorithm, this package's defaults from
   before the table existed (the numbers of such runs are unchanged).
-* Next word (`stackoverflow`, `text` at the word level) and next character
+* Next word (`stackoverflow`, `text` at the word level, LEAF Reddit) and next character
   (`shakespeare`, LEAF Shakespeare, `text` at the character level): the
   tuned rates of Reddi et al., "Adaptive Federated Optimization" (ICLR 2021,
   arXiv:2003.00295), for their Stack Overflow next-word and Shakespeare
@@ -83,6 +83,8 @@ def prediction_kind(config: Any, leaf_kind: Optional[str] = None) -> str:
           f'`leaf_kind` must be one of {choices.LEAF_DATA_KINDS} with '
           f'--leaf_kind=auto; got {kind!r}.'
       )
+    if kind == 'reddit':
+      return NEXT_WORD
     return NEXT_CHAR if kind == 'shakespeare' else CLASSIFICATION
   return CLASSIFICATION
 
@@ -135,14 +137,10 @@ def with_task_defaults(config: Any, leaf_kind: Optional[str] = None) -> Any:
 
 
 def with_defaults_of_task(config: Any, task: Any) -> Any:
-  """`with_task_defaults` for the built `task` (a `tasks.registry.Task`).
-
-  A LEAF task that predicts sequences (`task.pad_label` set) holds
-  Shakespeare, else FEMNIST: the recognized kind of `--leaf_kind=auto`.
-  """
-  leaf_kind = None
-  if config.task == 'leaf':
-    leaf_kind = 'shakespeare' if task.pad_label is not None else 'femnist'
+  """`with_task_defaults` for the built `task` (a `tasks.registry.Task`),
+  whose `data_kind` is the recognized kind of `--task=leaf
+  --leaf_kind=auto`."""
+  leaf_kind = task.data_kind if config.task == 'leaf' else None
   return with_task_defaults(config, leaf_kind)
 
 
@@ -162,7 +160,7 @@ def help_text(flag: str) -> str:
     }
   return (
       f"unset: the task's default: classification {shown[CLASSIFICATION]}; next word "
-      f'(stackoverflow, text) {shown[NEXT_WORD]}; next character '
+      f'(stackoverflow, text, leaf reddit) {shown[NEXT_WORD]}; next character '
       f'(shakespeare, leaf shakespeare, text --text_level=char) '
       f'{shown[NEXT_CHAR]} (Reddi et al. 2021; docs/data.md)'
   )

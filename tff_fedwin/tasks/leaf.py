@@ -33,8 +33,14 @@ the other tasks' test sets.
 * CelebA-style (`Smiling` or not): each image file name of `x` read in
   `LeafOptions.images_dir` as LEAF loads it (84x84x3, values 0..255), 2
   classes, LEAF's CNN (`leaf_models.celeba_cnn`).
-* Reddit-style data are recognized and rejected with a one-line
-  `LeafDataError`: not supported yet.
+* Reddit-style (next token): each 10-token sequence of LEAF's comments one
+  example, int32 ids in and out (`tff_fedwin.data.leaf_reddit`; targets
+  after the comment's end are padding), LEAF's stacked LSTM
+  (`leaf_models.reddit_stacked_lstm`, logits at every position), the
+  vocabulary's size classes, `pad_label` its padding id; the test accuracy
+  leaves `<UNK>` targets out, as TFF's StackOverflow task does. The
+  vocabulary: LEAF's pickle (`LeafOptions.vocab_file`), else built as
+  LEAF's `build_vocab.py` builds it.
 
 All checks (`check_leaf_dir`) run in plain Python and numpy while the cache
 is written, before any TensorFlow or TFF work; `leaf_task` calls it first.
@@ -60,6 +66,7 @@ from tff_fedwin.tasks import leaf_models
 from tff_fedwin.tasks import per_client
 from tff_fedwin.tasks import shakespeare as shakespeare_lib
 from tff_fedwin.tasks import task as task_lib
+from tff_fedwin.tasks import text as text_lib
 
 LeafDataError = leaf_data.LeafDataError
 LeafOptions = leaf_kinds.LeafOptions
@@ -109,12 +116,13 @@ def check_leaf_dir(
   cache = preloaded.take(
       leaf_cache.load_leaf_cache, data_dir, kind, cache_dir, options
   )
-  for name in options.given():
+  for name in set(options.given()) & set(_OPTIONS):
     flag, applies_to = _OPTIONS[name]
-    if cache.kind != applies_to:
+    if cache.kind not in applies_to:
+      kinds = ' and '.join(_NAMES[k] for k in applies_to)
       raise LeafDataError(
-          f'{data_dir}: {flag} applies to {_NAMES[applies_to]}-style LEAF '
-          f'data only; this directory holds {_NAMES[cache.kind]}-style data'
+          f'{data_dir}: {flag} applies to {kinds}-style LEAF data only; this '
+          f'directory holds {_NAMES[cache.kind]}-style data'
       )
   if cache.kind == 'femnist':
     image_models.check_image_model(_femnist_model(model), FEMNIST_INPUT_SHAPE)
@@ -133,12 +141,13 @@ _OWN_MODELS = {
     'synthetic': "LEAF's logistic regression",
     'sent140': "LEAF's stacked LSTM",
     'celeba': "LEAF's CNN",
+    'reddit': "LEAF's stacked LSTM",
 }
 # `LeafOptions` field -> its flag, and the kind it applies to.
 _OPTIONS = {
-    'images_dir': ('--leaf_images_dir', 'celeba'),
-    'vocab_file': ('--leaf_vocab_file', 'sent140'),
-    'vocab_size': ('--vocab_size', 'sent140'),
+    'images_dir': ('--leaf_images_dir', ('celeba',)),
+    'vocab_file': ('--leaf_vocab_file', ('sent140', 'reddit')),
+    'vocab_size': ('--vocab_size', ('sent140', 'reddit')),
 }
 
 
@@ -152,7 +161,7 @@ def _classifier(cache: leaf_cache.LeafCache, model: Optional[str], seed: int):
     length = leaf_sent140.SEQ_LENGTH
     return tf.TensorSpec([None, length], tf.int32), lambda: (
         leaf_models.sent140_stacked_lstm(
-            cache.vocab_size, length, cache.num_classes, seed
+            cache.vocab_size - 1, length, cache.num_classes, seed
         )
     )
   if cache.kind == 'celeba':
@@ -165,6 +174,33 @@ def _classifier(cache: leaf_cache.LeafCache, model: Optional[str], seed: int):
       image_models.create_image_model(
           name, FEMNIST_INPUT_SHAPE, cache.num_classes, seed
       )
+  )
+
+
+def _reddit_task(cache, client_data, preprocess_fn, test_data, seed, clients):
+  """The task of Reddit-style data (module docstring)."""
+  length, pad, unknown = cache.x_width, cache.pad_id, cache.unknown_id
+  spec = tf.TensorSpec([None, length], tf.int32)
+
+  def model_fn():
+    return tff.learning.models.from_keras_model(
+        leaf_models.reddit_stacked_lstm(cache.vocab_size, length, seed),
+        loss=shakespeare_lib.MaskedSparseCategoricalCrossentropy(pad_id=pad),
+        input_spec=collections.OrderedDict(x=spec, y=spec),
+        metrics=[text_lib.MaskedTokensAccuracy((pad, unknown))],
+    )
+
+  return task_lib.Task(
+      'leaf',
+      model_fn,
+      client_data,
+      preprocess_fn,
+      test_data,
+      cache.vocab_size,
+      pad_label=pad,
+      accuracy_excluded_labels=(unknown,),
+      test_clients=clients,
+      data_kind=cache.kind,
   )
 
 
@@ -260,6 +296,11 @@ def leaf_task(
       [n for _, n in cache.test_users],
   )
   preprocess_fn = task_lib.batching_fn(batch_size, epochs, seed, shuffle_buffer)
+  if cache.kind == 'reddit':
+    test_batches = test_data.batch(eval_batch_size)
+    return _reddit_task(
+        cache, client_data, preprocess_fn, test_batches, seed, test_clients
+    )
   if cache.kind != 'shakespeare':
     x_spec, keras_fn = _classifier(cache, model, seed)
     element_spec = collections.OrderedDict(
@@ -273,6 +314,7 @@ def leaf_task(
         test_data.batch(eval_batch_size),
         cache.num_classes,
         test_clients=test_clients,
+        data_kind=cache.kind,
     )
   train_data = from_ids.datasets_from_ids(
       client_data.preprocess(lambda ds: ds.map(_last_target))
@@ -286,4 +328,5 @@ def leaf_task(
       leaf_data.SHAKESPEARE_VOCAB_SIZE,
       pad_label=leaf_data.PAD_ID,
       test_clients=test_clients,
+      data_kind=cache.kind,
   )

@@ -6,6 +6,7 @@ layer by layer; TF 1's default initializer, Glorot-uniform, is seeded here.
 * `synthetic_log_reg` (`models/synthetic/log_reg.py`).
 * `sent140_stacked_lstm` (`models/sent140/stacked_lstm.py`).
 * `celeba_cnn` (`models/celeba/cnn.py`), with `BatchStatsNormalization`.
+* `reddit_stacked_lstm` (`models/reddit/stacked_lstm.py`).
 """
 
 import tensorflow as tf
@@ -13,6 +14,8 @@ import tensorflow as tf
 from tff_fedwin import checks
 
 SENT140_HIDDEN = 100  # LEAF's MODEL_PARAMS['sent140.stacked_lstm'] n_hidden.
+REDDIT_HIDDEN = 256  # LEAF's MODEL_PARAMS['reddit.stacked_lstm'], 2 layers.
+REDDIT_INIT_SCALE = 0.1  # Its ClientModel's init_scale.
 CELEBA_FILTERS = 32
 BATCH_NORM_EPSILON = 1e-3  # tf.layers.batch_normalization's default.
 
@@ -126,5 +129,46 @@ def celeba_cnn(image_size: int, num_classes: int, seed: int) -> tf.keras.Model:
   hidden = tf.keras.layers.Flatten()(hidden)
   logits = tf.keras.layers.Dense(
       num_classes, kernel_initializer=_glorot(seed + 4)
+  )(hidden)
+  return tf.keras.Model(inputs, logits)
+
+
+def reddit_stacked_lstm(
+    vocab_size: int, seq_length: int, seed: int
+) -> tf.keras.Model:
+  """LEAF's Reddit model (`models/reddit/stacked_lstm.py`), in Keras.
+
+  int32 token ids `[batch, seq_length]` -> an embedding `[vocab_size, 256]`
+  -> two LSTMs of 256 units returning sequences -> dense `vocab_size`
+  logits at every position: LEAF's `embedding`, `MultiRNNCell` of two
+  `LSTMBlockCell(256, forget_bias=0.0)` (so no forget-gate bias here
+  either), `softmax_w`, `softmax_b`; every variable uniform in [-0.1, 0.1]
+  (its `init_scale`), seeded. Parameters: `256 V + 2 * (4 * 256 * 512 + 4 *
+  256) + 256 V + V` = `513 V + 1,050,624` for `V` ids.
+
+  Not reproduced: LEAF carries the LSTM state from one sequence of a
+  comment to the next within a batch loop, and clips the gradients' global
+  norm at 5; here each 10-token sequence starts from a zero state, and the
+  client optimizer is this package's.
+  """
+  checks.check_int('vocab_size', vocab_size, minimum=1)
+  uniform = lambda i: tf.keras.initializers.RandomUniform(
+      -REDDIT_INIT_SCALE, REDDIT_INIT_SCALE, seed=seed + i
+  )
+  inputs = tf.keras.Input([seq_length], dtype=tf.int32)
+  hidden = tf.keras.layers.Embedding(
+      vocab_size, REDDIT_HIDDEN, embeddings_initializer=uniform(0)
+  )(inputs)
+  for i in range(2):
+    hidden = tf.keras.layers.LSTM(
+        REDDIT_HIDDEN,
+        return_sequences=True,
+        unit_forget_bias=False,
+        kernel_initializer=uniform(1 + 3 * i),
+        recurrent_initializer=uniform(2 + 3 * i),
+        bias_initializer=uniform(3 + 3 * i),
+    )(hidden)
+  logits = tf.keras.layers.Dense(
+      vocab_size, kernel_initializer=uniform(7), bias_initializer=uniform(8)
   )(hidden)
   return tf.keras.Model(inputs, logits)

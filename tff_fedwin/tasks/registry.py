@@ -149,10 +149,11 @@ def check_eval_split(eval_split: str, task: str) -> None:
     raise ValueError(
         f'`eval_split` must be one of {EVAL_SPLITS}; got {eval_split!r}.'
     )
-  if eval_split == 'validation' and task != 'mnist':
+  if eval_split == 'validation' and task not in ('mnist', 'leaf'):
     raise ValueError(
-        "`eval_split`='validation' is available with task mnist only (its "
-        f'10,000-example validation split); task {task!r} has a test set only.'
+        "`eval_split`='validation' is available with task mnist (its "
+        "10,000-example validation split) and leaf (the directory's val/); "
+        f'task {task!r} has a test set only.'
     )
 
 

@@ -34,6 +34,8 @@ class Task:
       accuracy); the loss still leaves out `pad_label` only.
     test_clients: The client of each `test_data` example
       (`per_client.TestClients`), or None for a test set without clients.
+    data_kind: What the data are where the name does not say it (task
+      `leaf`: the LEAF kind, `choices.LEAF_DATA_KINDS`), else None.
   """
 
   name: str
@@ -45,6 +47,7 @@ class Task:
   pad_label: Optional[int] = None
   accuracy_excluded_labels: tuple[int, ...] = ()
   test_clients: Optional[per_client.TestClients] = None
+  data_kind: Optional[str] = None
 
   def build_evaluate_fn(
       self, per_client_metrics: bool = False
