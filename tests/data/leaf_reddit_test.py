@@ -52,7 +52,9 @@ def _rows(cache, user):
 
 def test_sequences_with_leafs_pickle(tmp_path):
   options = leaf_kinds.LeafOptions(vocab_file=PICKLE)
-  cache = leaf_cache.load_leaf_cache(SAMPLE, cache_dir=str(tmp_path), options=options)
+  cache = leaf_cache.load_leaf_cache(
+      SAMPLE, cache_dir=str(tmp_path), options=options
+  )
   vocab = _pickled()
   assert (cache.kind, cache.vocab_size, cache.pad_id, cache.unknown_id) == (
       'reddit',
@@ -83,7 +85,9 @@ def test_vocabulary_built_as_leafs_build_vocab(tmp_path):
       0,
   )
   options = leaf_kinds.LeafOptions(vocab_size=30, eval_dir='val')
-  cache = leaf_cache.load_leaf_cache(SAMPLE, cache_dir=str(tmp_path), options=options)
+  cache = leaf_cache.load_leaf_cache(
+      SAMPLE, cache_dir=str(tmp_path), options=options
+  )
   train = leaf_fixtures.generated_json('reddit_sample', 'train')
   assert _rows(cache, '1') == _expected(train['user_data']['1'], vocab)
   # eval_dir='val': LEAF's val/ is the evaluation split.
@@ -106,7 +110,10 @@ class _Runs:
 @pytest.mark.parametrize(
     'content, match',
     [
-        ('object', r'not a LEAF Reddit vocabulary pickle: it names posix\.mkdir'),
+        (
+            'object',
+            r'not a LEAF Reddit vocabulary pickle: it names posix\.mkdir',
+        ),
         ({'vocab': {'a': 0}}, r'a LEAF Reddit vocabulary is \{"vocab"'),
         (
             {'vocab': {'a': 40}, 'size': 30, 'unk_symbol': 1, 'pad_symbol': 0},
@@ -132,7 +139,9 @@ def test_bad_vocabulary_pickle_is_one_line(tmp_path, content, match):
 def _one_comment(tmp_path, x, label):
   root = tmp_path / 'leaf'
   leaf_fixtures.write_leaf_dir(
-      str(root), {'a.json': {'u1': ([x], [label])}}, {'a.json': {'u1': ([x], [label])}}
+      str(root),
+      {'a.json': {'u1': ([x], [label])}},
+      {'a.json': {'u1': ([x], [label])}},
   )
   return str(root)
 

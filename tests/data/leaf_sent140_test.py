@@ -148,6 +148,7 @@ def test_encode_is_leafs_line_to_indices():
   vocab = leaf_sent140.from_words({"It's": 0, '!': 1, 'ok': 2})
   ids = leaf_sent140.encode(["It's ok!! it's OK:)", 'ok ' * 30], vocab)
   assert ids.tolist() == [
-      [0, 2, 1, 1, 3, 3] + [3] * 19,  # it's, OK unknown (case); ':' ')' no words.
+      [0, 2, 1, 1, 3, 3]
+      + [3] * 19,  # it's, OK unknown (case); ':' ')' no words.
       [2] * 25,
   ]

@@ -339,7 +339,10 @@ def test_leaf_sent140_celeba_reddit_from_leafs_scripts_run(tmp_path, kind):
     flags.append(f'--leaf_images_dir={_celeba_images(tmp_path)}')
   if kind == 'reddit':
     vocab = os.path.join(
-        leaf_fixtures.GENERATED_DIR, 'reddit_sample', 'vocab', 'reddit_vocab.pck'
+        leaf_fixtures.GENERATED_DIR,
+        'reddit_sample',
+        'vocab',
+        'reddit_vocab.pck',
     )
     flags += [f'--leaf_vocab_file={vocab}', '--eval_split=validation']
     split = 'val'

@@ -190,10 +190,13 @@ def test_sent140_task_is_leafs_stacked_lstm(tmp_path):
       seed=0,
       cache_dir=str(tmp_path),
   )
-  words = leaf.check_leaf_dir(
-      os.path.join(leaf_fixtures.GENERATED_DIR, 'sent140_sample'),
-      cache_dir=str(tmp_path),
-  ).vocab_size - 1  # The ids: the words and the unknown word.
+  words = (
+      leaf.check_leaf_dir(
+          os.path.join(leaf_fixtures.GENERATED_DIR, 'sent140_sample'),
+          cache_dir=str(tmp_path),
+      ).vocab_size
+      - 1
+  )  # The ids: the words and the unknown word.
   assert task.num_classes == 2
   assert _num_params(task) == 100 * words + 174_086
   batch = next(iter(task.test_data))

@@ -260,7 +260,6 @@ def _number_rows(path, where, x, width: int, expected: str) -> np.ndarray:
   return pixels
 
 
-
 def iter_leaf_file(
     path: str,
     kind: str = 'auto',

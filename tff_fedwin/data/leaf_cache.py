@@ -127,9 +127,7 @@ def options_record(options: leaf_kinds.LeafOptions) -> list:
   return record
 
 
-def stat_key(
-    files: dict[str, list[str]], options: tuple = ()
-) -> str:
+def stat_key(files: dict[str, list[str]], options: tuple = ()) -> str:
   """A digest of the files' paths, sizes, times (ns), inodes and devices.
 
   Any write to a file changes its ctime (which no `utime` sets back), and a

@@ -37,9 +37,7 @@ def labels(path: str, where: str, y: list) -> np.ndarray:
   return np.asarray(y, dtype=np.int32)
 
 
-def load_images(
-    path: str, where: str, x: list, images_dir: str
-) -> np.ndarray:
+def load_images(path: str, where: str, x: list, images_dir: str) -> np.ndarray:
   """uint8 `[n, PIXELS]`: each named image as LEAF's CNN loads it.
 
   Args:
@@ -81,7 +79,9 @@ def load_images(
       ) from None
     except (OSError, ValueError, Image.DecompressionBombError) as e:
       raise leaf_kinds.error(
-          path, where, f'x[{i}]: {image_path} is not an image Pillow reads ({e})'
+          path,
+          where,
+          f'x[{i}]: {image_path} is not an image Pillow reads ({e})',
       ) from None
     pixels[i] = array.reshape([PIXELS])
   return pixels

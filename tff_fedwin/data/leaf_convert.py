@@ -47,7 +47,12 @@ LAYOUT = {
         leaf.SHAKESPEARE_VOCAB_SIZE,
     ),
     'synthetic': (None, '<f4', '<i4', None),
-    'sent140': (leaf_sent140.SEQ_LENGTH, '<i4', '<i4', leaf_sent140.NUM_CLASSES),
+    'sent140': (
+        leaf_sent140.SEQ_LENGTH,
+        '<i4',
+        '<i4',
+        leaf_sent140.NUM_CLASSES,
+    ),
     'celeba': (leaf_celeba.PIXELS, 'u1', '<i4', leaf_celeba.NUM_CLASSES),
     'reddit': (leaf_reddit.SEQ_LENGTH, '<i4', '<i4', None),
 }
@@ -172,7 +177,9 @@ def _convert_file(
           )
         x.tofile(os.path.join(out_dir, 'train', name + '.x'))
         y.tofile(os.path.join(out_dir, 'train', name + '.y'))
-        classes = np.bincount(y.reshape(-1), minlength=num_classes or 0).tolist()
+        classes = np.bincount(
+            y.reshape(-1), minlength=num_classes or 0
+        ).tolist()
         written.append((user, len(y), classes))
       else:
         x.tofile(parts[0])

@@ -63,7 +63,9 @@ def read_vocab_pickle(path: str) -> leaf_kinds.Vocabulary:
   if not isinstance(data, dict) or not all(
       k in data for k in ('vocab', 'size', 'unk_symbol', 'pad_symbol')
   ):
-    raise leaf_kinds.error(path, None, f'a LEAF Reddit vocabulary is {expected}')
+    raise leaf_kinds.error(
+        path, None, f'a LEAF Reddit vocabulary is {expected}'
+    )
   vocab, size = data['vocab'], data['size']
   ids = (data['unk_symbol'], data['pad_symbol'])
   if (
@@ -117,8 +119,8 @@ def _sequences(path: str, where: str, x: list, y: list):
       raise leaf_kinds.error(
           path,
           where,
-          f'comment {i}: x is not a list of sequences with y\'s '
-          'target_tokens and count_tokens of its length (LEAF\'s Reddit '
+          f"comment {i}: x is not a list of sequences with y's "
+          "target_tokens and count_tokens of its length (LEAF's Reddit "
           'layout)',
       )
     for j, parts in enumerate(zip(comment, targets, counts)):
@@ -151,7 +153,10 @@ def arrays(
   for tokens, target, counts in _sequences(path, where, x, y):
     inputs.append([ids.get(t, unknown) for t in tokens])
     targets.append(
-        [ids.get(t, unknown) if c == 1 else vocab.pad_id for t, c in zip(target, counts)]
+        [
+            ids.get(t, unknown) if c == 1 else vocab.pad_id
+            for t, c in zip(target, counts)
+        ]
     )
   if not inputs:
     raise leaf_kinds.error(path, where, 'has no sequences')

@@ -116,9 +116,13 @@ def read_vocab_file(path: str) -> dict[str, int]:
       text = f.read()
   except (OSError, UnicodeDecodeError) as e:
     raise leaf_kinds.error(path, None, f'cannot read the vocabulary: {e}')
-  words = _json_vocab(path, text) if text.lstrip().startswith('{') else [
-      line.split(maxsplit=1)[0] for line in text.split('\n') if line.strip()
-  ]
+  words = (
+      _json_vocab(path, text)
+      if text.lstrip().startswith('{')
+      else [
+          line.split(maxsplit=1)[0] for line in text.split('\n') if line.strip()
+      ]
+  )
   if not words:
     raise leaf_kinds.error(path, None, 'the vocabulary holds no word')
   word_ids = {}

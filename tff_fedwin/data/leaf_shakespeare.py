@@ -64,4 +64,3 @@ def arrays(
   notes.unknown_x += unknown_x
   notes.unknown_y += unknown_y
   return x_ids.reshape([len(x), SEQ_LENGTH]), y_ids
-

@@ -28,17 +28,21 @@ def main(json_dir):
     for _ in range(random.randint(5, 8)):
       length = random.randint(2, 24)
       comments.append(' '.join(random.choice(_TOKENS) for _ in range(length)))
-      labels.append({
-          'subreddit': random.choice(['soccer', 'nba']),
-          'created_utc': random.randint(1512086400, 1514764799),
-          'score': random.randint(-3, 40),
-      })
+      labels.append(
+          {
+              'subreddit': random.choice(['soccer', 'nba']),
+              'created_utc': random.randint(1512086400, 1514764799),
+              'score': random.randint(-3, 40),
+          }
+      )
     users.append(str(u))
     num_samples.append(len(comments))
     user_data[str(u)] = {'x': comments, 'y': labels}
   os.makedirs(json_dir, exist_ok=True)
   with open(os.path.join(json_dir, 'reddit_0.json'), 'w') as f:
-    json.dump({'users': users, 'num_samples': num_samples, 'user_data': user_data}, f)
+    json.dump(
+        {'users': users, 'num_samples': num_samples, 'user_data': user_data}, f
+    )
 
 
 if __name__ == '__main__':

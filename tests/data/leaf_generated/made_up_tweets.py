@@ -14,7 +14,7 @@ import random
 import sys
 
 _WORDS = (
-    'I love this , it\'s GREAT ! so sad today ... why ? '
+    "I love this , it's GREAT ! so sad today ... why ? "
     'the café was fine ; http://t.co/x1 @friend lol'
 ).split()
 
@@ -26,12 +26,16 @@ def main(raw_dir):
   for user in ('ann_b', 'Bob99', 'cat', 'dee_dee', 'eve'):
     for _ in range(random.randint(6, 8)):
       n += 1
-      text = ' '.join(random.choice(_WORDS) for _ in range(random.randint(3, 30)))
+      text = ' '.join(
+          random.choice(_WORDS) for _ in range(random.randint(3, 30))
+      )
       polarity = random.choice(['0', '4'])
       date = f'Mon Apr 06 22:{n:02d}:45 PDT 2009'
       rows.append([polarity, str(1467810000 + n), date, 'NO_QUERY', user, text])
   for name, part in (('training.csv', rows[:30]), ('test.csv', rows[30:])):
-    with open(os.path.join(raw_dir, name), 'w', encoding='ISO-8859-1', newline='') as f:
+    with open(
+        os.path.join(raw_dir, name), 'w', encoding='ISO-8859-1', newline=''
+    ) as f:
       csv.writer(f, quoting=csv.QUOTE_ALL).writerows(part)
 
 
