@@ -62,3 +62,12 @@ apply merge_past_kept_versions tff_fedwin/training/disk_client_states.py "      
 apply chain_states_unchecked tff_fedwin/training/disk_store_chain.py "      if _read_crc(source, row_bytes, slot) != crc:" "      if False:" tests/training/disk_store_chain_test.py
 apply read_unchecked tff_fedwin/training/disk_client_states.py "      if chain_lib.row_crc(leaves) != crc:" "      if False:" tests/training/disk_client_states_test.py
 apply stackoverflow_centralized_again tff_fedwin/tasks/tff_baselines.py "  test_data = datasets.eval_preprocess_fn(_in_client_order(datasets.test_data))" "  test_data = datasets.get_centralized_test_data()" tests/tasks/registry_test.py -k stackoverflow
+# Stop 63's defects (LEAF Sent140, CelebA, Reddit; run alone: bash <(sed -n '1,/^apply server_opt/{/^apply server_opt/!p}; /^# Stop 63/,$p' this file)).
+apply sent140_case_folded tff_fedwin/data/leaf_sent140.py "  return _WORDS.findall(line)" "  return _WORDS.findall(line.lower())" tests/data/leaf_sent140_test.py
+apply sent140_pads_with_zero tff_fedwin/data/leaf_sent140.py "    rows.append(ids + [unknown] * (SEQ_LENGTH - len(ids)))" "    rows.append(ids + [0] * (SEQ_LENGTH - len(ids)))" tests/data/leaf_sent140_test.py
+apply celeba_other_filter tff_fedwin/data/leaf_celeba.py "            image.resize((IMAGE_SIZE, IMAGE_SIZE)).convert('RGB')" "            image.resize((IMAGE_SIZE, IMAGE_SIZE), Image.NEAREST).convert('RGB')" tests/data/leaf_celeba_test.py
+apply celeba_images_not_in_key tff_fedwin/data/leaf_cache.py "    record.append(['images_dir', images, digest])" "    record.append(['images_dir', images])" tests/data/leaf_celeba_test.py
+apply pickle_loads_objects tff_fedwin/data/leaf_reddit.py "      data = _NoObjectsUnpickler(io.BytesIO(f.read())).load()" "      data = pickle.load(f)" tests/data/leaf_reddit_test.py
+apply reddit_counts_ignored tff_fedwin/data/leaf_reddit.py "            if c == 1 else vocab.pad_id" "            if True else vocab.pad_id" tests/data/leaf_reddit_test.py
+apply batch_norm_per_position tff_fedwin/tasks/leaf_models.py "    axes = list(range(len(inputs.shape) - 1))" "    axes = [0]" tests/tasks/leaf_models_test.py
+apply reddit_rates_of_characters tff_fedwin/experiments/task_defaults.py "    if kind == 'reddit':" "    if False:" tests/experiments/task_defaults_test.py

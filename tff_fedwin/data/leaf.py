@@ -31,7 +31,6 @@ Kinds, recognized from the first row of a file's first user
 * `celeba`: `x` image file names, `y` 0 / 1 (LEAF writes 1.0 / 0.0); kept as
   uint8 `[n, 84 * 84 * 3]`, each image as LEAF's CNN loads it, and int32
   `[n]` (`tff_fedwin.data.leaf_celeba`).
-
 * `reddit`: `x` comments as lists of 10-token sequences, `y` objects with
   their `target_tokens` and `count_tokens`; kept as int32 `[n, 10]` input
   and target ids of the `n` sequences (`tff_fedwin.data.leaf_reddit`).
@@ -59,7 +58,6 @@ from typing import Any, Optional
 
 import numpy as np
 
-from tff_fedwin import choices
 from tff_fedwin.data import leaf_celeba
 from tff_fedwin.data import leaf_kinds
 from tff_fedwin.data import leaf_notes
@@ -68,7 +66,6 @@ from tff_fedwin.data import leaf_sent140
 from tff_fedwin.data import leaf_shakespeare
 
 KINDS = leaf_kinds.KINDS
-SUPPORTED_KINDS = choices.LEAF_DATA_KINDS
 SPLITS = ('train', 'test')
 FEMNIST_PIXELS = leaf_kinds.FEMNIST_PIXELS
 FEMNIST_CLASSES = 62
@@ -156,8 +153,9 @@ def detect_kind(path: str, user: str, row: Any, label: Any = None) -> str:
         path,
         f'user {user!r}',
         f'x row 0 is a {type(row).__name__}; LEAF rows are lists of numbers '
-        '(FEMNIST, Synthetic), 80-character strings (Shakespeare) or lists '
-        'ending in the tweet (Sent140)',
+        '(FEMNIST, Synthetic), 80-character strings (Shakespeare), image '
+        'file names (CelebA), lists ending in the tweet (Sent140) or lists '
+        'of token lists (Reddit)',
     )
   return kind
 
@@ -269,17 +267,16 @@ def iter_leaf_file(
   """Reads a LEAF JSON file: its kind and an iterator of `(user, x, y)`.
 
   The whole file is parsed and its structure checked at once; each user's
-  rows are checked and converted (femnist: float32 `[n, 784]`, int32 `[n]`;
-  shakespeare: uint8 `[n, 80]`, `[n]`, see the module docstring) when the
-  iterator reaches them, in the file's `users` order, and their Python lists
-  are freed.
+  rows are checked and converted (each kind's arrays: the module
+  docstring) when the iterator reaches them, in the file's `users` order,
+  and their Python lists are freed.
 
   Args:
     path: The JSON file.
     kind: One of `KINDS`, or 'auto' to recognize it from the first row.
     notes: Where what is accepted as LEAF's reader does is counted (a new
       `leaf_notes.LeafNotes` if None).
-    inputs: CelebA's images directory, Sent140's vocabulary.
+    inputs: CelebA's images directory, Sent140's or Reddit's vocabulary.
 
   Returns:
     `(kind, users)`; `(None, no users)` for a file with `"users": []`.

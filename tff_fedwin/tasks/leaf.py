@@ -97,8 +97,9 @@ def check_leaf_dir(
       None / 'auto' for `cnn_dropout`; Shakespeare-style data take None or
       'auto' only.
     cache_dir: Where the conversion lives (`leaf_cache.load_leaf_cache`).
-    options: CelebA's images, Sent140's vocabulary (`LeafOptions`); each
-      refused with another kind.
+    options: CelebA's images, Sent140's and Reddit's vocabulary, the
+      evaluation folder (`LeafOptions`); each kind's own refused with
+      another kind.
 
   Returns:
     The `leaf_cache.LeafCache` (its `class_counts` are each client's own).
@@ -143,7 +144,7 @@ _OWN_MODELS = {
     'celeba': "LEAF's CNN",
     'reddit': "LEAF's stacked LSTM",
 }
-# `LeafOptions` field -> its flag, and the kind it applies to.
+# `LeafOptions` field -> its flag, and the kinds it applies to.
 _OPTIONS = {
     'images_dir': ('--leaf_images_dir', ('celeba',)),
     'vocab_file': ('--leaf_vocab_file', ('sent140', 'reddit')),
@@ -265,14 +266,16 @@ def leaf_task(
       `leaf_cache.default_cache_dir()`. The workers read it.
     eval_batch_size: Batch size of the test set.
     shuffle_buffer: The clients' shuffle buffer (`task.batching_fn`).
-    options: CelebA's images directory, Sent140's vocabulary.
+    options: As for `check_leaf_dir`.
 
   Returns:
     A `Task` named 'leaf': FEMNIST-style `x` float32 `[28, 28, 1]`, `y`
     int32, 62 classes; Shakespeare-style `x`, `y` int32 `[80]`, 81 ids,
     `pad_label=0`; Synthetic-style `x` float32 `[d]`, `y` int32, `1 +
     max(y)` classes; Sent140-style `x` int32 `[25]`, CelebA-style `x`
-    float32 `[84, 84, 3]`, `y` int32, 2 classes. `train_data` builds each client's dataset from its id.
+    float32 `[84, 84, 3]`, `y` int32, 2 classes; Reddit-style `x`, `y`
+    int32 `[10]`, the vocabulary's ids, `pad_label` its padding.
+    `train_data` builds each client's dataset from its id.
 
   Raises:
     LeafDataError: see `check_leaf_dir`, before any TensorFlow work.
