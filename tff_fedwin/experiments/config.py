@@ -235,11 +235,6 @@ def _check_values(config: ExperimentConfig) -> None:
     )
 
 
-def leaf_options(config: ExperimentConfig) -> data_flags.leaf_kinds.LeafOptions:
-  """`config`'s options of `--task=leaf` (`data_flags.leaf_options`)."""
-  return data_flags.leaf_options(config, ExperimentConfig())
-
-
 def _check_data(config: ExperimentConfig) -> None:
   """Data flags (`data_flags`), --eval_split=validation (mnist, leaf),
   clients."""

@@ -11,6 +11,21 @@ from tff_fedwin.experiments import config as config_lib
 from tff_fedwin.tasks import data_files
 
 
+def leaf_options(config: config_lib.ExperimentConfig) -> data_files.LeafOptions:
+  """What `--task=leaf` passes on beside the directory: CelebA's images,
+  Sent140's and Reddit's vocabulary (`--vocab_size` only when given), and
+  `--eval_split=validation` as the directory's `val/` folder."""
+  default_vocab_size = config_lib.ExperimentConfig().vocab_size
+  return data_files.LeafOptions(
+      images_dir=config.leaf_images_dir,
+      vocab_file=config.leaf_vocab_file,
+      vocab_size=(
+          None if config.vocab_size == default_vocab_size else config.vocab_size
+      ),
+      eval_dir='val' if config.eval_split == 'validation' else None,
+  )
+
+
 def read_data_files(config: config_lib.ExperimentConfig) -> None:
   """Reads and checks `config`'s data files, if its task has any.
 
@@ -28,7 +43,7 @@ def read_data_files(config: config_lib.ExperimentConfig) -> None:
         scale_integer_features=config.scale_integer_features,
         data_dir=config.data_dir,
         leaf_kind=config.leaf_kind,
-        leaf_options=config_lib.leaf_options(config),
+        leaf_options=leaf_options(config),
         cache_dir=config.cache_dir,
         data_jsonl=config.data_jsonl,
         test_fraction=config.test_fraction,

@@ -11,7 +11,6 @@ before any worker starts.
 from typing import Any
 
 from tff_fedwin import checks
-from tff_fedwin.data import leaf_kinds
 
 # Each task's data flag (the file or directory it reads).
 DATA_FLAGS = {'npz': 'data_npz', 'leaf': 'data_dir', 'text': 'data_jsonl'}
@@ -78,22 +77,6 @@ def check_data_flags(config: Any, defaults: Any) -> None:
     )
   if config.task == 'text':
     _check_text(config, defaults)
-
-
-def leaf_options(config: Any, defaults: Any) -> leaf_kinds.LeafOptions:
-  """What `--task=leaf` passes on beside the directory: CelebA's images,
-  Sent140's and Reddit's vocabulary (`--vocab_size` only when given), and
-  `--eval_split=validation` as LEAF's `val/` folder."""
-  return leaf_kinds.LeafOptions(
-      images_dir=config.leaf_images_dir,
-      vocab_file=config.leaf_vocab_file,
-      vocab_size=(
-          None
-          if config.vocab_size == defaults.vocab_size
-          else config.vocab_size
-      ),
-      eval_dir='val' if config.eval_split == 'validation' else None,
-  )
 
 
 def _check_text(config: Any, defaults: Any) -> None:

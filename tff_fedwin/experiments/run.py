@@ -9,6 +9,7 @@ from absl import logging
 from tff_fedwin import runtime
 from tff_fedwin.experiments import config as config_lib
 from tff_fedwin.experiments import context
+from tff_fedwin.experiments import data_files as data_files_lib
 from tff_fedwin.experiments import registry
 from tff_fedwin.experiments import run_record
 from tff_fedwin.experiments import task_defaults
@@ -35,7 +36,7 @@ def create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
           data_npz=config.data_npz,
           data_dir=config.data_dir,
           leaf_kind=config.leaf_kind,
-          leaf_options=config_lib.leaf_options(config),
+          leaf_options=data_files_lib.leaf_options(config),
           data_jsonl=config.data_jsonl,
           text_level=config.text_level,
           text_tokenizer=config.text_tokenizer,

@@ -17,6 +17,8 @@ from tff_fedwin.data import preloaded
 from tff_fedwin.data import sources
 from tff_fedwin.data import text_records
 
+LeafOptions = leaf_kinds.LeafOptions
+
 
 def leaf_cache_dir(cache_dir: Optional[str]) -> Optional[str]:
   """Where task `leaf` keeps its conversion, given `--cache_dir`."""
