@@ -177,3 +177,17 @@ def test_bad_reddit_row_is_one_line(tmp_path, x, label, match):
     leaf_cache.load_leaf_cache(
         _one_comment(tmp_path, x, label), cache_dir=str(tmp_path / 'c')
     )
+
+
+def test_targets_where_count_is_zero_are_padding(tmp_path):
+  # LEAF's weights (count_tokens) decide what is scored, not the target
+  # token: a word target at a count-0 position is padding (id 0) here.
+  target = _TARGET[:4] + ['hi'] * 6  # Words where the counts are 0.
+  root = _one_comment(
+      tmp_path, [_SEQ], {'target_tokens': [target], 'count_tokens': [_COUNTS]}
+  )
+  cache = leaf_cache.load_leaf_cache(root, cache_dir=str(tmp_path / 'c'))
+  # Built vocabulary (build_vocab.py's rule): <PAD> (6 of the 10 inputs) is
+  # skipped at rank 0; <BOS>, <EOS>, hi, there by count then token: 2-5.
+  _, y = _rows(cache, 'u1')
+  assert y == [[4, 5, 3, 0] + [0] * 6]
