@@ -68,6 +68,6 @@ apply sent140_pads_with_zero tff_fedwin/data/leaf_sent140.py "    rows.append(id
 apply celeba_other_filter tff_fedwin/data/leaf_celeba.py "            image.resize((IMAGE_SIZE, IMAGE_SIZE)).convert('RGB')" "            image.resize((IMAGE_SIZE, IMAGE_SIZE), Image.NEAREST).convert('RGB')" tests/data/leaf_celeba_test.py
 apply celeba_images_not_in_key tff_fedwin/data/leaf_cache.py "    record.append(['images_dir', images, digest])" "    record.append(['images_dir', images])" tests/data/leaf_celeba_test.py
 apply pickle_loads_objects tff_fedwin/data/leaf_reddit.py "      data = _NoObjectsUnpickler(io.BytesIO(f.read())).load()" "      data = pickle.load(f)" tests/data/leaf_reddit_test.py
-apply reddit_counts_ignored tff_fedwin/data/leaf_reddit.py "            if c == 1 else vocab.pad_id" "            if True else vocab.pad_id" tests/data/leaf_reddit_test.py
+apply reddit_counts_ignored tff_fedwin/data/leaf_reddit.py "ids.get(t, unknown) if c == 1 else vocab.pad_id" "ids.get(t, unknown) if True else vocab.pad_id" tests/data/leaf_reddit_test.py
 apply batch_norm_per_position tff_fedwin/tasks/leaf_models.py "    axes = list(range(len(inputs.shape) - 1))" "    axes = [0]" tests/tasks/leaf_models_test.py
 apply reddit_rates_of_characters tff_fedwin/experiments/task_defaults.py "    if kind == 'reddit':" "    if False:" tests/experiments/task_defaults_test.py
