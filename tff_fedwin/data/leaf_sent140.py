@@ -107,37 +107,44 @@ def most_frequent(counts: collections.Counter, size: int) -> dict[str, int]:
 def read_vocab_file(path: str) -> dict[str, int]:
   """A vocabulary file (module docstring) -> word ids in its order.
 
+  A text file is read line by line (lines end at `\n` only), not held whole:
+  GloVe's 300-dimensional `.txt` is about 1 GB.
+
   Raises:
     LeafDataError: One line naming the file: unreadable, not UTF-8, a JSON
       without a `"vocab"` list of strings, no word, or a word twice.
   """
   try:
-    with open(path, encoding='utf-8') as f:
-      text = f.read()
+    with open(path, encoding='utf-8', newline='\n') as f:
+      is_json = f.read(4096).lstrip().startswith('{')
+      f.seek(0)
+      words = _json_vocab(path, f) if is_json else _text_words(f)
+      word_ids = {}
+      for i, word in enumerate(words):
+        if word in word_ids:
+          raise leaf_kinds.error(
+              path, None, f'word {word!r} is at {word_ids[word]} and at {i}'
+          )
+        word_ids[word] = i
   except (OSError, UnicodeDecodeError) as e:
-    raise leaf_kinds.error(path, None, f'cannot read the vocabulary: {e}')
-  words = (
-      _json_vocab(path, text)
-      if text.lstrip().startswith('{')
-      else [
-          line.split(maxsplit=1)[0] for line in text.split('\n') if line.strip()
-      ]
-  )
-  if not words:
+    raise leaf_kinds.error(
+        path, None, f'cannot read the vocabulary: {e}'
+    ) from None
+  if not word_ids:
     raise leaf_kinds.error(path, None, 'the vocabulary holds no word')
-  word_ids = {}
-  for i, word in enumerate(words):
-    if word in word_ids:
-      raise leaf_kinds.error(
-          path, None, f'word {word!r} is at {word_ids[word]} and at {i}'
-      )
-    word_ids[word] = i
   return word_ids
 
 
-def _json_vocab(path: str, text: str) -> list[str]:
+def _text_words(lines: Iterable[str]) -> Iterable[str]:
+  """The first word of each line that is not blank."""
+  for line in lines:
+    if line.strip():
+      yield line.split(maxsplit=1)[0]
+
+
+def _json_vocab(path: str, f) -> list[str]:
   try:
-    words = json.loads(text).get('vocab')
+    words = json.load(f).get('vocab')
   except (json.JSONDecodeError, AttributeError):
     words = None
   if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
