@@ -182,7 +182,8 @@ class LeafCache:
     num_examples: Each training client's example count, in that order.
     class_counts: int64 `[num_clients, num_classes]`: each training client's
       label counts (femnist: 62 classes; shakespeare: the next character's
-      id, `leaf.SHAKESPEARE_VOCAB_SIZE`).
+      id, `leaf.SHAKESPEARE_VOCAB_SIZE`; sent140, celeba: 2); reddit
+      `[num_clients, 0]` (its labels are token sequences).
     num_test_examples: Examples of the pooled test split.
     converted: Whether this call converted it (False: found in the cache).
     warnings: What the read accepted as LEAF's reader does
@@ -212,7 +213,10 @@ class LeafCache:
 
   @property
   def num_classes(self) -> int:
-    """The labels' classes (62, 81, or Synthetic's 1 + the largest label)."""
+    """The labels' classes (62, 81, 2, Synthetic's 1 + the largest label,
+    or Reddit's vocabulary size)."""
+    if self.kind == 'reddit':
+      return self.vocab_size
     return self.class_counts.shape[1]
 
   def client_files(self, client_id: str) -> tuple[str, str]:

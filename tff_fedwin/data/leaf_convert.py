@@ -37,7 +37,7 @@ from tff_fedwin.data import leaf_sent140
 
 # Per kind: (x row width, x dtype, y dtype, number of classes); None: the
 # directory's (Synthetic: the rows' width, 1 + the largest label; Reddit:
-# the vocabulary's size).
+# no label counts, its classes are its vocabulary).
 LAYOUT = {
     'femnist': (leaf.FEMNIST_PIXELS, '<f4', '<i4', leaf.FEMNIST_CLASSES),
     'shakespeare': (
@@ -108,7 +108,8 @@ class Converted:
     client_ids: The training users, in the files' order.
     num_examples: Their example counts.
     class_counts: Their label counts (lists as long as the classes: the
-      kind's, or Synthetic's 1 + the largest label of both splits).
+      kind's, or Synthetic's 1 + the largest label of both splits; empty
+      for Reddit, whose labels are token sequences over its vocabulary).
     num_test_examples: Examples of the pooled test split.
     notes: What the read accepted as LEAF's reader does.
     x_width: The values of every x row.
@@ -149,8 +150,6 @@ def _convert_file(
   if found in VOCABULARY_KINDS and inputs.vocabulary is None:
     return _FileResult(path, found, (), notes, needs_vocabulary=True)
   _, x_dtype, y_dtype, num_classes = LAYOUT[found]
-  if found == 'reddit':
-    num_classes = inputs.vocabulary.size
   written = []
   width, width_user, max_label = 0, None, -1
   parts = None
@@ -177,9 +176,11 @@ def _convert_file(
           )
         x.tofile(os.path.join(out_dir, 'train', name + '.x'))
         y.tofile(os.path.join(out_dir, 'train', name + '.y'))
-        classes = np.bincount(
-            y.reshape(-1), minlength=num_classes or 0
-        ).tolist()
+        classes = (
+            []  # A sequence of tokens: no label counts (module docstring).
+            if found in SEQUENCE_LABELS
+            else np.bincount(y, minlength=num_classes or 0).tolist()
+        )
         written.append((user, len(y), classes))
       else:
         x.tofile(parts[0])
@@ -316,7 +317,7 @@ def convert_splits(
     merge = _convert_all(files, kind, out_dir, max_workers, inputs)
   _join_test_parts(out_dir, len(files['test']))
   num_classes = LAYOUT[merge.kind][3] or (
-      vocabulary.size if vocabulary else merge.max_label + 1
+      0 if merge.kind in SEQUENCE_LABELS else merge.max_label + 1
   )
   return Converted(
       merge.kind,

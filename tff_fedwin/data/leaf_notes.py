@@ -32,19 +32,20 @@ class LeafNotes:
     if self.num_samples_users:
       lines.append(
           f'{self.num_samples_users} LEAF user(s) have a "num_samples" other '
-          "than their number of x rows (LEAF's by-sample split writes one "
-          "for every test user); their x rows are used, as LEAF's reader "
-          'does'
+          "than their number of x rows (LEAF's scripts write such counts: "
+          "Shakespeare's by-sample split for every test user, Reddit's "
+          "preprocess.py each user's comments of all splits); their x rows "
+          "are used, as LEAF's reader does"
       )
     if self.empty_files:
       lines.append(
           f'{len(self.empty_files)} LEAF file(s) with "users": [] skipped '
-          f'(LEAF writes them when -k removes every user): '
-          + ', '.join(self.empty_files)
+          f"(LEAF writes them when -k removes every user): "
+          + ", ".join(self.empty_files)
       )
     if self.unknown_x or self.unknown_y:
       lines.append(
-          f'{self.unknown_x} x character(s) and {self.unknown_y} y '
+          f"{self.unknown_x} x character(s) and {self.unknown_y} y "
           "character(s) are outside LEAF's Shakespeare ALL_LETTERS: read as "
           "LEAF's reader reads them (x: find() = -1, id 0; y: the one-hot at "
           "index -1, '}')"
