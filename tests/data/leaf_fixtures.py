@@ -5,6 +5,9 @@ import os
 
 import numpy as np
 
+from tff_fedwin.data import leaf_cache
+from tff_fedwin.data import leaf_kinds
+
 # Shakespeare rows: 80 characters of LEAF's ALL_LETTERS.
 LINE_A = 'To be, or not to be: that is the question.\n' + 'a' * 37
 LINE_B = 'A' * 79 + '}'
@@ -108,3 +111,14 @@ def generated_json(name: str, split: str) -> dict:
   (file_name,) = os.listdir(directory)
   with open(os.path.join(directory, file_name)) as f:
     return json.load(f)
+
+
+def load_generated(name_or_root, cache_dir, **options):
+  """`leaf_cache.load_leaf_cache` of a generated directory (its name here, or
+  a path) with `leaf_kinds.LeafOptions(**options)`."""
+  root = name_or_root
+  if not os.path.isabs(root):
+    root = os.path.join(GENERATED_DIR, root)
+  return leaf_cache.load_leaf_cache(
+      root, cache_dir=str(cache_dir), options=leaf_kinds.LeafOptions(**options)
+  )

@@ -127,11 +127,7 @@ def test_bad_vocabulary_pickle_is_one_line(tmp_path, content, match):
   with open(path, 'wb') as f:
     pickle.dump(_Runs(str(ran)) if content == 'object' else content, f)
   with pytest.raises(leaf.LeafDataError, match=match) as raised:
-    leaf_cache.load_leaf_cache(
-        SAMPLE,
-        cache_dir=str(tmp_path / 'c'),
-        options=leaf_kinds.LeafOptions(vocab_file=str(path)),
-    )
+    leaf_fixtures.load_generated(SAMPLE, tmp_path / 'c', vocab_file=str(path))
   assert '\n' not in str(raised.value)
   assert not ran.exists()  # Refused before anything it names ran.
 

@@ -135,11 +135,7 @@ def test_bad_vocab_file_is_one_line(tmp_path, text, match):
   path = tmp_path / 'vocab'
   path.write_text(text)
   with pytest.raises(leaf.LeafDataError, match=match) as raised:
-    leaf_cache.load_leaf_cache(
-        SAMPLE,
-        cache_dir=str(tmp_path / 'c'),
-        options=leaf_kinds.LeafOptions(vocab_file=str(path)),
-    )
+    leaf_fixtures.load_generated(SAMPLE, tmp_path / 'c', vocab_file=str(path))
   assert '\n' not in str(raised.value)
 
 

@@ -18,6 +18,18 @@ def _task(root, tmp_path, **kwargs):
   return leaf.leaf_task(root, cache_dir=str(tmp_path / 'cache'), **kwargs)
 
 
+def _generated_task(name, tmp_path, **kwargs):
+  """The task of a directory written by LEAF's scripts (leaf_generated)."""
+  return leaf.leaf_task(
+      os.path.join(leaf_fixtures.GENERATED_DIR, name),
+      batch_size=4,
+      epochs=1,
+      seed=0,
+      cache_dir=str(tmp_path),
+      **kwargs,
+  )
+
+
 def _num_params(task):
   model = task.model_fn()
   return sum(int(np.prod(v.shape)) for v in model.trainable_variables)
@@ -150,13 +162,7 @@ def test_one_local_fedavg_round_runs(femnist, tmp_path):
 def test_synthetic_task_is_leafs_logistic_regression(tmp_path):
   # LEAF's log_reg.py: logits = sigmoid(x W + b), softmax cross-entropy over
   # them; computed here in numpy from the model's W and b.
-  task = leaf.leaf_task(
-      os.path.join(leaf_fixtures.GENERATED_DIR, 'synthetic_sample'),
-      batch_size=4,
-      epochs=1,
-      seed=0,
-      cache_dir=str(tmp_path),
-  )
+  task = _generated_task('synthetic_sample', tmp_path)
   model = task.model_fn()
   kernel, bias = (v.numpy() for v in model.trainable_variables)
   assert kernel.shape == (10, 3) and bias.shape == (3,)
@@ -183,13 +189,7 @@ def test_sent140_task_is_leafs_stacked_lstm(tmp_path):
   # LEAF's Sent140 directory (tests/data/leaf_generated): 25 word ids per
   # tweet, 2 classes; the model's size is 100 V + 174,086 for V words (an
   # embedding of V + 1 rows; derived in tests/tasks/leaf_models_test.py).
-  task = leaf.leaf_task(
-      os.path.join(leaf_fixtures.GENERATED_DIR, 'sent140_sample'),
-      batch_size=4,
-      epochs=1,
-      seed=0,
-      cache_dir=str(tmp_path),
-  )
+  task = _generated_task('sent140_sample', tmp_path)
   words = (
       leaf.check_leaf_dir(
           os.path.join(leaf_fixtures.GENERATED_DIR, 'sent140_sample'),
@@ -244,12 +244,9 @@ def test_reddit_task_scores_the_counted_tokens(tmp_path):
   # <PAD> (id 0), computed here in numpy from the model's logits; the test
   # accuracy leaves <UNK> (id 1) out.
   root = os.path.join(leaf_fixtures.GENERATED_DIR, 'reddit_sample')
-  task = leaf.leaf_task(
-      root,
-      batch_size=4,
-      epochs=1,
-      seed=0,
-      cache_dir=str(tmp_path),
+  task = _generated_task(
+      'reddit_sample',
+      tmp_path,
       options=leaf.LeafOptions(
           vocab_file=os.path.join(root, 'vocab', 'reddit_vocab.pck')
       ),
