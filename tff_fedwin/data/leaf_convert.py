@@ -95,7 +95,7 @@ class _FileResult:
   notes: leaf_notes.LeafNotes
   x_width: int = 0  # Every row's values (0: no users).
   max_label: int = -1
-  # Sent140 data met without a vocabulary: nothing converted.
+  # Sent140 or Reddit data met without a vocabulary: nothing converted.
   needs_vocabulary: bool = False
 
 
