@@ -66,7 +66,6 @@ from tff_fedwin.data import leaf_sent140
 from tff_fedwin.data import leaf_shakespeare
 
 KINDS = leaf_kinds.KINDS
-SPLITS = ('train', 'test')
 FEMNIST_PIXELS = leaf_kinds.FEMNIST_PIXELS
 FEMNIST_CLASSES = 62
 # Shakespeare's characters and ids (`leaf_shakespeare`).

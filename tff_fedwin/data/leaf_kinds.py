@@ -16,6 +16,7 @@ LEAF's datasets differ in what an `x` row and a `y` label are
 Sent140 and Reddit their vocabulary (`Vocabulary`).
 """
 
+from collections.abc import Iterator
 from typing import Any, Optional
 
 import attrs
@@ -59,6 +60,15 @@ def is_number(value: Any) -> bool:
       and not isinstance(value, bool)
       and abs(value) < 2**63
   )
+
+
+def x_rows(data: Any) -> Iterator[Any]:
+  """Every user's `x` rows of a parsed LEAF file, skipping what is not
+  LEAF's layout (the conversion refuses it; a vocabulary count only reads)."""
+  user_data = data.get('user_data') if isinstance(data, dict) else None
+  for record in (user_data if isinstance(user_data, dict) else {}).values():
+    rows = record.get('x') if isinstance(record, dict) else None
+    yield from rows if isinstance(rows, list) else ()
 
 
 def kind_of(row: Any, label: Any = None) -> Optional[str]:

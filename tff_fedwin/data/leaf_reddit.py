@@ -93,13 +93,10 @@ def build_vocab(
   size = DEFAULT_VOCAB_SIZE if size is None else size
   counts = collections.Counter()
   for data in parsed_train_files:
-    user_data = data.get('user_data') if isinstance(data, dict) else None
-    for record in (user_data or {}).values():
-      comments = record.get('x') if isinstance(record, dict) else None
-      for comment in comments if isinstance(comments, list) else ():
-        for sequence in comment if isinstance(comment, list) else ():
-          if isinstance(sequence, list):
-            counts.update(t for t in sequence if isinstance(t, str))
+    for comment in leaf_kinds.x_rows(data):
+      for sequence in comment if isinstance(comment, list) else ():
+        if isinstance(sequence, list):
+          counts.update(t for t in sequence if isinstance(t, str))
   pairs = sorted(counts.items(), key=lambda x: (-x[1], x[0]))[: size - 2]
   vocab = {PAD: 0, '<UNK>': 1}
   for i, (token, _) in enumerate(pairs):

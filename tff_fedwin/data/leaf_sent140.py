@@ -88,13 +88,10 @@ def count_words(data: Any) -> collections.Counter:
   """The words of a parsed LEAF file's tweets (rows that are not Sent140
   rows are skipped here; the conversion refuses them)."""
   counts = collections.Counter()
-  user_data = data.get('user_data') if isinstance(data, dict) else None
-  for record in (user_data or {}).values():
-    rows = record.get('x') if isinstance(record, dict) else None
-    for row in rows if isinstance(rows, list) else ():
-      if isinstance(row, list) and len(row) > TEXT_FIELD:
-        if isinstance(row[TEXT_FIELD], str):
-          counts.update(split_line(row[TEXT_FIELD]))
+  for row in leaf_kinds.x_rows(data):
+    if isinstance(row, list) and len(row) > TEXT_FIELD:
+      if isinstance(row[TEXT_FIELD], str):
+        counts.update(split_line(row[TEXT_FIELD]))
   return counts
 
 
