@@ -2,14 +2,13 @@
 
 Reads the two server-state files a run directory keeps (`server_state_files/
 server_state.{a,b}`, the last two rounds' states, written alternately): their
-tensors 0-7 are the global model's weights in the order of
-`tff_fedwin.tasks.text.create_recurrent_model` (embedding, LSTM kernel,
-recurrent kernel, bias, projection kernel and bias, logits kernel and bias).
+first tensors (`0`, `1`, ...) are the global model's weights in the order of
+`tff_fedwin.tasks.text.create_recurrent_model`'s `get_weights()`.
 For each file prints the accuracy the run's metric computes (arg-max over all
 ids, targets other than padding, OOV and EOS), which identifies the file
 (it equals a row of `metrics.csv`); the arg-max's most frequent ids at those
-targets; and the accuracy of the arg-max over the counted ids only (OOV and
-EOS never predicted), a diagnostic, not a metric of this package.
+targets; and the accuracy of the arg-max over the ids that can count (padding,
+OOV, EOS and BOS never predicted), a diagnostic, not a metric of this package.
 
 Usage: python argmax_share.py RUN_DIR FILE.jsonl VOCAB_SIZE
 """
@@ -21,8 +20,6 @@ import tensorflow as tf
 
 from tff_fedwin.data import text_vocab
 from tff_fedwin.tasks import text
-
-NUM_WEIGHTS = 8  # create_recurrent_model with one LSTM layer
 
 
 def main(run_dir, path, vocab_size):
@@ -37,10 +34,12 @@ def main(run_dir, path, vocab_size):
     reader = tf.train.load_checkpoint(
         f'{run_dir}/server_state_files/server_state.{part}'
     )
-    model.set_weights([reader.get_tensor(str(i)) for i in range(NUM_WEIGHTS)])
+    model.set_weights(
+        [reader.get_tensor(str(i)) for i in range(len(model.weights))]
+    )
     logits = model.predict(x, batch_size=500, verbose=0)
     predicted = np.argmax(logits, -1)[counted]
-    logits[..., uncounted] = -np.inf
+    logits[..., uncounted + [vocab.bos_id]] = -np.inf  # BOS: never a target
     restricted = np.argmax(logits, -1)[counted]
     ids, counts = np.unique(predicted, return_counts=True)
     top = np.argsort(-counts)[:6]
