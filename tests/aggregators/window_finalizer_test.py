@@ -11,6 +11,7 @@ import pytest
 import tensorflow_federated as tff
 
 from tests import linear_task as task
+from tff_fedwin import aggregators
 from tff_fedwin.aggregators.window_finalizer import build_window_finalizer
 from tff_fedwin.aggregators.window_finalizer import WindowFinalizerState
 from tff_fedwin.aggregators.window_state import WindowBuffer
@@ -150,3 +151,47 @@ class TestBuildWindowFinalizerArguments:
   def test_bad_window_arguments(self, kwargs, pattern):
     with pytest.raises(ValueError, match=pattern):
       _finalizer(**kwargs)
+
+
+class TestComposedProcessWithWindow:
+  """docs/design.md, "Your own process with the window", at tiny size."""
+
+  def test_window_model_is_the_mean_of_the_round_models(self):
+    @tff.tensorflow.computation
+    def initial_model_weights_fn():
+      return tff.learning.models.ModelWeights.from_model(task.model_fn())
+
+    process = tff.learning.templates.compose_learning_process(
+        initial_model_weights_fn,
+        tff.learning.templates.build_broadcast_process(WEIGHTS_TYPE),
+        tff.learning.templates.build_model_delta_client_work(
+            task.model_fn,
+            tff.learning.optimizers.build_sgdm(task.CLIENT_LR),
+            tff.learning.ClientWeighting.NUM_EXAMPLES,
+        ),
+        tff.aggregators.MeanFactory().create(
+            WEIGHTS_TYPE.trainable, tff.TensorType(np.float32)
+        ),
+        aggregators.build_window_finalizer(
+            tff.learning.optimizers.build_adam(0.01),
+            WEIGHTS_TYPE,
+            window_size=2,
+        ),
+    )
+    state = process.initialize()
+    round_models = []
+    for _ in range(2):  # Two clients a round.
+      state = process.next(state, task.client_datasets()[:2]).state
+      round_models.append(task.kernel(state.global_model_weights))
+    assert isinstance(state.finalizer, aggregators.WindowFinalizerState)
+    assert not np.allclose(round_models[0], round_models[1])
+    # W = 2, round 2: m^2 = (w^1 + w^2) / 2 of the post-Adam models.
+    np.testing.assert_allclose(
+        task.kernel(aggregators.window_model_weights(state)),
+        np.mean(round_models, axis=0),
+        rtol=1e-6,
+    )
+    # TFF's composed `get_model_weights` stays the global model w^2.
+    np.testing.assert_array_equal(
+        task.kernel(process.get_model_weights(state)), round_models[1]
+    )

@@ -6,6 +6,8 @@ from tff_fedwin.aggregators.program_window import WindowSizesMismatchError
 from tff_fedwin.aggregators.round_model_files import MissingWindowModelsError
 from tff_fedwin.aggregators.round_model_files import WindowFilesError
 from tff_fedwin.aggregators.window_factory import WindowedModelAveragingFactory
+from tff_fedwin.aggregators.window_finalizer import build_window_finalizer
+from tff_fedwin.aggregators.window_finalizer import WindowFinalizerState
 from tff_fedwin.aggregators.window_readout import holds_window
 from tff_fedwin.aggregators.window_readout import window_model_weights
 from tff_fedwin.aggregators.window_readout import window_or_global_model_weights

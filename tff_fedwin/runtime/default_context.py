@@ -2,10 +2,11 @@
 
 At exit, before module teardown, the default context is replaced and the old
 one garbage-collected, so that its `__del__` stops any worker TFF started and
-prints no spurious traceback (docs/design.md sec. 6.2).
+prints no spurious traceback (docs/design.md sec. 6.2). The `atexit` hook that
+calls `release_default_context` is registered by `tff_fedwin/__init__.py`, so
+that any import of the package installs it, not only `tff_fedwin.runtime`'s.
 """
 
-import atexit
 import gc
 
 import tensorflow_federated as tff
@@ -23,6 +24,3 @@ def release_default_context() -> None:
   """Replaces TFF's default context and collects the old one now."""
   tff.framework.set_default_context(ExitedContext())
   gc.collect()
-
-
-atexit.register(release_default_context)
