@@ -80,6 +80,7 @@ def _build(
     gradient_transform=None,
     optimizer_step=None,
     with_unused=False,
+    weight_decay=0.0,
 ):
   return client_training.build_client_training(
       _model(with_unused),
@@ -87,6 +88,7 @@ def _build(
       client_loss=client_loss,
       num_classes=NUM_CLASSES if client_loss == 'wsm' else None,
       gradient_transform=gradient_transform,
+      weight_decay=weight_decay,
   )
 
 
@@ -267,6 +269,63 @@ class TestClientStep:
     assert state.num_steps.numpy() == 2
     assert state.num_examples.numpy() == 5
 
+  @pytest.mark.parametrize('client_loss', ['ce', 'wsm'])
+  def test_weight_decay_before_momentum_as_pytorch_sgd(self, client_loss):
+    wd = 0.1
+    training = _build(
+        client_loss,
+        optimizer_step=client_training.tff_optimizer_step(
+            tff.learning.optimizers.build_sgdm(LEARNING_RATE, momentum=0.9)
+        ),
+        weight_decay=wd,
+    )
+    state = training.client_init(_weights(KERNEL0, BIAS0), _dataset(3))
+    state = training.client_step(state, _batch(0, 3))
+    state = training.client_step(state, _batch(3, 5))
+
+    # torch.optim.SGD(lr, momentum=0.9, weight_decay=wd), dampening 0:
+    # d = g + wd * w; buf = 0.9 buf + d (buf = d at the first step, the same
+    # as from buf = 0); w -= lr * buf. The bias decays too (PyTorch decays
+    # every parameter of the group).
+    beta = _np_beta(Y) if client_loss == 'wsm' else None
+    kernel, bias = KERNEL0.astype(np.float64), BIAS0.astype(np.float64)
+    buf_w, buf_b = np.zeros_like(kernel), np.zeros_like(bias)
+    for start, stop in ((0, 3), (3, 5)):
+      gw, gb, _ = _np_gradients(
+          kernel, bias, X[start:stop], Y[start:stop], beta
+      )
+      buf_w = 0.9 * buf_w + (gw + wd * kernel)
+      buf_b = 0.9 * buf_b + (gb + wd * bias)
+      kernel = kernel - LEARNING_RATE * buf_w
+      bias = bias - LEARNING_RATE * buf_b
+    np.testing.assert_allclose(_trainable(training)[0], kernel, atol=1e-6)
+    np.testing.assert_allclose(_trainable(training)[1], bias, atol=1e-6)
+
+  def test_weight_decay_with_the_control_variate_correction(self):
+    # SCAFFOLD's step: y <- y - lr (g(y) + wd y + c - c_i).
+    wd, correction = 0.2, [
+        np.full(KERNEL0.shape, 0.2, np.float32),
+        np.array([0.1, -0.3, 0.0], np.float32),
+    ]
+    training = _build(
+        gradient_transform=client_training.control_variate_correction,
+        weight_decay=wd,
+    )
+    self._step(training, step_input=[tf.constant(c) for c in correction])
+
+    gw, gb, _ = _np_gradients(KERNEL0.astype(np.float64), BIAS0, X[:3], Y[:3])
+    kernel, bias = _trainable(training)
+    np.testing.assert_allclose(
+        kernel,
+        KERNEL0 - LEARNING_RATE * (gw + wd * KERNEL0 + correction[0]),
+        atol=1e-6,
+    )
+    np.testing.assert_allclose(
+        bias,
+        BIAS0 - LEARNING_RATE * (gb + wd * BIAS0 + correction[1]),
+        atol=1e-6,
+    )
+
   def test_missing_gradient_is_zero(self):
     training = _build(with_unused=True)
     state = training.client_init(
@@ -353,6 +412,7 @@ def test_train_client_matches_numpy_sgd(loop, client_loss):
         (dict(client_loss='mse'), 'client_loss'),
         (dict(client_loss='wsm'), 'num_classes'),
         (dict(client_loss='wsm', num_classes=0), 'num_classes'),
+        (dict(weight_decay=-0.1), 'weight_decay'),
     ],
 )
 def test_build_rejects_bad_loss_arguments(kwargs, argument):

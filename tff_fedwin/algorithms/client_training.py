@@ -252,8 +252,28 @@ def _class_proportions(data, num_classes, label_key):
   return wsm.class_proportions_from_labels(data, num_classes)
 
 
+def weight_decay_gradient(gradients: Any, trainable: Any, weight_decay: float):
+  """`g + wd * w`: the L2 term (wd/2)||w||^2 added to a gradient.
+
+  As PyTorch's `torch.optim.SGD(weight_decay=wd)` applies it: to the raw
+  gradient, before momentum and any correction (docs/design.md sec. 4.4).
+  `weight_decay` 0 returns `gradients` unchanged (no op in the graph).
+  """
+  if not weight_decay:
+    return gradients
+  return tf.nest.map_structure(
+      lambda g, v: g + tf.cast(weight_decay, v.dtype) * v, gradients, trainable
+  )
+
+
 def _build_client_step(
-    model, trainable, optimizer_step, *, batch_loss, gradient_transform
+    model,
+    trainable,
+    optimizer_step,
+    *,
+    batch_loss,
+    gradient_transform,
+    weight_decay,
 ):
   """`client_step`: one optimizer step on the batch's (transformed) gradient."""
 
@@ -266,6 +286,7 @@ def _build_client_step(
     gradients = tf.nest.map_structure(
         lambda g, v: tf.zeros_like(v) if g is None else g, gradients, trainable
     )
+    gradients = weight_decay_gradient(gradients, trainable, weight_decay)
     if gradient_transform is not None:
       step_input = tf.nest.pack_sequence_as(trainable, step_state.step_input)
       gradients = gradient_transform(gradients, trainable, step_input)
@@ -319,6 +340,7 @@ def build_client_training(
     num_classes: Optional[int] = None,
     label_key: str = labels_lib.DEFAULT_LABEL_KEY,
     gradient_transform: Optional[GradientTransform] = None,
+    weight_decay: float = 0.0,
 ) -> ClientTraining:
   """Builds `client_init`, `client_step` and `client_final` on `model`.
 
@@ -326,7 +348,7 @@ def build_client_training(
   eagerly in tests. With w the model's trainable weights, each batch b takes
   one step of `optimizer_step` with the gradient
 
-    g = transform(grad_w L_b(w), w, step_input),
+    g = transform(grad_w L_b(w) + wd * w, w, step_input),
 
   L_b the model's own loss for `'ce'`, or for `'wsm'` the batch mean of
   `tff_fedwin.losses.wsm_cross_entropy(labels, logits, beta)` (docs/design.md
@@ -356,15 +378,18 @@ def build_client_training(
     label_key: The labels' key in mapping batches (else `batch[1]`).
     gradient_transform: A `GradientTransform` or `None` (the plain gradient),
       e.g. `proximal_gradient(mu)` or `control_variate_correction`.
+    weight_decay: wd >= 0, the client weight decay (`weight_decay_gradient`);
+      0 (default) adds nothing.
 
   Returns:
     A `ClientTraining`.
 
   Raises:
     ValueError: If `client_loss` is not one of `CLIENT_LOSSES`, or `'wsm'`
-      lacks an integer `num_classes` >= 1.
+      lacks an integer `num_classes` >= 1, or `weight_decay` < 0.
   """
   check_client_loss(client_loss, num_classes)
+  checks.check_number('weight_decay', weight_decay, minimum=0)
   model_weights = tff.learning.models.ModelWeights.from_model(model)
   num_classes = num_classes if client_loss == 'wsm' else None
   return ClientTraining(
@@ -382,6 +407,7 @@ def build_client_training(
           optimizer_step,
           batch_loss=_batch_loss_fn(client_loss, label_key),
           gradient_transform=gradient_transform,
+          weight_decay=float(weight_decay),
       ),
       client_final=_build_client_final(model_weights.trainable),
       class_label_key=label_key if num_classes is not None else None,

@@ -42,6 +42,7 @@ def _build_client_update(
     num_classes: Optional[int],
     label_key: str,
     proximal_strength: float,
+    weight_decay: float,
     weighting: tff.learning.ClientWeighting,
     loop_implementation: client_loop.LoopForm,
 ) -> Callable[..., Any]:
@@ -61,6 +62,7 @@ def _build_client_update(
       num_classes=num_classes,
       label_key=label_key,
       gradient_transform=transform,
+      weight_decay=weight_decay,
   )
   model = training.model
 
@@ -96,6 +98,7 @@ def _check_arguments(
     client_loss,
     num_classes,
     proximal_strength,
+    weight_decay,
     client_weighting,
 ) -> None:
   """Raises TypeError/ValueError naming the bad argument."""
@@ -106,6 +109,7 @@ def _check_arguments(
     )
   client_training.check_client_loss(client_loss, num_classes)
   checks.check_number('proximal_strength', proximal_strength, minimum=0)
+  checks.check_number('weight_decay', weight_decay, minimum=0)
 
 
 def _hparams_computations(optimizer: tff.learning.optimizers.Optimizer):
@@ -145,6 +149,7 @@ def build_client_work(
     client_loss: str = 'ce',
     num_classes: Optional[int] = None,
     proximal_strength: float = 0.0,
+    weight_decay: float = 0.0,
     client_weighting: tff.learning.ClientWeighting = NUM_EXAMPLES,
     metrics_aggregator: Optional[Any] = None,
     label_key: str = labels_lib.DEFAULT_LABEL_KEY,
@@ -155,12 +160,14 @@ def build_client_work(
   Each client starts from the received w_global and takes one `optimizer`
   step per batch b on
 
-    L_b(w) + (mu / 2) ||w - w_global||^2,
+    L_b(w) + (mu / 2) ||w - w_global||^2 + (wd / 2) ||w||^2,
 
   L_b the model's own loss (`'ce'`) or the batch mean of the WSM
   cross-entropy with the client's class proportions beta_c = n_c / n, counted
   in one pass first (`'wsm'`, docs/design.md sec. 2), and mu =
-  `proximal_strength` (FedProx, Li et al. 2020, Eq. 2). The update is
+  `proximal_strength` (FedProx, Li et al. 2020, Eq. 2) and wd =
+  `weight_decay` (added to the gradient before the optimizer, as PyTorch's
+  SGD does; `client_training.weight_decay_gradient`). The update is
   `w_global - w` on the trainable weights; the reported metrics are the
   model's own.
 
@@ -190,6 +197,7 @@ def build_client_work(
     client_loss: `'ce'` or `'wsm'`.
     num_classes: The number of classes C >= 1; required for `'wsm'`.
     proximal_strength: mu >= 0; 0 disables the term.
+    weight_decay: wd >= 0; 0 disables the term.
     client_weighting: A `tff.learning.ClientWeighting`.
     metrics_aggregator: As in `build_model_delta_client_work`; default
       `tff.learning.metrics.sum_then_finalize`.
@@ -206,7 +214,7 @@ def build_client_work(
       or (`'wsm'`) the labels are not integers or the batches hold other
       than dense tensors (`client_loop.hold`).
     ValueError: If `client_loss` is unknown, `num_classes` < 1 or missing for
-      `'wsm'`, `proximal_strength` < 0, or `loop_implementation` is not a
+      `'wsm'`, `proximal_strength` or `weight_decay` < 0, or `loop_implementation` is not a
       form of `client_loop.LOOP_FORMS`.
     KeyError: If (`'wsm'`) mapping batches have no `label_key`.
   """
@@ -214,6 +222,7 @@ def build_client_work(
       client_loss=client_loss,
       num_classes=num_classes,
       proximal_strength=proximal_strength,
+      weight_decay=weight_decay,
       client_weighting=client_weighting,
   )
   loop_implementation = client_loop.client_loop(loop_implementation)
@@ -240,6 +249,7 @@ def build_client_work(
         num_classes=num_classes,
         label_key=label_key,
         proximal_strength=float(proximal_strength),
+        weight_decay=float(weight_decay),
         weighting=client_weighting,
         loop_implementation=loop_implementation,
     )

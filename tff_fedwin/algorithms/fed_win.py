@@ -41,6 +41,7 @@ def build_fed_win(
     client_loss: str = 'ce',
     num_classes: Optional[int] = None,
     proximal_strength: float = 0.0,
+    client_weight_decay: float = 0.0,
     client_weighting: tff.learning.ClientWeighting = (
         tff.learning.ClientWeighting.NUM_EXAMPLES
     ),
@@ -93,6 +94,9 @@ def build_fed_win(
       add mu (w - w_global) to every gradient, with either loss. (TFF 0.87's
       `build_weighted_fed_prox` adds it with the opposite sign; docs/design.md
       sec. 2.)
+    client_weight_decay: wd >= 0: the clients add wd * w to every gradient
+      before their optimizer step, as PyTorch's SGD `weight_decay` (the IMA
+      and WiMA authors' client SGD); 0 (default) adds nothing.
     client_weighting: A `tff.learning.ClientWeighting`.
     model_aggregator: Aggregation of client deltas; default
       `tff.aggregators.MeanFactory()`.
@@ -137,6 +141,7 @@ def build_fed_win(
       client_loss=client_loss,
       num_classes=num_classes,
       proximal_strength=proximal_strength,
+      weight_decay=client_weight_decay,
       client_weighting=client_weighting,
       metrics_aggregator=metrics_aggregator,
       loop_implementation=loop_implementation,

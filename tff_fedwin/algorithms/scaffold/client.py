@@ -105,6 +105,7 @@ def build_scaffold_client_update(
     *,
     client_loss: str = 'ce',
     num_classes: int | None = None,
+    weight_decay: float = 0.0,
     loop_implementation: client_loop.LoopForm | None = None,
 ) -> Callable[
     ..., tuple[types.ScaffoldClientState, types.ScaffoldClientResult]
@@ -116,7 +117,7 @@ def build_scaffold_client_update(
   server_control_variate, client_state, dataset)` runs Algorithm 1 of
   Karimireddy et al. (2020), lines 9-13 with option II, on the client-training
   core: from y = x = `initial_weights`, one step `y <- y - lr (g(y) + c - c_i)`
-  per batch, then `c_i+ = c_i - c + (x - y) / (K lr)` with K the number of
+  per batch (g(y) + wd y with `weight_decay` wd), then `c_i+ = c_i - c + (x - y) / (K lr)` with K the number of
   batches. It returns `(ScaffoldClientState(c_i+), ScaffoldClientResult)`;
   for an empty dataset `c_i+ = c_i`, dy = dc = 0 and the client weight is 0.
 
@@ -130,6 +131,8 @@ def build_scaffold_client_update(
     client_learning_rate: The client learning rate lr.
     client_loss: One of `CLIENT_LOSSES`.
     num_classes: The number of classes C; required for `'wsm'`.
+    weight_decay: wd >= 0, the client weight decay
+      (`client_training.weight_decay_gradient`); 0 adds nothing.
     loop_implementation: The loop over the batches: a form of
       `client_loop.LOOP_FORMS`, or `None`: `HELD_BATCHES`
       (`client_loop.client_loop`).
@@ -150,6 +153,7 @@ def build_scaffold_client_update(
       num_classes=num_classes,
       label_key=LABEL_KEY,
       gradient_transform=client_training.control_variate_correction,
+      weight_decay=weight_decay,
   )
 
   @tf.function

@@ -6,6 +6,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_fedwin import checks as argument_checks
 from tff_fedwin.aggregators import window_math
 from tff_fedwin.aggregators import window_readout
 from tff_fedwin.algorithms import client_loop
@@ -243,6 +244,7 @@ def build_scaffold(
     total_clients: int,
     client_loss: str = 'ce',
     num_classes: int | None = None,
+    client_weight_decay: float = 0.0,
     window_size: int | None = None,
     window_mode: str = 'evaluate',
     window_start_round: int = 0,
@@ -283,6 +285,8 @@ def build_scaffold(
       with each client's class proportions, docs/design.md sec. 2; logits
       predictions, integer labels under `'y'` or at index 1).
     num_classes: The number of classes; required for `'wsm'`.
+    client_weight_decay: wd >= 0: g(y) gains wd * y before the control
+      variate correction, as PyTorch's SGD `weight_decay`; 0 adds nothing.
     window_size: W >= 1 for a window of the last W global models; `None` for
       plain SCAFFOLD.
     window_mode: `'evaluate'` (WiMA) or `'broadcast'` (IMA).
@@ -301,7 +305,8 @@ def build_scaffold(
     A `ScaffoldProcess`.
 
   Raises:
-    ValueError: If a rate or N is not positive, `client_loss`,
+    ValueError: If a rate or N is not positive, `client_weight_decay` < 0,
+      `client_loss`,
       `window_mode`, `loop_implementation` or `client_state_transfer` is
       not allowed, `'wsm'` lacks `num_classes` or integer
       labels, `window_size < 1`, `window_start_round < 0`, or `model_fn` does
@@ -314,6 +319,9 @@ def build_scaffold(
       total_clients=total_clients,
   )
   client_training.check_client_loss(client_loss, num_classes)
+  argument_checks.check_number(
+      'client_weight_decay', client_weight_decay, minimum=0
+  )
   loop_implementation = client_loop.client_loop(loop_implementation)
   state_files.check_transfer(client_state_transfer)
   checks.check_window_args(window_size, window_mode, window_start_round)
@@ -348,6 +356,7 @@ def build_scaffold(
           client_learning_rate=client_learning_rate,
           client_loss=client_loss,
           num_classes=num_classes,
+          weight_decay=float(client_weight_decay),
           loop_implementation=loop_implementation,
       ),
       (
