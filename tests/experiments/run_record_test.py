@@ -52,6 +52,8 @@ CHANGES = dict(
     algorithm='scaffold',
     client_loss='wsm',
     proximal_strength=0.1,
+    client_weight_decay=0.001,
+    num_classes=12,
     window_size=10,
     window_mode='broadcast',
     window_start_round=5,
@@ -208,10 +210,13 @@ def test_unreadable_record_is_one_line(tmp_path):
 
 
 def test_old_run_directory_resumes_with_a_warning(tmp_path, caplog):
-  # Checkpoints but no record: written before the record existed.
+  # Checkpoints but no record: written before the record existed. Such a
+  # run shuffled by the run seed alone, so only an unshuffled one resumes.
   (tmp_path / 'checkpoints' / 'program_state_4').mkdir(parents=True)
   with caplog.at_level(logging.WARNING):
-    run_record.check_or_write(_BASE, str(tmp_path))
+    run_record.check_or_write(
+        attrs.evolve(_BASE, client_shuffle_buffer=1), str(tmp_path)
+    )
   warnings = [r.getMessage() for r in caplog.records]
   assert warnings == [
       f'{tmp_path} has checkpoints but no run_config.json (started before '
@@ -256,7 +261,7 @@ def _without_mask_rule(run_dir):
 _DROPOUT = attrs.evolve(_BASE, model='cnn_dropout')
 _MASKS_REFUSED = (
     "was trained with dropout masks drawn by rule 'keras-stateful'; this "
-    "version draws them by 'stateless-fingerprint-1'"
+    "version uses 'stateless-fingerprint-1'"
 )
 
 
@@ -353,3 +358,45 @@ def test_worker_lost_names_the_round_the_resume_takes(tmp_path):
   assert f'resumes from the checkpoint of round 10 in {checkpoints}:' in str(
       error
   )
+
+
+def _without_rule(run_dir, field):
+  # A record written before the rule was recorded.
+  path = run_dir / 'run_config.json'
+  record = json.loads(path.read_text())
+  del record[field]
+  path.write_text(json.dumps(record))
+
+
+# (field, config that the rule touches, config it does not, message).
+_RULE_CASES = [
+    (
+        'client_shuffle',
+        _BASE,
+        attrs.evolve(_BASE, client_shuffle_buffer=1),
+        "was trained with clients' examples shuffled by rule 'fixed-seed'; "
+        "this version uses 'per-round-sha256-1'",
+    ),
+    (
+        'leaf_classes',
+        attrs.evolve(_BASE, task='leaf', data_dir='/d', leaf_kind='femnist'),
+        attrs.evolve(_BASE, task='leaf', data_dir='/d', leaf_kind='celeba'),
+        "was trained with classifier outputs sized by rule 'femnist-62'; "
+        "this version uses 'from-labels-1'",
+    ),
+]
+
+
+@pytest.mark.parametrize('field, touched, untouched, message', _RULE_CASES)
+def test_a_run_under_an_older_rule_is_refused(
+    tmp_path, field, touched, untouched, message
+):
+  for config, run_dir in (
+      (touched, tmp_path / 'a'),
+      (untouched, tmp_path / 'b'),
+  ):
+    run_dir.mkdir()
+    _without_rule(_started(run_dir, config), field)
+  with pytest.raises(experiments.RunConfigMismatchError, match=message):
+    run_record.check_or_write(touched, str(tmp_path / 'a'))
+  run_record.check_or_write(untouched, str(tmp_path / 'b'))  # Not refused.

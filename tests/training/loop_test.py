@@ -12,7 +12,9 @@ import numpy as np
 
 from tests import softmax_task as task
 from tests.training import loop_fixtures
+from tff_fedwin.algorithms import runners
 from tff_fedwin.algorithms import scaffold
+from tff_fedwin.tasks import task as task_lib
 
 CLIENT_IDS = task.CLIENT_IDS
 _leaves = task.leaves
@@ -72,3 +74,54 @@ def test_each_round_gets_the_last_returned_states_of_its_clients(
         np.testing.assert_array_equal(a, e)
     latest.update(zip(ids, states_out))
   assert seen_again >= 3  # Clients come back with their own states.
+
+
+class _OrderRecordingRunner(loop_fixtures.RecordingRunner):
+  """Also records the x rows each client trained on, in order."""
+
+  def __init__(self, inner):
+    super().__init__(inner)
+    self.rows = []  # Per round: {client id: [row index, ...]}.
+
+  def run_round(self, state, datasets, client_states):
+    self.rows.append(
+        {
+            task.client_of(ds): [
+                int(np.flatnonzero(np.all(task.TRAIN_X == x, axis=1))[0])
+                for batch in ds
+                for x in batch['x'].numpy()
+            ]
+            for ds in datasets
+        }
+    )
+    return super().run_round(state, datasets, client_states)
+
+
+def test_a_client_picked_twice_trains_on_two_orders_and_a_rerun_on_the_same(
+    processes, tmp_path
+):
+  # A task's preprocess_fn takes the round's shuffle seed: every client is
+  # picked in both rounds (5 of 5), 2 epochs each.
+  preprocess_fn = task_lib.batching_fn(task.BATCH_SIZE, 2, seed=0)
+  runs = []
+  for name in ('first', 'rerun'):
+    runner = _OrderRecordingRunner(
+        runners.LearningProcessRunner(processes['fedavg'])
+    )
+    _run(
+        runner,
+        tmp_path / name,
+        total_rounds=2,
+        clients_per_round=5,
+        preprocess_fn=preprocess_fn,
+    )
+    runs.append(runner.rows)
+  assert runs[0] == runs[1]  # Reproducible.
+  largest = CLIENT_IDS[4]  # 12 examples: two equal orders by chance 1/12!.
+  own_rows = task.PARTITION[4].tolist()
+  first, second = (rows[largest] for rows in runs[0])
+  for order in (first, second):
+    # Each epoch a permutation of the client's rows, in its own order.
+    assert sorted(order[:12]) == sorted(order[12:]) == own_rows
+    assert order[:12] != order[12:]
+  assert first != second  # Round 2 does not repeat round 1's order.

@@ -1,5 +1,6 @@
 """Tests for tff_fedwin.training.sampling: which clients train in a round."""
 
+import hashlib
 import math
 import sqlite3
 
@@ -9,6 +10,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tests import softmax_task as task
+from tff_fedwin.tasks import task as task_lib
 from tff_fedwin.training import sampling
 
 CLIENT_IDS = task.CLIENT_IDS
@@ -155,3 +157,85 @@ def test_client_datasets_keep_an_overridden_create_method():
   datasets = sampling.client_datasets(client_data, ['4'], lambda d: d)
 
   assert list(datasets[0].as_numpy_iterator()) == [8, 10]
+
+
+def test_client_shuffle_seed_is_sha256_of_seed_round_and_client():
+  # The first 8 bytes of SHA-256("7/3/alice"), big-endian, >> 1 (63 bits).
+  digest = hashlib.sha256(b'7/3/alice').digest()
+  expected = int.from_bytes(digest[:8], 'big') // 2
+  assert sampling.client_shuffle_seed(7, 3, 'alice') == expected
+  assert 0 <= expected < 2**63
+  assert sampling.client_keys(['alice', 'b/c'], 7, 3) == [
+      f'{expected}/alice',
+      f'{sampling.client_shuffle_seed(7, 3, "b/c")}/b/c',
+  ]
+
+
+def _orders(datasets):
+  return [
+      np.concatenate(list(d.as_numpy_iterator())).tolist() for d in datasets
+  ]
+
+
+def test_round_seeds_give_a_client_a_new_order_each_round_and_epoch():
+  # Client '0' holds 0..19; 2 epochs in batches of 4.
+  client_data = tff.simulation.datasets.TestClientData(
+      {'0': list(range(20)), '1': list(range(20, 40))}
+  )
+  preprocess_fn = task_lib.batching_fn(4, 2, seed=0)
+  rounds = [
+      _orders(
+          sampling.client_datasets(
+              client_data, ['0'], preprocess_fn, seed=3, round_num=t
+          )
+      )[0]
+      for t in (1, 2, 1)
+  ]
+  first, second, again = rounds
+  assert first == again  # (seed, round, client) decides the order.
+  assert first != second
+  for order in (first, second):
+    assert sorted(order[:20]) == sorted(order[20:]) == list(range(20))
+    assert order[:20] != order[20:]  # Each epoch its own order.
+  # Without a round the preprocessing keeps its one seeded order.
+  fixed = _orders(
+      sampling.client_datasets(client_data, ['0', '0'], preprocess_fn)
+  )
+  assert fixed[0] == fixed[1]
+
+
+def test_keyed_dataset_computation_builds_the_drivers_datasets():
+  client_data = tff.simulation.datasets.TestClientData(
+      {'a/b': list(range(10)), 'c': list(range(10, 30))}
+  )
+  preprocess_fn = task_lib.batching_fn(3, 2, seed=0)
+  ids = ['c', 'a/b']
+  computation = sampling.keyed_dataset_computation(client_data, preprocess_fn)
+  element = tff.TensorType(np.int32, [None])
+
+  @tff.federated_computation(tff.FederatedType(np.str_, tff.CLIENTS))
+  def worker_orders(keys):
+    # Each client's elements in order as one code: Horner's rule in base 31
+    # modulo the prime 1,000,003 (no overflow in int64).
+    @tff.tensorflow.computation(tff.SequenceType(element))
+    def code(dataset):
+      return dataset.unbatch().reduce(
+          np.int64(0), lambda acc, x: (acc * 31 + tf.cast(x, tf.int64)) % _P
+      )
+
+    return tff.federated_map(code, tff.federated_map(computation, keys))
+
+  codes = worker_orders(sampling.client_keys(ids, 5, 9))
+  drivers = sampling.client_datasets(
+      client_data, ids, preprocess_fn, seed=5, round_num=9
+  )
+  expected = []
+  for order in _orders(drivers):
+    value = 0
+    for x in order:
+      value = (value * 31 + x) % _P
+    expected.append(value)
+  assert [int(c) for c in codes] == expected
+
+
+_P = 1_000_003

@@ -1,18 +1,18 @@
 """What a run directory records about its run: the configuration, the resume.
 
 At its first start a run writes `run_config.json` (every `ExperimentConfig`
-field, the package version and the rule that draws dropout masks); every
-resume compares its configuration with it (`check_or_write`) before any TFF
-work, and refuses a field that changes the numbers with one line naming every
-differing flag, and a run with dropout whose masks were drawn by another
-rule. The fields that may differ are `MAY_DIFFER`, each with its reason.
+field, the package version and the `RULES` that decide its numbers beyond
+its flags: dropout masks, client shuffles, LEAF class counts); every resume
+compares its configuration with it (`check_or_write`) before any TFF work,
+and refuses a field that changes the numbers with one line naming every
+differing flag, and a run trained under another of those rules. The fields that may differ are `MAY_DIFFER`, each with its reason.
 `checkpoint_rounds` reads the rounds a rerun can resume from; `worker_lost`
 turns a dead worker into one line saying from which round a rerun goes on.
 """
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from absl import logging
@@ -115,7 +115,7 @@ def record_of(config: Any) -> dict[str, Any]:
   return dict(
       config=_as_json(attrs.asdict(config)),
       tff_fedwin_version=version.__version__,
-      dropout_masks=version.DROPOUT_MASKS,
+      **{rule.field: rule.current for rule in RULES},
   )
 
 
@@ -134,24 +134,90 @@ def uses_dropout(config: Any) -> bool:
   )
 
 
-def _check_dropout_masks(record: Mapping[str, Any], config: Any, run_dir: str):
-  """Refuses a dropout run whose record names another mask rule.
+def shuffles_clients(config: Any) -> bool:
+  """Whether the run shuffles its clients' examples by its own rule.
+
+  Every task but `stackoverflow` (TFF's unseeded shuffle), unless
+  `--client_shuffle_buffer=1` keeps each client's order.
+  """
+  return config.task != 'stackoverflow' and config.client_shuffle_buffer != 1
+
+
+def sizes_leaf_classes(config: Any) -> bool:
+  """Whether the run may hold FEMNIST-style LEAF rows (`--task=leaf`)."""
+  return config.task == 'leaf' and getattr(config, 'leaf_kind', 'auto') in (
+      'auto',
+      'femnist',
+  )
+
+
+class Rule(NamedTuple):
+  """A rule of the package that decides a run's numbers beyond its flags.
+
+  Attributes:
+    field: The record's key.
+    current: This version's rule.
+    absent: What a record without the key (or no record) was trained with.
+    applies: `config -> bool`: whether the rule touches the run.
+    what: What the rule decides, for the message.
+    section: Where docs/design.md describes it.
+  """
+
+  field: str
+  current: str
+  absent: str
+  applies: Callable[[Any], bool]
+  what: str
+  section: str
+
+
+RULES = (
+    Rule(
+        'dropout_masks',
+        version.DROPOUT_MASKS,
+        version.STATEFUL_DROPOUT_MASKS,
+        uses_dropout,
+        'dropout masks drawn',
+        'sec. 5.4',
+    ),
+    Rule(
+        'client_shuffle',
+        version.CLIENT_SHUFFLE,
+        version.FIXED_CLIENT_SHUFFLE,
+        shuffles_clients,
+        "clients' examples shuffled",
+        'sec. 5.2',
+    ),
+    Rule(
+        'leaf_classes',
+        version.LEAF_CLASSES,
+        version.FIXED_LEAF_CLASSES,
+        sizes_leaf_classes,
+        'classifier outputs sized',
+        'sec. 5.2',
+    ),
+)
+
+
+def _check_rules(record: Mapping[str, Any], config: Any, run_dir: str):
+  """Refuses a run whose record names another rule that touches it.
 
   Raises:
-    RunConfigMismatchError: If `uses_dropout(config)` and the record's
-      `dropout_masks` (`version.STATEFUL_DROPOUT_MASKS` when it has none)
-      is not `version.DROPOUT_MASKS`.
+    RunConfigMismatchError: For the first rule of `RULES` that applies to
+      `config` and whose recorded value (`absent` when the record has none)
+      is not this version's.
   """
-  recorded = record.get('dropout_masks', version.STATEFUL_DROPOUT_MASKS)
-  if recorded == version.DROPOUT_MASKS or not uses_dropout(config):
-    return
-  raise RunConfigMismatchError(
-      f"{run_dir} was trained with dropout masks drawn by rule '{recorded}'; "
-      f"this version draws them by '{version.DROPOUT_MASKS}' (docs/design.md "
-      'sec. 5.4), so its rounds would not continue that run: finish it with the '
-      'version that started it, or start a new run with another '
-      '--experiment_name.'
-  )
+  for rule in RULES:
+    recorded = record.get(rule.field, rule.absent)
+    if recorded == rule.current or not rule.applies(config):
+      continue
+    raise RunConfigMismatchError(
+        f"{run_dir} was trained with {rule.what} by rule '{recorded}'; "
+        f"this version uses '{rule.current}' (docs/design.md "
+        f'{rule.section}), so its rounds would not continue that run: finish '
+        'it with the version that started it, or start a new run with '
+        'another --experiment_name.'
+    )
 
 
 def differences(recorded: Mapping[str, Any], config: Any) -> list[Difference]:
@@ -227,8 +293,8 @@ def check_or_write(config: Any, run_dir: str) -> None:
 
   Raises:
     RunConfigMismatchError: If a field outside `MAY_DIFFER` differs, or
-      the run has dropout and its masks were drawn by another rule (a
-      record without one, or no record: Keras' stateful masks).
+      a rule of `RULES` that touches the run differs from the recorded one
+      (a record without it, or no record: the rule's `absent` value).
   """
   path = record_path(run_dir)
   if os.path.exists(path):
@@ -236,10 +302,10 @@ def check_or_write(config: Any, run_dir: str) -> None:
     found = differences(record['config'], config)
     if found:
       raise RunConfigMismatchError(mismatch_message(run_dir, found))
-    _check_dropout_masks(record, config, run_dir)
+    _check_rules(record, config, run_dir)
     return
   if checkpoint_rounds(run_dir):
-    _check_dropout_masks({}, config, run_dir)
+    _check_rules({}, config, run_dir)
     logging.warning(
         '%s has checkpoints but no %s (started before runs recorded their '
         'flags): this resume checks only --seed, --clients_per_round and the '

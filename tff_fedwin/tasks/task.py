@@ -5,7 +5,7 @@ Also the two pieces every task builder shares: the classification
 """
 
 from collections.abc import Callable
-from typing import Optional
+from typing import Any, Optional
 
 import attrs
 import tensorflow as tf
@@ -25,7 +25,9 @@ class Task:
     model_fn: No-arg callable returning a `tff.learning.models.VariableModel`
       whose predictions are logits.
     train_data: `tff.simulation.datasets.ClientData` of unbatched examples.
-    preprocess_fn: Client dataset -> batched (and repeated) training dataset.
+    preprocess_fn: `(client dataset, shuffle_seed=None) -> batched (and
+      repeated) training dataset`; the training loop passes each round's
+      `shuffle_seed` (`tff_fedwin.training.sampling.client_shuffle_seed`).
     test_data: Batched centralized `tf.data.Dataset` for evaluation.
     num_classes: Number of output classes (vocabulary size for text tasks).
     pad_label: Label id of padding in sequence tasks (not scored), or None.
@@ -41,7 +43,7 @@ class Task:
   name: str
   model_fn: Callable[[], tff.learning.models.VariableModel]
   train_data: tff.simulation.datasets.ClientData
-  preprocess_fn: Callable[[tf.data.Dataset], tf.data.Dataset]
+  preprocess_fn: Callable[..., tf.data.Dataset]
   test_data: tf.data.Dataset
   num_classes: int
   pad_label: Optional[int] = None
@@ -95,6 +97,28 @@ def classification_model_fn(keras_fn, element_spec):
   return model_fn
 
 
+def classes_of_labels(largest_label: int, num_classes: int, source: str) -> int:
+  """The classifier's outputs: 1 + `largest_label`, or `num_classes` if set.
+
+  Args:
+    largest_label: The largest label of the train and test splits.
+    num_classes: 0 (the labels decide), or at least 1 + `largest_label`
+      (more when the data lack the highest classes).
+    source: What holds the labels, for the message.
+
+  Raises:
+    ValueError: One line naming `--num_classes` if a label is out of range.
+  """
+  if num_classes and largest_label >= num_classes:
+    raise ValueError(
+        f'--num_classes={num_classes}, but {source} holds the label '
+        f'{largest_label}: labels must be in [0, num_classes); pass '
+        f'--num_classes={largest_label + 1} or more, or 0 for 1 + the largest '
+        'label.'
+    )
+  return num_classes or largest_label + 1
+
+
 # The clients' shuffle buffer when the user gives none (`--client_shuffle_buffer`).
 DEFAULT_SHUFFLE_BUFFER = 1000
 
@@ -105,16 +129,25 @@ def batching_fn(
     seed: int,
     shuffle_buffer: Optional[int] = None,
 ):
-  """Client dataset -> shuffled (seeded), repeated `epochs` times, batched.
+  """`(dataset, shuffle_seed=None)` -> shuffled, repeated `epochs` times, batched.
 
-  `shuffle_buffer`: the shuffle's buffer (`DEFAULT_SHUFFLE_BUFFER` if None);
-  1 keeps the client's order (TFF's `ClientSpec.shuffle_buffer_size`).
+  The shuffle is seeded by `shuffle_seed` (an int, or an int64 scalar tensor
+  in a worker's graph), else by `seed`: the training loop passes each
+  client's seed of the round (`sampling.client_shuffle_seed`), so a client
+  sees a new order every round it is picked; each of the `epochs` passes
+  gets its own order too (tf.data reshuffles every iteration, from the
+  seed). `shuffle_buffer`: the shuffle's buffer (`DEFAULT_SHUFFLE_BUFFER` if
+  None); 1 keeps the client's order (TFF's `ClientSpec.shuffle_buffer_size`).
   """
   buffer = DEFAULT_SHUFFLE_BUFFER if shuffle_buffer is None else shuffle_buffer
 
-  def preprocess(dataset: tf.data.Dataset) -> tf.data.Dataset:
+  def preprocess(
+      dataset: tf.data.Dataset, shuffle_seed: Any = None
+  ) -> tf.data.Dataset:
     if buffer > 1:
-      dataset = dataset.shuffle(buffer, seed=seed)
+      dataset = dataset.shuffle(
+          buffer, seed=seed if shuffle_seed is None else shuffle_seed
+      )
     return dataset.repeat(epochs).batch(batch_size)
 
   return preprocess
@@ -142,7 +175,8 @@ def with_max_elements(task: Task, max_elements: int, batch_size: int) -> Task:
     return task
   preprocess_fn = task.preprocess_fn
 
-  def capped(dataset: tf.data.Dataset) -> tf.data.Dataset:
-    return preprocess_fn(dataset).unbatch().take(max_elements).batch(batch_size)
+  def capped(dataset: tf.data.Dataset, shuffle_seed: Any = None):
+    batches = preprocess_fn(dataset, shuffle_seed=shuffle_seed)
+    return batches.unbatch().take(max_elements).batch(batch_size)
 
   return attrs.evolve(task, preprocess_fn=capped)

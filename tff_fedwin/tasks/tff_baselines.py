@@ -71,6 +71,20 @@ def _load_emnist(cache_dir: Optional[str]):
     ) from e
 
 
+def _without_shuffle_seed(preprocess_fn):
+  """TFF's baseline preprocessing, taking (and ignoring) a `shuffle_seed`.
+
+  TFF's StackOverflow preprocessing shuffles unseeded, a new order every
+  round already; the `Task.preprocess_fn` signature is kept.
+  """
+
+  def preprocess(dataset, shuffle_seed=None):
+    del shuffle_seed  # TFF's shuffle is unseeded.
+    return preprocess_fn(dataset)
+
+  return preprocess
+
+
 def _in_client_order(client_data) -> tf.data.Dataset:
   """Every client's examples, client after client in `client_ids` order.
 
@@ -211,7 +225,7 @@ def stackoverflow_task(
       'stackoverflow',
       baseline.model_fn,
       train_data,
-      datasets.train_preprocess_fn,
+      _without_shuffle_seed(datasets.train_preprocess_fn),
       test_data,
       STACKOVERFLOW_VOCAB_SIZE + 4,
       pad_label=0,

@@ -146,12 +146,7 @@ class _Rounds:
         self._args.seed,
         round_num,
     )
-    if runner_lib.takes_client_ids(self._runner):
-      datasets = sampled  # The workers build the datasets.
-    else:
-      datasets = sampling.client_datasets(
-          self._args.train_client_data, sampled, self._args.preprocess_fn
-      )
+    datasets = self._client_data(sampled, round_num)
     client_states = None if self._store is None else self._store.get(sampled)
     state, new_client_states, train_metrics = self._runner.run_round(
         state, datasets, client_states
@@ -171,6 +166,30 @@ class _Rounds:
     )
     values[outputs.ROUND_TIME_KEY] = round_time
     return state, values
+
+  def _client_data(self, sampled: list[str], round_num: int) -> list[Any]:
+    """The round's client datasets, or what the workers build them from.
+
+    A `preprocess_fn` that takes a `shuffle_seed` gets each client's seed of
+    the round (`sampling.client_shuffle_seed`): in the driver, or in the
+    workers through the client keys `<seed>/<id>` (the runner's dataset
+    computation is then `sampling.keyed_dataset_computation`).
+    """
+    reshuffles = sampling.takes_shuffle_seed(self._args.preprocess_fn)
+    seed = self._args.seed
+    if runner_lib.takes_client_ids(self._runner):
+      if reshuffles:
+        return sampling.client_keys(sampled, seed, round_num)
+      return sampled
+    if not reshuffles:
+      seed = round_num = None
+    return sampling.client_datasets(
+        self._args.train_client_data,
+        sampled,
+        self._args.preprocess_fn,
+        seed=seed,
+        round_num=round_num,
+    )
 
   def evaluate_if_due(
       self, state: Any, round_num: int, values: dict[str, Any]
@@ -278,7 +297,11 @@ def run_training(
     runner: A `tff_fedwin.training.RoundRunner`.
     train_client_data: The clients' training data.
     preprocess_fn: Maps a client's raw dataset to the batched dataset the
-      process consumes; must be deterministic for exact resumption.
+      process consumes; must be deterministic for exact resumption. If it
+      takes a `shuffle_seed` keyword (a task's `preprocess_fn` does), each
+      client gets `sampling.client_shuffle_seed(seed, t, id)`, a new order
+      every round it trains; a runner that `takes_client_ids` then gets
+      `sampling.client_keys` in place of the ids.
     clients_per_round: Clients per round, 1..number of clients.
     total_rounds: T >= 1.
     seed: Non-negative sampling seed.

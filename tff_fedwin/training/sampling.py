@@ -1,12 +1,26 @@
-"""Which clients train in a round, from the seed and the round number alone."""
+"""Which clients train in a round, and in what order, from (seed, round).
+
+`sample_clients` draws a round's clients; `client_shuffle_seed` seeds each
+sampled client's shuffle, so a client picked in two rounds sees its examples
+in two orders (as TFF's unseeded shuffle and PyTorch's DataLoader give),
+yet a rerun or a resumed run trains on the same orders bit for bit
+(docs/design.md sec. 5.2). The seed reaches the client's preprocessing as
+its `shuffle_seed` argument: in the driver (`client_datasets`), or in the
+worker through a client key `<shuffle seed>/<client id>`
+(`client_keys`, `keyed_dataset_computation`).
+"""
 
 from collections.abc import Callable, Sequence
+import hashlib
+import inspect
+from typing import Any, Optional
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-PreprocessFn = Callable[[tf.data.Dataset], tf.data.Dataset]
+# `(dataset) -> dataset`, or `(dataset, shuffle_seed=None) -> dataset`.
+PreprocessFn = Callable[..., tf.data.Dataset]
 
 
 def sample_clients(
@@ -55,15 +69,100 @@ def _raw_dataset_fn(
   return client_data.create_tf_dataset_for_client
 
 
+def client_shuffle_seed(seed: int, round_num: int, client_id: str) -> int:
+  """The seed of client `client_id`'s shuffle in round `round_num`.
+
+  The first 8 bytes of SHA-256 of `"<seed>/<round_num>/<client_id>"` (UTF-8),
+  big-endian, shifted right by one bit: an int in [0, 2**63), a function of
+  the three alone (no RNG state to save for a resume).
+  """
+  digest = hashlib.sha256(f'{seed}/{round_num}/{client_id}'.encode()).digest()
+  return int.from_bytes(digest[:8], 'big') >> 1
+
+
+def takes_shuffle_seed(preprocess_fn: Callable[..., Any]) -> bool:
+  """Whether `preprocess_fn` takes a `shuffle_seed` keyword argument.
+
+  The tasks' `preprocess_fn` (`tff_fedwin.tasks.task.batching_fn`) does; a
+  one-argument function (TFF's `ClientData.preprocess` convention) is called
+  with the dataset alone and keeps its own order.
+  """
+  try:
+    parameters = inspect.signature(preprocess_fn).parameters
+  except (TypeError, ValueError):
+    return False
+  return 'shuffle_seed' in parameters
+
+
+def client_keys(
+    client_ids: Sequence[str], seed: int, round_num: int
+) -> list[str]:
+  """`<client_shuffle_seed>/<client id>` of each id, for the workers.
+
+  The input of `keyed_dataset_computation`: the worker builds the client's
+  dataset from its id and shuffles it with the round's seed.
+  """
+  return [f'{client_shuffle_seed(seed, round_num, c)}/{c}' for c in client_ids]
+
+
+def keyed_dataset_computation(
+    client_data: tff.simulation.datasets.ClientData,
+    preprocess_fn: Callable[..., tf.data.Dataset],
+) -> tff.Computation:
+  """`(client key -> preprocessed dataset)`, run by the workers.
+
+  TFF's `client_data.preprocess(fn).dataset_computation` with a
+  `client_keys` key in place of the id: `preprocess_fn(raw dataset of the
+  id, shuffle_seed=<the key's seed>)`, the same dataset `client_datasets`
+  builds in the driver for the same round.
+
+  Args:
+    client_data: A `ClientData` whose `serializable_dataset_fn` builds a
+      client's raw dataset from its id in a graph.
+    preprocess_fn: `(dataset, shuffle_seed=None) -> dataset`
+      (`takes_shuffle_seed`).
+
+  Returns:
+    A `tff.Computation` of type `(string -> D*)`.
+  """
+  dataset_fn = client_data.serializable_dataset_fn
+
+  @tff.tensorflow.computation(np.str_)
+  def dataset_computation(client_key):
+    seed, client_id = tf.unstack(
+        tf.strings.split(client_key, '/', maxsplit=1), num=2
+    )
+    return preprocess_fn(
+        dataset_fn(client_id),
+        shuffle_seed=tf.strings.to_number(seed, tf.int64),
+    )
+
+  return dataset_computation
+
+
 def client_datasets(
     client_data: tff.simulation.datasets.ClientData,
     client_ids: Sequence[str],
-    preprocess_fn: PreprocessFn,
+    preprocess_fn: Callable[..., tf.data.Dataset],
+    *,
+    seed: Optional[int] = None,
+    round_num: Optional[int] = None,
 ) -> list[tf.data.Dataset]:
   """`preprocess_fn` of each client's raw dataset, in the order of the ids.
 
-  The ids must come from `client_data.client_ids` (they are not checked
-  again: that check scans the population, see `_raw_dataset_fn`).
+  With `seed` and `round_num`, `preprocess_fn` also takes each client's
+  `shuffle_seed=client_shuffle_seed(seed, round_num, id)`; without, the
+  dataset alone. The ids must come from `client_data.client_ids` (they are
+  not checked again: that check scans the population, see
+  `_raw_dataset_fn`).
   """
   dataset_fn = _raw_dataset_fn(client_data)
-  return [preprocess_fn(dataset_fn(c)) for c in client_ids]
+  if seed is None or round_num is None:
+    return [preprocess_fn(dataset_fn(c)) for c in client_ids]
+  return [
+      preprocess_fn(
+          dataset_fn(c),
+          shuffle_seed=client_shuffle_seed(seed, round_num, c),
+      )
+      for c in client_ids
+  ]
