@@ -267,3 +267,53 @@ def test_reddit_task_scores_the_counted_tokens(tmp_path):
   rows, cols = np.nonzero(y != 0)
   expected = -log_softmax[rows, cols, y[rows, cols]].mean()
   np.testing.assert_allclose(output.loss.numpy(), expected, rtol=1e-5)
+
+
+def _ten_class_dir(root, test_labels=(9, 0)):
+  """784-float rows whose labels are 0..9 (a 10-class set in LEAF's layout):
+  training labels up to 8, the test split decides the 10th."""
+  rows = leaf_fixtures.femnist_rows
+  train = {
+      'train.json': {
+          'u0': (rows(5, 1), [0, 1, 2, 3, 4]),
+          'u1': (rows(4, 2), [5, 6, 7, 8]),
+      }
+  }
+  test = {'test.json': {'u0': (rows(len(test_labels), 3), list(test_labels))}}
+  return leaf_fixtures.write_leaf_dir(root, train, test)
+
+
+# cnn_dropout's layers before its head (test_femnist_task_shapes_and_default_
+# model): 320 + 18,496 + 1,179,776; the head 128 * C + C.
+_CNN_DROPOUT_BODY = 320 + 18_496 + 1_179_776
+
+
+@pytest.mark.parametrize(
+    'num_classes, expected', [(0, 10), (12, 12)], ids=['labels', 'flag']
+)
+def test_class_count_comes_from_the_labels(tmp_path, num_classes, expected):
+  task = _task(
+      _ten_class_dir(tmp_path / 'leaf'), tmp_path, num_classes=num_classes
+  )
+  assert task.num_classes == expected
+  assert _num_params(task) == _CNN_DROPOUT_BODY + 128 * expected + expected
+
+
+def test_label_beyond_num_classes_is_one_line(tmp_path):
+  with pytest.raises(
+      ValueError,
+      match=r'--num_classes=9, but the LEAF directory of .* holds '
+      r'the label 9: labels must be in \[0, num_classes\)',
+  ):
+    _task(_ten_class_dir(tmp_path / 'leaf'), tmp_path, num_classes=9)
+
+
+def test_num_classes_of_a_kind_with_fixed_classes_is_one_line(
+    shakespeare, tmp_path
+):
+  with pytest.raises(
+      ValueError,
+      match=r'--num_classes sets the classes of FEMNIST- or '
+      r'Synthetic-style rows; .* holds shakespeare-style data',
+  ):
+    _task(shakespeare[0], tmp_path, num_classes=5)

@@ -52,6 +52,7 @@ def create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
           text_model=config.text_model,
           stackoverflow_test_batches=config.stackoverflow_test_batches,
           eval_per_client=config.eval_per_client,
+          num_classes=config.num_classes,
       )
   except tasks_registry.DataUnavailableError as e:
     raise tasks_registry.DataUnavailableError(

@@ -8,7 +8,8 @@ its id (`tff_fedwin.data.leaf_client_data`). The test split is pooled, as
 the other tasks' test sets.
 
 * FEMNIST-style (Caldas et al. 2018, sec. 3): 28x28x1 float32 images exactly
-  as written (LEAF's row-major 784 values), 62 classes, model `cnn_dropout`
+  as written (LEAF's row-major 784 values), 1 + the largest label classes
+  (62 for LEAF's FEMNIST; `num_classes` to set it), model `cnn_dropout`
   (EMNIST's, `tff_fedwin.tasks.emnist`) by default, or any of
   `image_models.IMAGE_MODELS` (`leaf_cnn`: LEAF's own CNN).
 * Shakespeare-style: LEAF predicts ONE next character from 80. Our model is
@@ -47,8 +48,10 @@ is written, before any TensorFlow or TFF work; `leaf_task` calls it first.
 """
 
 import collections
+import os
 from typing import Optional
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
@@ -152,11 +155,51 @@ _OPTIONS = {
 }
 
 
-def _classifier(cache: leaf_cache.LeafCache, model: Optional[str], seed: int):
+# The kinds whose class count the labels decide (`_label_classes`).
+LABELLED_KINDS = ('femnist', 'synthetic')
+
+
+def _label_classes(cache: leaf_cache.LeafCache, num_classes: int) -> int:
+  """1 + the largest label of both splits, or `num_classes` if set.
+
+  FEMNIST-style and Synthetic-style rows (`LABELLED_KINDS`): the training
+  labels' largest class counted in the cache's index, the test labels read
+  from `test.y` (int32, 4 bytes an example). FEMNIST keeps 62 outputs when
+  its labels reach 61, as LEAF's do; a 10-class set in its layout gets 10.
+
+  Raises:
+    ValueError: One line naming `--num_classes` if a label is out of range,
+      or if it is set for another kind.
+  """
+  if cache.kind not in LABELLED_KINDS:
+    if num_classes:
+      raise ValueError(
+          f'--num_classes sets the classes of FEMNIST- or Synthetic-style '
+          f'rows; {cache.directory} holds {cache.kind}-style data, whose '
+          'classes its kind decides.'
+      )
+    return cache.num_classes
+  counted = np.flatnonzero(np.asarray(cache.class_counts).sum(axis=0))
+  test_y = np.fromfile(os.path.join(cache.directory, 'test.y'), '<i4')
+  largest = max(
+      int(counted[-1]) if counted.size else 0,
+      int(test_y.max()) if test_y.size else 0,
+  )
+  return task_lib.classes_of_labels(
+      largest, num_classes, f'the LEAF directory of {cache.directory}'
+  )
+
+
+def _classifier(
+    cache: leaf_cache.LeafCache,
+    model: Optional[str],
+    seed: int,
+    num_classes: int,
+):
   """The x spec and the Keras model builder of a one-label-per-example kind."""
   if cache.kind == 'synthetic':
     return tf.TensorSpec([None, cache.x_width], tf.float32), lambda: (
-        leaf_models.synthetic_log_reg(cache.x_width, cache.num_classes, seed)
+        leaf_models.synthetic_log_reg(cache.x_width, num_classes, seed)
     )
   if cache.kind == 'sent140':
     length = leaf_sent140.SEQ_LENGTH
@@ -173,7 +216,7 @@ def _classifier(cache: leaf_cache.LeafCache, model: Optional[str], seed: int):
   name = _femnist_model(model)
   return tf.TensorSpec([None, *FEMNIST_INPUT_SHAPE], tf.float32), lambda: (
       image_models.create_image_model(
-          name, FEMNIST_INPUT_SHAPE, cache.num_classes, seed
+          name, FEMNIST_INPUT_SHAPE, num_classes, seed
       )
   )
 
@@ -251,6 +294,7 @@ def leaf_task(
     eval_batch_size: int = 1000,
     shuffle_buffer: Optional[int] = None,
     options: LeafOptions = LeafOptions(),
+    num_classes: int = 0,
 ) -> task_lib.Task:
   """The `Task` of a LEAF directory (see the module docstring).
 
@@ -267,10 +311,13 @@ def leaf_task(
     eval_batch_size: Batch size of the test set.
     shuffle_buffer: The clients' shuffle buffer (`task.batching_fn`).
     options: As for `check_leaf_dir`.
+    num_classes: FEMNIST- and Synthetic-style rows: the classifier's
+      outputs; 0: 1 + the largest label of both splits (`_label_classes`).
 
   Returns:
     A `Task` named 'leaf': FEMNIST-style `x` float32 `[28, 28, 1]`, `y`
-    int32, 62 classes; Shakespeare-style `x`, `y` int32 `[80]`, 81 ids,
+    int32, 1 + the largest label classes (62 for LEAF's FEMNIST);
+    Shakespeare-style `x`, `y` int32 `[80]`, 81 ids,
     `pad_label=0`; Synthetic-style `x` float32 `[d]`, `y` int32, `1 +
     max(y)` classes; Sent140-style `x` int32 `[25]`, CelebA-style `x`
     float32 `[84, 84, 3]`, `y` int32, 2 classes; Reddit-style `x`, `y`
@@ -298,6 +345,7 @@ def leaf_task(
       [user for user, _ in cache.test_users],
       [n for _, n in cache.test_users],
   )
+  classes = _label_classes(cache, num_classes)
   preprocess_fn = task_lib.batching_fn(batch_size, epochs, seed, shuffle_buffer)
   if cache.kind == 'reddit':
     test_batches = test_data.batch(eval_batch_size)
@@ -305,7 +353,7 @@ def leaf_task(
         cache, client_data, preprocess_fn, test_batches, seed, test_clients
     )
   if cache.kind != 'shakespeare':
-    x_spec, keras_fn = _classifier(cache, model, seed)
+    x_spec, keras_fn = _classifier(cache, model, seed, classes)
     element_spec = collections.OrderedDict(
         x=x_spec, y=tf.TensorSpec([None], tf.int32)
     )
@@ -315,7 +363,7 @@ def leaf_task(
         client_data,
         preprocess_fn,
         test_data.batch(eval_batch_size),
-        cache.num_classes,
+        classes,
         test_clients=test_clients,
         data_kind=cache.kind,
     )

@@ -80,6 +80,8 @@ def _array_task(
     model=image_models.DEFAULT_IMAGE_MODEL,
     eval_batch_size=1000,
     shuffle_buffer=None,
+    num_classes=0,
+    source='the data',
 ) -> Task:
   (x_train, y_train), (x_test, y_test) = arrays
   input_shape = tuple(x_train.shape[1:])
@@ -87,7 +89,9 @@ def _array_task(
   # Features are float32 already (`load_npz` scales integer ones to [0, 1]).
   y_train = y_train.astype(np.int32).reshape(-1)
   y_test = y_test.astype(np.int32).reshape(-1)
-  num_classes = int(max(y_train.max(), y_test.max())) + 1
+  num_classes = task_lib.classes_of_labels(
+      int(max(y_train.max(), y_test.max())), num_classes, source
+  )
   clients = partition_lib.dirichlet_label_partition(
       y_train, num_clients, dirichlet_alpha, seed
   )
@@ -184,6 +188,7 @@ def create_task(
     text_model: str = 'tff',
     stackoverflow_test_batches: int = tff_baselines.STACKOVERFLOW_TEST_BATCHES,
     eval_per_client: bool = False,
+    num_classes: int = 0,
 ) -> Task:
   """Builds the task `name` (one of `TASKS`); see the module docstring.
 
@@ -236,6 +241,9 @@ def create_task(
     eval_per_client: Tasks `emnist`, `stackoverflow`: also count each test
       client's examples (`Task.test_clients`; one pass over the test set
       evaluated). The other tasks with test clients always have them.
+    num_classes: Tasks `npz` and `leaf` (FEMNIST- and Synthetic-style
+      rows): the classifier's outputs; 0: 1 + the largest label of the train
+      and test splits (`task.classes_of_labels`).
 
   Returns:
     The `Task`.
@@ -282,6 +290,8 @@ def create_task(
         epochs=epochs,
         model=array_model,
         shuffle_buffer=shuffle_buffer,
+        num_classes=num_classes,
+        source=data_npz,
     )
   if name == 'leaf':
     if not data_dir:
@@ -298,6 +308,7 @@ def create_task(
         cache_dir=data_files.leaf_cache_dir(cache_dir),
         shuffle_buffer=shuffle_buffer,
         options=leaf_options,
+        num_classes=num_classes,
     )
   if name == 'text':
     if not data_jsonl:
