@@ -128,7 +128,15 @@ def test_extra_windows_are_means_of_the_same_trajectory(
         state, linear_task.client_datasets(), None
     )
     extras = runner.extra_window_models(state)
-    assert list(extras) == [f'window_{w}' for w in extra_sizes]
+    # Under IMA also the round's raw aggregate w^t (the newest file).
+    aggregate = ['aggregate'] if mode == 'broadcast' else []
+    assert list(extras) == [f'window_{w}' for w in extra_sizes] + aggregate
+    if aggregate:
+      np.testing.assert_allclose(
+          linear_task.kernel(extras['aggregate']),
+          expected['aggregated'][t],
+          atol=ATOL,
+      )
     for size in extra_sizes:
       # WiMA Eq. 4 over the aggregated models w^{t-W'+1} .. w^t; before
       # round W' the model to evaluate is the global model (sent).

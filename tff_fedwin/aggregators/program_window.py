@@ -175,6 +175,23 @@ class ProgramWindow:
         lambda s, x: (s / size).astype(np.asarray(x).dtype), window_sum, like
     )
 
+  def newest_model(self, state: ProgramWindowState, like: Any) -> Any:
+    """w^t of t = `state.num_models` (read from its file), or `like` at t = 0.
+
+    The round's model as pushed, before an IMA round replaced it by m^t.
+
+    Raises:
+      ValueError: If the window's files are not open (`open_files`).
+    """
+    if self._files is None:
+      raise ValueError(
+          'The ProgramWindow has no files: call `open_files(directory, '
+          'round_num)` first (run_training does).'
+      )
+    if int(state.num_models) == 0:
+      return like
+    return self._files.read(int(state.num_models))
+
   def window_model(
       self,
       state: ProgramWindowState,

@@ -22,6 +22,10 @@ from tff_fedwin.aggregators import window_readout
 ModelWeights = tff.learning.models.ModelWeights
 
 
+# The eval-column prefix of the round's raw aggregate w^t in 'broadcast' mode.
+AGGREGATE_NAME = 'aggregate'
+
+
 def extra_window_name(window_size: int) -> str:
   """The metrics and eval-column prefix of an extra window: `window_<W>`."""
   return f'window_{window_size}'
@@ -110,3 +114,25 @@ class StateExtraWindows:
             self.window_sizes, self.models(state).items()
         )
     )
+
+
+def aggregate_model(
+    state: Any,
+) -> 'collections.OrderedDict[str, ModelWeights]':
+  """`aggregate` -> w^t, the round's raw aggregate, under an IMA window.
+
+  In `'broadcast'` mode the state's global model is the window model m^t
+  sent to the clients from the first active round; the aggregate w^t the
+  round produced (after the server optimizer) is the newest model in the
+  window, read as its window of one model (E = 1 in that mode; before the
+  window is active it is the global model). Empty for a state without a
+  window in `'broadcast'` mode, whose global model already is w^t.
+  """
+  if not window_readout.holds_window(state):
+    return collections.OrderedDict()
+  window = window_readout.state_window(state)
+  if not bool(window.broadcast):
+    return collections.OrderedDict()
+  return collections.OrderedDict(
+      [(AGGREGATE_NAME, window_readout.window_model_weights(state, 1))]
+  )

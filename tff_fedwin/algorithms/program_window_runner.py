@@ -199,10 +199,12 @@ class ProgramWindowRunner:
   ) -> 'collections.OrderedDict[str, ModelWeights]':
     """`window_<W>` -> the model to evaluate of each extra window size W.
 
-    m^t of that window when active (WiMA Eq. 4), else the global model.
+    m^t of that window when active (WiMA Eq. 4), else the global model. In
+    `'broadcast'` mode also `aggregate` -> the round's w^t as pushed
+    (`extra_windows.aggregate_model`).
     """
     weights = self.global_model_weights(state)
-    return collections.OrderedDict(
+    models = collections.OrderedDict(
         (
             extra_window_name(size),
             ModelWeights(
@@ -214,3 +216,9 @@ class ProgramWindowRunner:
         )
         for size in self._window.extra_window_sizes
     )
+    if self._window.mode == 'broadcast':
+      models[extra_windows.AGGREGATE_NAME] = ModelWeights(
+          self._window.newest_model(state.window, weights.trainable),
+          weights.non_trainable,
+      )
+    return models

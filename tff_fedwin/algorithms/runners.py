@@ -130,8 +130,12 @@ class LearningProcessRunner:
   def extra_window_models(
       self, state: Any
   ) -> 'collections.OrderedDict[str, ModelWeights]':
-    """`window_<W'>` -> the model to evaluate of each extra window size."""
-    return self._extra.models(state)
+    """`window_<W'>` -> the model to evaluate of each extra window size;
+    under an IMA window also `aggregate` -> w^t (`extra_windows.aggregate_model`).
+    """
+    models = self._extra.models(state)
+    models.update(extra_windows.aggregate_model(state))
+    return models
 
   def set_global_model_weights(self, state: Any, weights: ModelWeights) -> Any:
     """`state` with the global model `weights` (`process.set_model_weights`)."""
@@ -265,8 +269,12 @@ class ScaffoldRunner:
   def extra_window_models(
       self, state: Any
   ) -> 'collections.OrderedDict[str, ModelWeights]':
-    """`window_<W'>` -> the model to evaluate of each extra window size."""
-    return self._extra.models(state)
+    """`window_<W'>` -> the model to evaluate of each extra window size;
+    under an IMA window also `aggregate` -> w^t (`extra_windows.aggregate_model`).
+    """
+    models = self._extra.models(state)
+    models.update(extra_windows.aggregate_model(state))
+    return models
 
   def set_global_model_weights(
       self, state: scaffold_lib.ScaffoldServerState, weights: ModelWeights

@@ -39,6 +39,10 @@ EVAL_TIME_KEY = 'eval_time_seconds'
 TRAIN_PREFIX = 'train'
 WINDOW_PREFIX = 'window'
 GLOBAL_PREFIX = 'global'
+# Columns of the round's raw aggregate w^t under a window in 'broadcast' mode
+# (IMA), where `global/` is the window model m^t sent to the clients
+# (`tff_fedwin.algorithms.extra_windows.AGGREGATE_NAME`).
+AGGREGATE_PREFIX = 'aggregate'
 # Columns of extra windows on the same trajectory (`window_<W>/<metric>`, as
 # named by `tff_fedwin.algorithms.program_window_runner.extra_window_name`).
 EXTRA_WINDOW_PREFIX = re.compile(r'window_([1-9][0-9]*)')

@@ -24,12 +24,23 @@ def print_line(message: str) -> None:
 
 
 def eval_text(values: Mapping[str, float]) -> str:
-  """`, window/accuracy 0.9000, ...` of a row's eval columns, or ''."""
+  """`, window/accuracy 0.9000, ...` of a row's eval columns, or ''.
+
+  The window, global and (IMA) aggregate models' columns; not the extra
+  windows' or the per-client spread's.
+  """
   parts = [
       f'{k} {v:.4f}'
       for k, v in values.items()
       if k.startswith(
-          (outputs.WINDOW_PREFIX + '/', outputs.GLOBAL_PREFIX + '/')
+          tuple(
+              prefix + '/'
+              for prefix in (
+                  outputs.WINDOW_PREFIX,
+                  outputs.GLOBAL_PREFIX,
+                  outputs.AGGREGATE_PREFIX,
+              )
+          )
       )
   ]
   return (', ' + ', '.join(parts)) if parts else ''
