@@ -95,10 +95,12 @@ def client_sgd(
     proximal_strength=0.0,
     correction=None,
     momentum=0.0,
+    weight_decay=0.0,
 ):
   """One SGD step per batch from w_global; returns (trained w, K batches).
 
-  The step direction is g(w) + mu (w - w_global) + correction, with g the
+  The step direction is g(w) + wd w + mu (w - w_global) + correction (wd
+  the weight decay, added to the gradient as PyTorch's SGD does), with g the
   batch gradient of the client loss (WSM with the client's class proportions
   over all its batches). FedProx's Eq. 2 has mu >= 0; a negative mu gives the
   term with the opposite sign, mu' (w_global - w) with mu' = -mu. With
@@ -113,7 +115,7 @@ def client_sgd(
   w = w_global.copy()
   accumulator = 0.0
   for x, y in batches:
-    step = batch_gradient(model, w, x, y, beta)
+    step = batch_gradient(model, w, x, y, beta) + weight_decay * w
     step = step + proximal_strength * (w - w_global)
     if correction is not None:
       step = step + correction
@@ -185,14 +187,23 @@ def fedavg_family(
     client_loss='ce',
     proximal_strength=0.0,
     client_momentum=0.0,
+    weight_decay=0.0,
+    ima_window=None,
+    aggregates=None,
 ):
   """FedAvg with a server optimizer: [w^0, w^1, ..., w^rounds].
 
   Round t: every client i trains from w^{t-1} to w_i with the rate
   client_learning_rates[t-1]; u = sum_i n_i (w^{t-1} - w_i) / sum_i n_i;
   w^t = server_optimizer.step(w^{t-1}, u).
+
+  With `ima_window` (W, t_s), IMA (Algorithm 1): the server keeps the
+  aggregates a^t = server_optimizer.step(w^{t-1}, u), and from round
+  t >= max(W, t_s) on sends w^t = (1/W) sum_{k<W} a^{t-k} (IMA Eq. 5);
+  before it w^t = a^t. The list `aggregates` (if given) receives a^1..a^T.
   """
   models = [w0]
+  kept = [] if aggregates is None else aggregates
   for t in range(rounds):
     w = models[-1]
     updates, weights = [], []
@@ -205,11 +216,15 @@ def fedavg_family(
           client_loss=client_loss,
           proximal_strength=proximal_strength,
           momentum=client_momentum,
+          weight_decay=weight_decay,
       )
       updates.append(w - trained)
       weights.append(sum(len(y) for _, y in batches))
     update = np.average(updates, axis=0, weights=weights)
-    models.append(server_optimizer.step(w, update))
+    kept.append(server_optimizer.step(w, update))
+    models.append(kept[-1])
+    if ima_window is not None and t + 1 >= max(ima_window):
+      models[-1] = np.mean(kept[-ima_window[0] :], axis=0)
   return models
 
 
@@ -222,10 +237,11 @@ def scaffold(
     client_learning_rate,
     server_learning_rate,
     client_loss='ce',
+    weight_decay=0.0,
 ):
   """SCAFFOLD, all N clients every round: [x^0, ..., x^rounds].
 
-  Client i: y_i from x with steps lr_l (g(y) + c - c_i); c_i+ = c_i - c +
+  Client i: y_i from x with steps lr_l (g(y) + wd y + c - c_i); c_i+ = c_i - c +
   (x - y_i) / (K lr_l). Server: x += lr_g mean_i(y_i - x); c += |S|/N
   mean_i(c_i+ - c_i) with |S| = N.
   """
@@ -243,6 +259,7 @@ def scaffold(
           learning_rate=client_learning_rate,
           client_loss=client_loss,
           correction=c - c_clients[i],
+          weight_decay=weight_decay,
       )
       new_c_i = c_clients[i] - c + (x - y) / (k * client_learning_rate)
       deltas.append(y - x)

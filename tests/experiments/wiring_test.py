@@ -134,9 +134,14 @@ def _fedavg_family(
     proximal_strength=0.0,
     client_learning_rates=None,
     client_momentum=0.0,
+    weight_decay=0.0,
+    ima_window=None,
 ):
+  """`inputs -> ([w^0, ..., w^T], IMA's aggregates a^1..a^T or None)`."""
+
   def expected(inputs):
-    return ref.fedavg_family(
+    aggregates = None if ima_window is None else []
+    models = ref.fedavg_family(
         inputs.model,
         inputs.initial_weights,
         inputs.client_batches,
@@ -146,14 +151,18 @@ def _fedavg_family(
         client_loss=client_loss,
         proximal_strength=proximal_strength,
         client_momentum=client_momentum,
+        weight_decay=weight_decay,
+        ima_window=ima_window,
+        aggregates=aggregates,
     )
+    return models, aggregates
 
   return expected
 
 
-def _scaffold(server_learning_rate, client_loss='ce'):
+def _scaffold(server_learning_rate, client_loss='ce', weight_decay=0.0):
   def expected(inputs):
-    return ref.scaffold(
+    models = ref.scaffold(
         inputs.model,
         inputs.initial_weights,
         inputs.client_batches,
@@ -161,7 +170,9 @@ def _scaffold(server_learning_rate, client_loss='ce'):
         client_learning_rate=CLIENT_LR,
         server_learning_rate=server_learning_rate,
         client_loss=client_loss,
+        weight_decay=weight_decay,
     )
+    return models, None
 
   return expected
 
@@ -415,6 +426,49 @@ CASES = [
         _scaffold(0.9, client_loss='wsm'),
         id='scaffold_wsm_program_window',
     ),
+    # Client weight decay (the IMA authors' 0.001, larger here to show):
+    # with client momentum, and in SCAFFOLD + WSM.
+    pytest.param(
+        dict(algorithm='fedavg', client_momentum=0.9, client_weight_decay=0.05),
+        _fedavg_family(
+            lambda: ref.Sgd(1.0), client_momentum=0.9, weight_decay=0.05
+        ),
+        id='fedavg_client_momentum_weight_decay',
+    ),
+    pytest.param(
+        dict(
+            algorithm='scaffold',
+            client_loss='wsm',
+            client_weight_decay=0.05,
+            server_learning_rate=0.9,
+        ),
+        _scaffold(0.9, client_loss='wsm', weight_decay=0.05),
+        id='scaffold_wsm_weight_decay',
+    ),
+    # IMA (broadcast) with server SGD 1.0: the `aggregate/` columns are the
+    # example-weighted mean of the round's client models; the window in the
+    # state and kept by the program.
+    pytest.param(
+        dict(
+            algorithm='fedavg',
+            window_size=2,
+            window_mode='broadcast',
+            window_start_round=IMA_START,
+        ),
+        _fedavg_family(lambda: ref.Sgd(1.0), ima_window=(2, IMA_START)),
+        id='fedavg_ima_broadcast',
+    ),
+    pytest.param(
+        dict(
+            algorithm='fedavg',
+            window_size=2,
+            window_mode='broadcast',
+            window_start_round=IMA_START,
+            window_location='program',
+        ),
+        _fedavg_family(lambda: ref.Sgd(1.0), ima_window=(2, IMA_START)),
+        id='fedavg_ima_broadcast_program_window',
+    ),
 ]
 
 
@@ -452,7 +506,7 @@ def test_run_matches_numpy_of_the_algorithm(
       experiment_name='run',
   )
   summary = session_worker.run_experiment(tff_execution_context, config)
-  models = expected_fn(inputs)  # [w^0, w^1, ..., w^ROUNDS]
+  models, aggregates = expected_fn(inputs)  # [w^0, w^1, ..., w^ROUNDS]
 
   def losses(weights):
     return [
@@ -465,10 +519,22 @@ def test_run_matches_numpy_of_the_algorithm(
       summary['global']['loss']['values'], losses(models[1:]), rtol=RTOL
   )
   window = _window_models(models, config.window_size, config.window_start_round)
+  if config.window_mode == 'broadcast':
+    window = models[1:]  # The global model is the window model sent.
   np.testing.assert_allclose(
       summary['window']['loss']['values'], losses(window), rtol=RTOL
   )
   rows = _read_csv(os.path.join(tmp_path, 'run', 'metrics.csv'))
+  has_aggregate = any(key.startswith('aggregate/') for key in rows[0])
+  assert has_aggregate == (aggregates is not None)
+  if aggregates is not None:
+    np.testing.assert_allclose(
+        [float(row['aggregate/loss']) for row in rows],
+        losses(aggregates),
+        rtol=RTOL,
+    )
+    # After the window is active, the aggregate is not the sent model.
+    assert abs(losses(aggregates)[-1] - losses(models[1:])[-1]) > 1e-3
   for size in experiments.parse_window_sizes(config):
     np.testing.assert_allclose(
         [float(row[f'window_{size}/loss']) for row in rows],

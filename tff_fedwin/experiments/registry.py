@@ -28,6 +28,7 @@ from tff_fedwin.experiments import task_defaults
 from tff_fedwin.tasks import registry as tasks_registry
 from tff_fedwin.training import outputs
 from tff_fedwin.training import runner as runner_lib
+from tff_fedwin.training import sampling
 
 SERVER_MOMENTUM = 0.9  # FedAvgM (Hsu et al. 2019).
 # 'auto' keeps a window above this many bytes of slots in the program: e.g.
@@ -140,8 +141,9 @@ def _server_state_dir(config: config_lib.ExperimentConfig) -> Optional[str]:
 def _dataset_computation(
     config: config_lib.ExperimentConfig, task: tasks_registry.Task
 ) -> Optional[tff.Computation]:
-  """With `--client_data_transfer` resolving to files: `(client id ->
-  preprocessed dataset)`, which the workers run; else None (the loop sends
+  """With `--client_data_transfer` resolving to files: `(client key ->
+  preprocessed dataset)` (`sampling.keyed_dataset_computation`: the round's
+  shuffle seed and the client id), which the workers run; else None (the loop sends
   the datasets as values). Training data whose `dataset_computation` holds
   no examples (`client_data_bundle.builds_datasets_from_ids`: EMNIST and
   StackOverflow's `SqlClientData`, a query per id; synthetic populations)
@@ -151,7 +153,9 @@ def _dataset_computation(
   if config_lib.client_data_transfer(config) != 'files':
     return None
   if client_data_bundle.builds_datasets_from_ids(task.train_data):
-    return task.train_data.preprocess(task.preprocess_fn).dataset_computation
+    return sampling.keyed_dataset_computation(
+        task.train_data, task.preprocess_fn
+    )
   directory = transfer_dirs(config).client_data
   os.makedirs(directory, mode=0o700, exist_ok=True)
   start = time.monotonic()
@@ -164,7 +168,7 @@ def _dataset_computation(
       directory,
       time.monotonic() - start,
   )
-  return bundle.preprocess(task.preprocess_fn).dataset_computation
+  return sampling.keyed_dataset_computation(bundle, task.preprocess_fn)
 
 
 def _fed_win_runner(
@@ -196,6 +200,7 @@ def _fed_win_runner(
       proximal_strength=(
           config.proximal_strength if config.algorithm == 'fedprox' else 0.0
       ),
+      client_weight_decay=config.client_weight_decay,
   )
   return runners.LearningProcessRunner(
       process,
@@ -245,6 +250,7 @@ def _scaffold_runner(
       total_clients=num_train_clients,
       client_loss=config.client_loss,
       num_classes=_num_classes(config, task),
+      client_weight_decay=config.client_weight_decay,
       window_size=config.window_size or None,
       window_mode=config.window_mode,
       window_start_round=config.window_start_round,
