@@ -13,10 +13,12 @@ in the library. Examples:
       --window_mode=broadcast --window_start_round=75 --total_rounds=100 \
       --client_lr_schedule=ima
 
-Outputs under --root_output_dir/--experiment_name: metrics.csv, TensorBoard
-events, summary.json and checkpoints (a rerun with the same flags resumes),
-run_config.json (the flags; a rerun with flags that change the numbers is
-refused) and .lock (one process at a time; docs/runtime.md, "A run directory").
+Outputs under --root_output_dir/--experiment_name (by default
+runs/experiment in the current directory; a run's first line names it):
+metrics.csv, TensorBoard events, summary.json and checkpoints (a rerun with the
+same flags resumes), run_config.json (the flags; a rerun with flags that change
+the numbers is refused) and .lock (one process at a time; docs/runtime.md, "A
+run directory").
 """
 
 import os
@@ -34,13 +36,65 @@ from absl import flags
 # data files (`read_data_files`) come first, so a bad flag or file is refused in
 # about a second; `experiments.run_experiment` imports TensorFlow and TFF on
 # first use.
+from tff_fedwin import choices
 from tff_fedwin import errors
 from tff_fedwin import experiments
+from tff_fedwin.experiments import config as config_lib
+from tff_fedwin.experiments import data_flags
 from tff_fedwin.experiments import task_defaults
 
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
 _DEFAULTS = experiments.ExperimentConfig()
+_listed = config_lib.listed
+# The algorithms whose server steps as FedAvg's (plain SGD): their server
+# learning rate is FedAvg's.
+_AS_FEDAVG = tuple(
+    a
+    for a in experiments.ALGORITHMS
+    if a != 'fedavg' and task_defaults.SERVER_OPTIMIZERS[a] == 'sgd'
+)
+
+
+# --leaf_kind: what each kind's data are (one per `choices.LEAF_KINDS`).
+LEAF_KIND_HELP = {
+    'femnist': '784-pixel rows, 62 classes',
+    'shakespeare': '80 characters -> the next',
+    'synthetic': "feature vectors, LEAF's logistic regression",
+    'sent140': "tweets, LEAF's stacked LSTM",
+    'celeba': "image file names, LEAF's CNN",
+    'reddit': "comment windows of 10 tokens -> the next, LEAF's LSTM",
+    'auto': 'from the data',
+}
+
+
+def _model_help() -> str:
+  """`--model`'s help: its tasks and their defaults, from `MODEL_TASKS`."""
+  dropout = [
+      t for t in data_flags.MODEL_TASKS if t in choices.DROPOUT_DEFAULT_TASKS
+  ]
+  others = [t for t in data_flags.MODEL_TASKS if t not in dropout]
+  defaults = [f'the small CNN for {_listed(others, "and")}'] if others else []
+  if dropout:
+    defaults.append(
+        f'{choices.DROPOUT_MODELS[0]} for {_listed(dropout, "and")}'
+    )
+  return (
+      f'Image tasks ({_listed(data_flags.MODEL_TASKS, "and")}; leaf: its '
+      f"FEMNIST-style rows): the model; auto: {', '.join(defaults)}."
+  )
+
+
+def _eval_split_help() -> str:
+  """`--eval_split`'s help, from `data_flags.VALIDATION_SPLITS`."""
+  splits = '; '.join(
+      f'{task}: {split}' for task, split in data_flags.VALIDATION_SPLITS.items()
+  )
+  return (
+      'What the run evaluates on: the test set, or the validation split, for '
+      f'tuning without the test set ({splits}).'
+  )
+
 
 # Task and data.
 flags.DEFINE_enum(
@@ -61,10 +115,9 @@ flags.DEFINE_enum(
     'leaf_kind',
     _DEFAULTS.leaf_kind,
     list(experiments.LEAF_KINDS),
-    'leaf: femnist (784-pixel rows, 62 classes), shakespeare (80 '
-    "characters -> the next), synthetic (feature vectors, LEAF's logistic "
-    "regression), sent140 (tweets, LEAF's stacked LSTM), celeba (image file "
-    "names, LEAF's CNN), or auto (from the data).",
+    'leaf: '
+    + ', '.join(f'{kind} ({what})' for kind, what in LEAF_KIND_HELP.items())
+    + '.',
 )
 flags.DEFINE_string(
     'leaf_images_dir',
@@ -75,7 +128,7 @@ flags.DEFINE_string(
 flags.DEFINE_string(
     'leaf_vocab_file',
     None,
-    "leaf, Sent140-style data: the vocabulary, LEAF's embs.json or a text "
+    "leaf, Sent140-style data: the vocabulary, LEAF's embs.json or a "
     "file of one word per line (GloVe's .txt); unset: the training tweets' "
     '--vocab_size most frequent words.',
 )
@@ -94,8 +147,9 @@ flags.DEFINE_enum(
 flags.DEFINE_integer(
     'vocab_size',
     _DEFAULTS.vocab_size,
-    'text (word level), leaf Sent140: the most frequent training words '
-    'kept; others are out-of-vocabulary.',
+    f'{_listed(data_flags.VOCAB_SIZE_TASKS, "and")} (text: word level; leaf: '
+    'Sent140-style data): the most frequent training words kept; others are '
+    'out-of-vocabulary.',
 )
 flags.DEFINE_integer(
     'sequence_length',
@@ -134,8 +188,15 @@ flags.DEFINE_enum(
     'model',
     _DEFAULTS.model,
     list(experiments.MODELS),
-    'Image tasks (npz, leaf femnist): the model; auto: the small CNN for '
-    'npz, cnn_dropout for leaf.',
+    _model_help(),
+)
+flags.DEFINE_integer(
+    'num_classes',
+    _DEFAULTS.num_classes,
+    f"{_listed(data_flags.NUM_CLASSES_TASKS, 'and')} (leaf: its image and "
+    "vector rows): the classifier's outputs; 0: "
+    '1 + the largest label of the train and test splits (set it when the '
+    'data lack the highest classes).',
 )
 flags.DEFINE_bool(
     'scale_integer_features',
@@ -147,16 +208,15 @@ flags.DEFINE_enum(
     'eval_split',
     _DEFAULTS.eval_split,
     list(experiments.EVAL_SPLITS),
-    'What the run evaluates on: the test set, or the validation split, for '
-    "tuning without the test set (mnist's; leaf: the directory's val/, as "
-    "LEAF's Reddit writes it).",
+    _eval_split_help(),
 )
 flags.DEFINE_bool(
     'eval_per_client',
     _DEFAULTS.eval_per_client,
-    'leaf, text, shakespeare, emnist: also evaluate each test client at every eval round, as '
-    'LEAF reports: rows in per_client_metrics.csv, their spread in '
-    'metrics.csv (docs/design.md sec. 5.7).',
+    f'{", ".join(choices.TASKS_WITH_TEST_CLIENTS)}: also evaluate each test '
+    'client at every eval round, as LEAF reports: rows in '
+    'per_client_metrics.csv, their spread in metrics.csv (docs/design.md '
+    'sec. 5.7).',
 )
 flags.DEFINE_string(
     'cache_dir',
@@ -170,12 +230,15 @@ flags.DEFINE_bool(
     'emnist/stackoverflow: TFF ' 'synthetic clients (tests; no download).',
 )
 flags.DEFINE_integer(
-    'num_clients', _DEFAULTS.num_clients, 'mnist/npz: number of clients.'
+    'num_clients',
+    _DEFAULTS.num_clients,
+    f'{"/".join(data_flags.PARTITIONED_TASKS)}: number of clients.',
 )
 flags.DEFINE_float(
     'dirichlet_alpha',
     _DEFAULTS.dirichlet_alpha,
-    'mnist/npz: Dirichlet label skew; 0 = one class per client.',
+    f'{"/".join(data_flags.PARTITIONED_TASKS)}: Dirichlet label skew; 0 = one '
+    'class per client.',
 )
 # Algorithm.
 flags.DEFINE_enum(
@@ -239,7 +302,8 @@ flags.DEFINE_enum(
     _DEFAULTS.client_lr_schedule,
     list(experiments.LR_SCHEDULES),
     "constant; decay: 0.99^t (IMA's baselines); or IMA: 0.99^t before "
-    'the start round, 0.97 per round after it.',
+    'the start round, 0.97 per round after it; '
+    f'{", ".join(config_lib.CLIENT_OPTIMIZER_ALGORITHMS)}.',
 )
 # Training.
 flags.DEFINE_integer('total_rounds', _DEFAULTS.total_rounds, 'Rounds.')
@@ -277,19 +341,27 @@ flags.DEFINE_float(
     'client_momentum',
     _DEFAULTS.client_momentum,
     'Client SGD momentum in [0, 1) (TFF SGDM, reset each round; IMA '
-    'uses 0.9); fedavg, fedavgm, fedadam, fedyogi, fedprox.',
+    f'uses 0.9); {", ".join(config_lib.CLIENT_OPTIMIZER_ALGORITHMS)}.',
+)
+flags.DEFINE_float(
+    'client_weight_decay',
+    _DEFAULTS.client_weight_decay,
+    'Client weight decay wd >= 0: every client step adds wd * w to the '
+    "gradient before its optimizer, as PyTorch's SGD weight_decay (the IMA "
+    f'authors use 0.001); {", ".join(config_lib.WEIGHT_DECAY_ALGORITHMS)}.',
 )
 flags.DEFINE_float(
     'server_learning_rate',
     _DEFAULTS.server_learning_rate,
     'Server learning rate; '
     + task_defaults.help_text('server_learning_rate')
-    + '; fedprox, scaffold and mime_lite as fedavg.',
+    + f'; {_listed(_AS_FEDAVG, "and")} as fedavg.',
 )
 flags.DEFINE_float(
     'server_epsilon',
     _DEFAULTS.server_epsilon,
-    'fedadam/fedyogi: the adaptivity epsilon (tau in Reddi et al. 2021); '
+    f'{"/".join(config_lib.ADAPTIVE_SERVER_ALGORITHMS)}: the adaptivity '
+    'epsilon (tau in Reddi et al. 2021); '
     "unset: the task's default: classification TFF's (Adam 1e-7, Yogi 1e-3); "
     'next word (stackoverflow, text) 1e-5; next character 1e-3.',
 )
@@ -357,7 +429,10 @@ flags.DEFINE_enum(
     'with --workers=host:port,...).',
 )
 flags.DEFINE_string(
-    'root_output_dir', _DEFAULTS.root_output_dir, 'Root of all outputs.'
+    'root_output_dir',
+    _DEFAULTS.root_output_dir,
+    'Root of all outputs (relative: in the current directory); the run '
+    'prints its directory in its first line.',
 )
 flags.DEFINE_string(
     'experiment_name', _DEFAULTS.experiment_name, 'Subdirectory of this run.'
@@ -424,16 +499,16 @@ def checked_config(argv) -> experiments.ExperimentConfig:
 
 
 def train(config: experiments.ExperimentConfig) -> None:
-  """Trains the checked `config` and prints its summary."""
+  """Trains the checked `config`; prints where its outputs go, its summary."""
   from tff_fedwin.reporting import summary_text  # pylint: disable=g-import-not-at-top
 
-  summary = experiments.run_experiment(config)
+  run_dir = os.path.join(config.root_output_dir, config.experiment_name)
   print(
-      summary_text.format_summary(
-          summary, os.path.join(config.root_output_dir, config.experiment_name)
-      ),
+      f'{config.experiment_name}: outputs in {os.path.abspath(run_dir)}',
       flush=True,
   )
+  summary = experiments.run_experiment(config)
+  print(summary_text.format_summary(summary, run_dir), flush=True)
 
 
 def main(argv):
@@ -445,16 +520,19 @@ def _with_one_line_errors(fn, program: str):
   """`fn` with its user errors as one line on stderr and exit code 1.
 
   absl would print the whole module help for a `UsageError`; data, worker and
-  divergence errors would end in a traceback. With `--verbosity`, errors keep
-  their traceback.
+  divergence errors would end in a traceback. Bad flags are one line per
+  problem (`validate_config` reports them all), then absl's help hint. With
+  `--verbosity`, errors keep their traceback.
   """
 
   def wrapped(arg):
     try:
       return fn(arg)
     except app.UsageError as e:
+      lines = [f'{program}: {line}' for line in str(e).splitlines()]
       sys.exit(
-          f'{program}: {e}\nPass --helpshort or --helpfull to see help on flags.'
+          '\n'.join(lines)
+          + '\nPass --helpshort or --helpfull to see help on flags.'
       )
     except Exception as e:  # pylint: disable=broad-except
       if FLAGS['verbosity'].present or not _is_user_error(e):

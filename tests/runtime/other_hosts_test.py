@@ -183,6 +183,7 @@ def test_killed_worker_on_another_host_then_the_rerun_equals_local(
   result = _run(command)
   assert result.returncode == 0, result.stderr[-3000:]
   assert result.stdout.startswith(
+      f'run: outputs in {run_dir}\n'
       f'run: resuming from the checkpoint of round {resume} '
   )
   # Lines for the first round and each eval round (and, on a slow machine,

@@ -148,7 +148,7 @@ def test_second_launch_is_refused_and_first_ends_as_lone_run(
         os.kill(stopped.pid, signal.SIGCONT)
     stdout, stderr = refused.communicate(timeout=60)
     assert refused.returncode == 1, stderr[-3000:]
-    assert stdout == ''
+    assert stdout == f'run: outputs in {run_dir}\n'  # Nothing trained.
     assert stderr.splitlines() == [
         f'run_experiment.py: {run_dir} is in use by another run (pid '
         f'{holder.pid} holds {run_dir}/.lock); one process at a time writes '
@@ -195,7 +195,7 @@ def test_resume_with_other_flags_is_refused(data_npz, two_rounds, flags, named):
   before = _files(run_dir)
   result = _run(_command(data_npz, two_rounds, total_rounds=4, **flags))
   assert result.returncode == 1
-  assert result.stdout == ''
+  assert result.stdout == f'run: outputs in {run_dir}\n'  # Nothing trained.
   assert result.stderr.splitlines() == [
       f'run_experiment.py: {run_dir} holds a run started with other flags '
       f'({named}); to resume it pass the flags recorded in '
@@ -212,6 +212,7 @@ def test_longer_total_rounds_resumes(data_npz, two_rounds, tmp_path, lone):
   result = _run(_command(data_npz, root, total_rounds=4))
   assert result.returncode == 0, result.stderr[-3000:]
   assert result.stdout.startswith(
+      f'run: outputs in {root}/run\n'
       'run: resuming from the checkpoint of round 2 '
   )
   assert _rounds_trained(result.stdout) == [3, 4]
@@ -276,7 +277,7 @@ def test_killed_worker_is_one_line_then_a_rerun_finishes(
     workers.append(runtime.start_local_worker(port=workers[0].port))
     result = _run(command)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.startswith(
+    assert result.stdout.splitlines()[1].startswith(
         f'run: resuming from the checkpoint of round {resume} '
     )
     assert _rounds_trained(result.stdout) == list(

@@ -1,9 +1,10 @@
 """scripts/run_experiment.py as a user runs it: its exit code and every line.
 
 Each test starts the script in its own process. A user's mistake gets one line
-naming the flag or file (plus absl's help hint for flags) and exit code 1,
-before any worker starts or output is written; a good run prints its progress
-lines and the summary, none of TensorFlow's INFO logs, and no exit traceback.
+naming the flag or file (every problem of the flags its own line, plus absl's
+help hint) and exit code 1, before any worker starts or output is written; a
+good run prints where its outputs go, its progress lines and the summary, none
+of TensorFlow's INFO logs, and no exit traceback.
 """
 
 import os
@@ -97,21 +98,23 @@ def test_bad_workers_rejected_at_flag_parsing(tmp_path, workers):
   )
 
 
-def test_missing_npz_is_one_line_naming_the_file(tmp_path):
+def test_missing_npz_is_one_line_naming_the_flag_and_file(tmp_path):
   missing = tmp_path / 'nowhere.npz'
   result = _run(tmp_path, *_npz_flags(str(missing)))
   assert result.returncode == 1
-  lines = result.stderr.splitlines()
-  assert len(lines) == 1, result.stderr
-  assert lines[0].startswith('run_experiment.py: ')
-  assert str(missing) in lines[0]
+  assert result.stderr.splitlines() == [
+      'run_experiment.py: --data_npz must name a .npz file holding x_train, '
+      f'y_train, x_test and y_test; {missing}: no such file.'
+  ]
   assert not (tmp_path / 'out').exists()
 
 
 def test_run_prints_progress_and_summary_only(tmp_path, data_npz):
   result = _run(tmp_path, *_npz_flags(data_npz, window_size=2))
   assert result.returncode == 0, result.stderr[-3000:]
-  lines = result.stdout.splitlines()
+  # Where the outputs go, first (the run directory's absolute path).
+  first, *lines = result.stdout.splitlines()
+  assert first == f'run: outputs in {tmp_path / "out" / "run"}'
   assert [line.split(' ')[2] for line in lines[:2]] == ['1/2', '2/2']
   assert all(line.startswith('run: round ') for line in lines[:2])
   assert lines[2].startswith('run: 2 rounds, ')
@@ -214,6 +217,31 @@ def test_bad_flags_are_refused_before_tensorflow_is_imported(
   assert result.stdout == '[]\n'
 
 
+def test_every_problem_of_the_flags_is_one_line_before_tensorflow():
+  # Three problems of one command line, each its own line, in one run: W >
+  # the rounds, the default --rounds_per_eval=5 not a multiple of E = 2, and
+  # broadcast with E != 1.
+  result = _run_probed(
+      '--window_size=60',
+      '--total_rounds=50',
+      '--window_mode=broadcast',
+      '--window_read_every=2',
+  )
+  assert result.returncode == 1
+  assert result.stderr.splitlines() == [
+      'run_experiment.py: --window_size (60) must be <= --total_rounds (50): '
+      'the window model is active from round max(W, --window_start_round) '
+      'on, so it would never be used.',
+      'run_experiment.py: --rounds_per_eval (5) and --total_rounds (50) must '
+      'be multiples of --window_read_every (2): the window model exists only '
+      'at those rounds.',
+      'run_experiment.py: --window_read_every must be 1 with '
+      '--window_mode=broadcast.',
+      _HINT,
+  ]
+  assert result.stdout == '[]\n'
+
+
 def test_benchmark_refuses_a_bad_flag_before_tensorflow_is_imported():
   # scripts/benchmark.py checks its rows in `log_levels.run`'s
   # `before_tensorflow`, which `log_levels.run` imports TensorFlow after.
@@ -295,4 +323,6 @@ def test_recurrent_task_runs_from_the_command_line(tmp_path):
       "find() = -1, id 0; y: the one-hot at index -1, '}')"
   )
   assert 'Traceback' not in result.stderr
-  assert result.stdout.splitlines()[0].startswith('leaf: round 1/1 ')
+  first, second = result.stdout.splitlines()[:2]
+  assert first == f'leaf: outputs in {tmp_path / "out" / "leaf"}'
+  assert second.startswith('leaf: round 1/1 ')

@@ -2,9 +2,10 @@
 
 `ExperimentConfig` holds what scripts/run_experiment.py's flags say (library
 code never reads FLAGS); `validate_config` checks everything that can be
-checked before any TFF work and names the flag in every message. Importable
-without TensorFlow: `scripts/run_experiment.py` runs `validate_config` before
-its heavy imports, so a bad flag is refused in about a second.
+checked before any TFF work and reports every problem of a configuration at
+once, one line each, naming the flags. Importable without TensorFlow:
+`scripts/run_experiment.py` runs `validate_config` before its heavy imports,
+so bad flags are refused in about a second.
 """
 
 import contextlib
@@ -16,6 +17,7 @@ from tff_fedwin import checks
 from tff_fedwin import choices
 from tff_fedwin import errors
 from tff_fedwin.experiments import data_flags
+from tff_fedwin.experiments import problems as problems_lib
 from tff_fedwin.experiments import window_flags
 from tff_fedwin.experiments import worker_flags
 
@@ -36,6 +38,16 @@ ALGORITHMS = (
     'mime_lite',
     'scaffold',
 )
+# The algorithms whose clients take `--client_lr_schedule` and
+# `--client_momentum` (TFF's SGD(M) on the client-training core).
+CLIENT_OPTIMIZER_ALGORITHMS = tuple(
+    a for a in ALGORITHMS if a not in ('mime_lite', 'scaffold')
+)
+# The algorithms whose clients take `--client_weight_decay` (TFF's Mime Lite
+# builder takes none).
+WEIGHT_DECAY_ALGORITHMS = tuple(a for a in ALGORITHMS if a != 'mime_lite')
+# The algorithms with an adaptive server optimizer (`--server_epsilon`).
+ADAPTIVE_SERVER_ALGORITHMS = ('fedadam', 'fedyogi')
 CLIENT_LOSSES = choices.CLIENT_LOSSES
 WINDOW_MODES = choices.WINDOW_MODES
 # Where the window lives: 'state' (the process state: the window finalizer,
@@ -64,6 +76,10 @@ CLIENT_DATA_TRANSFERS = ('auto', 'values', 'files')
 
 # `--window_sizes` parsed (used by the registry and the scripts).
 parse_window_sizes = window_flags.parse_window_sizes
+
+
+listed = problems_lib.listed
+Problems = problems_lib.Problems
 
 
 class InputDataError(errors.InputError):
@@ -113,6 +129,8 @@ class ExperimentConfig:
   text_model: str = 'tff'
   stackoverflow_test_batches: int = choices.STACKOVERFLOW_TEST_BATCHES
   model: str = 'auto'
+  # 0: the labels decide (1 + the largest label of train and test).
+  num_classes: int = 0
   scale_integer_features: bool = True
   eval_split: str = 'test'
   eval_per_client: bool = False
@@ -139,6 +157,7 @@ class ExperimentConfig:
   # None: the task's default (`task_defaults`), set by `run_experiment`.
   client_learning_rate: Optional[float] = None
   client_momentum: float = 0.0
+  client_weight_decay: float = 0.0
   server_learning_rate: Optional[float] = None
   # FedAdam/FedYogi's epsilon; None: the task's (`task_defaults`), else TFF's.
   server_epsilon: Optional[float] = None
@@ -151,14 +170,15 @@ class ExperimentConfig:
   client_state_transfer: str = 'auto'
   server_state_transfer: str = 'auto'
   client_data_transfer: str = 'auto'
-  root_output_dir: str = '/tmp/tff_fedwin'
+  # Relative: in the current directory (the script prints the run's path).
+  root_output_dir: str = 'runs'
   experiment_name: str = 'experiment'
   workers: str = ''
   worker_bind: str = 'loopback'
   shared_dir: Optional[str] = None
 
 
-def _check_values(config: ExperimentConfig) -> None:
+def _check_values(config: ExperimentConfig, problems: Problems) -> None:
   """Each flag on its own: choices, integer and number ranges, names."""
   for flag, allowed in (
       ('task', TASKS),
@@ -179,9 +199,10 @@ def _check_values(config: ExperimentConfig) -> None:
       ('text_model', TEXT_MODELS),
       ('model', MODELS),
   ):
-    checks.check_choice(f'--{flag}', getattr(config, flag), allowed)
+    with problems.check():
+      checks.check_choice(f'--{flag}', getattr(config, flag), allowed)
   if not checks.is_directory_name(config.experiment_name):
-    raise ValueError(
+    problems.add(
         '--experiment_name must be one directory name (no "/", not "." or '
         f'".."); got {config.experiment_name!r}.'
     )
@@ -196,67 +217,87 @@ def _check_values(config: ExperimentConfig) -> None:
       'window_read_every',
       'summary_last_n',
   ):
-    checks.check_int(f'--{flag}', getattr(config, flag), minimum=1)
+    with problems.check():
+      checks.check_int(f'--{flag}', getattr(config, flag), minimum=1)
   for flag in (
       'window_size',
       'window_start_round',
       'seed',
       'client_max_elements',
       'stackoverflow_test_batches',
+      'num_classes',
   ):
-    checks.check_int(f'--{flag}', getattr(config, flag), minimum=0)
+    with problems.check():
+      checks.check_int(f'--{flag}', getattr(config, flag), minimum=0)
   if config.client_shuffle_buffer is not None:
-    checks.check_int(
-        '--client_shuffle_buffer', config.client_shuffle_buffer, minimum=1
+    with problems.check():
+      checks.check_int(
+          '--client_shuffle_buffer', config.client_shuffle_buffer, minimum=1
+      )
+  with problems.check():
+    checks.check_number(
+        '--dirichlet_alpha',
+        config.dirichlet_alpha,
+        minimum=0,
+        allow_infinity=True,
     )
-  checks.check_number(
-      '--dirichlet_alpha',
-      config.dirichlet_alpha,
-      minimum=0,
-      allow_infinity=True,
-  )
-  checks.check_number(
-      '--proximal_strength', config.proximal_strength, minimum=0
-  )
+  for flag in ('proximal_strength', 'client_weight_decay'):
+    with problems.check():
+      checks.check_number(f'--{flag}', getattr(config, flag), minimum=0)
   for flag in (
       'client_learning_rate',
       'server_learning_rate',
       'server_epsilon',
   ):
     if getattr(config, flag) is not None:
-      checks.check_number(f'--{flag}', getattr(config, flag), positive=True)
-  if (
-      not 0
-      <= checks.check_number('--client_momentum', config.client_momentum)
-      < 1
-  ):
-    raise ValueError(
-        f'--client_momentum must be in [0, 1); got {config.client_momentum!r}.'
-    )
+      with problems.check():
+        checks.check_number(f'--{flag}', getattr(config, flag), positive=True)
+  with problems.check():
+    if (
+        not 0
+        <= checks.check_number('--client_momentum', config.client_momentum)
+        < 1
+    ):
+      raise ValueError(
+          '--client_momentum must be in [0, 1); got '
+          f'{config.client_momentum!r}.'
+      )
 
 
-def _check_data(config: ExperimentConfig) -> None:
+def _check_data(config: ExperimentConfig, problems: Problems) -> None:
   """Data flags (`data_flags`), --eval_split=validation (mnist, leaf),
   clients."""
-  data_flags.check_data_flags(config, ExperimentConfig())
-  if config.eval_split == 'validation' and config.task not in ('mnist', 'leaf'):
-    raise ValueError(
-        '--eval_split=validation needs --task=mnist (its 10,000-example '
-        "validation split) or --task=leaf (the directory's val/, as LEAF's "
-        f'Reddit writes it); --task={config.task} has a test set only.'
+  data_flags.check_data_flags(config, ExperimentConfig(), problems)
+  if config.eval_split == 'validation' and (
+      config.task not in data_flags.VALIDATION_SPLITS
+  ):
+    needs = ' or '.join(
+        f'--task={task} ({split})'
+        for task, split in data_flags.VALIDATION_SPLITS.items()
+    )
+    problems.add(
+        f'--eval_split=validation needs {needs}; --task={config.task} has a '
+        'test set only.'
     )
   if config.eval_per_client and (
       config.task not in choices.TASKS_WITH_TEST_CLIENTS
   ):
-    raise ValueError(
+    problems.add(
         '--eval_per_client needs a test set with clients: --task='
         f'{" or --task=".join(choices.TASKS_WITH_TEST_CLIENTS)}; the test set '
         f'of --task={config.task} has none.'
     )
-  if config.task in ('mnist', 'npz') and (
+  if config.num_classes and config.task not in data_flags.NUM_CLASSES_TASKS:
+    problems.add(
+        '--num_classes sets the classifier head of --task='
+        f'{" or --task=".join(data_flags.NUM_CLASSES_TASKS)} '
+        "(LEAF's image and vector rows); --task="
+        f'{config.task} takes its class count from its data set.'
+    )
+  if config.task in data_flags.PARTITIONED_TASKS and (
       config.clients_per_round > config.num_clients
   ):
-    raise ValueError(
+    problems.add(
         f'--clients_per_round ({config.clients_per_round}) must be <= '
         f'--num_clients ({config.num_clients}).'
     )
@@ -315,52 +356,72 @@ def files_transfer_flags(config: ExperimentConfig) -> tuple[str, ...]:
   return tuple(found)
 
 
-def _check_shared_dir(config: ExperimentConfig) -> None:
-  """`--shared_dir` fits the transfers (`worker_flags.check_shared_dir_flags`)."""
-  worker_flags.check_shared_dir_flags(
-      config.workers, config.shared_dir, files_transfer_flags(config)
-  )
+def _check_workers(config: ExperimentConfig, problems: Problems) -> None:
+  """`--worker_bind` and `--shared_dir` fit `--workers` and the transfers
+  (`worker_flags.check_shared_dir_flags`)."""
+  with problems.check():
+    _, addresses = worker_flags.parse_workers(config.workers)
+    if addresses and config.worker_bind != 'loopback':
+      raise ValueError(
+          '--worker_bind applies to the workers this run starts; '
+          '--workers lists running ones.'
+      )
+  with problems.check():
+    worker_flags.check_shared_dir_flags(
+        config.workers, config.shared_dir, files_transfer_flags(config)
+    )
 
 
-def _check_algorithm(config: ExperimentConfig) -> None:
+def _check_algorithm(config: ExperimentConfig, problems: Problems) -> None:
   """The algorithm supports the loss, the schedule and the window."""
   if config.client_loss == 'wsm' and (
       config.task not in choices.CLASSIFICATION_TASKS
   ):
-    raise ValueError(
+    problems.add(
         f'--client_loss=wsm needs one label per example: --task must be one '
         f'of {", ".join(choices.CLASSIFICATION_TASKS)}; got {config.task!r}.'
     )
-  if config.server_epsilon is not None and config.algorithm not in (
-      'fedadam',
-      'fedyogi',
+  if config.server_epsilon is not None and (
+      config.algorithm not in ADAPTIVE_SERVER_ALGORITHMS
   ):
-    raise ValueError(
-        '--server_epsilon is the adaptivity of --algorithm=fedadam or '
-        f'fedyogi; --algorithm={config.algorithm} has none.'
+    problems.add(
+        '--server_epsilon is the adaptivity of --algorithm='
+        f'{listed(ADAPTIVE_SERVER_ALGORITHMS)}; --algorithm={config.algorithm} '
+        'has none.'
     )
   if config.algorithm == 'mime_lite' and config.client_loss != 'ce':
-    raise ValueError('--algorithm=mime_lite supports --client_loss=ce only.')
-  if config.client_lr_schedule != 'constant' and config.algorithm in (
-      'mime_lite',
-      'scaffold',
+    problems.add('--algorithm=mime_lite supports --client_loss=ce only.')
+  if config.client_lr_schedule != 'constant' and (
+      config.algorithm not in CLIENT_OPTIMIZER_ALGORITHMS
   ):
-    raise ValueError(
+    problems.add(
         f'--client_lr_schedule={config.client_lr_schedule} is supported with '
-        '--algorithm=fedavg, '
-        f'fedavgm, fedadam, fedyogi or fedprox; got {config.algorithm!r}.'
+        f'--algorithm={listed(CLIENT_OPTIMIZER_ALGORITHMS)}; got '
+        f'{config.algorithm!r}.'
     )
-  if config.client_momentum and config.algorithm in ('mime_lite', 'scaffold'):
-    raise ValueError(
-        '--client_momentum is supported with --algorithm=fedavg, fedavgm, '
-        f'fedadam, fedyogi or fedprox; got {config.algorithm!r}.'
+  if config.client_momentum and (
+      config.algorithm not in CLIENT_OPTIMIZER_ALGORITHMS
+  ):
+    problems.add(
+        '--client_momentum is supported with '
+        f'--algorithm={listed(CLIENT_OPTIMIZER_ALGORITHMS)}; got '
+        f'{config.algorithm!r}.'
+    )
+  if config.client_weight_decay and (
+      config.algorithm not in WEIGHT_DECAY_ALGORITHMS
+  ):
+    problems.add(
+        '--client_weight_decay is supported with '
+        f'--algorithm={listed(WEIGHT_DECAY_ALGORITHMS)}; got '
+        f"{config.algorithm!r} (TFF's Mime Lite builder takes no weight "
+        'decay).'
     )
   if config.algorithm != 'scaffold' and (
       config.client_states != 'auto'
       or config.client_states_dir
       or config.client_state_transfer != 'auto'
   ):
-    raise ValueError(
+    problems.add(
         '--client_states, --client_states_dir and --client_state_transfer '
         'are for the per-client states of --algorithm=scaffold; '
         f'--algorithm={config.algorithm} keeps none.'
@@ -372,7 +433,7 @@ def _check_algorithm(config: ExperimentConfig) -> None:
       # Unset, it is 1.0 for every task (`task_defaults`).
       and config.server_learning_rate not in (None, 1.0)
   ):
-    raise ValueError(
+    problems.add(
         '--algorithm=mime_lite with the window in the state uses it as TFF '
         'model aggregator, which is exact only with '
         '--server_learning_rate=1.0; use --window_location=program.'
@@ -380,15 +441,18 @@ def _check_algorithm(config: ExperimentConfig) -> None:
 
 
 def validate_config(config: ExperimentConfig) -> None:
-  """Raises ValueError naming the flag for any bad or inconsistent value."""
-  _check_values(config)
-  _check_data(config)
-  window_flags.check_window(config)
-  _check_algorithm(config)
-  _, addresses = worker_flags.parse_workers(config.workers)
-  if addresses and config.worker_bind != 'loopback':
-    raise ValueError(
-        '--worker_bind applies to the workers this run starts; '
-        '--workers lists running ones.'
-    )
-  _check_shared_dir(config)
+  """Raises ValueError listing every problem of `config`, one line each.
+
+  Every flag's own value is checked first (choices, ranges, names), each on
+  its own; the checks of how the flags fit together (data, window,
+  algorithm, workers) then run if all values passed, since they compare and
+  divide them, and report every misfit. Each line names its flags.
+  """
+  problems = Problems()
+  _check_values(config, problems)
+  problems.raise_if_any()
+  _check_data(config, problems)
+  window_flags.check_window(config, problems)
+  _check_algorithm(config, problems)
+  _check_workers(config, problems)
+  problems.raise_if_any()

@@ -7,8 +7,25 @@ second, and `run_experiment` then builds the task from what was read
 (`tff_fedwin.tasks.data_files`) instead of reading it again.
 """
 
+import os
+
 from tff_fedwin.experiments import config as config_lib
+from tff_fedwin.experiments import data_flags
 from tff_fedwin.tasks import data_files
+
+# Each task's data flag -> (whether it names a directory, what it must name).
+_DATA_PATHS = {
+    'data_npz': (
+        False,
+        'a .npz file holding x_train, y_train, x_test and y_test',
+    ),
+    'data_dir': (
+        True,
+        "a LEAF data directory (train/*.json, test/*.json, as LEAF's "
+        'preprocess.sh writes them)',
+    ),
+    'data_jsonl': (False, 'a .jsonl or .csv file of client_id, text records'),
+}
 
 
 def leaf_options(config: config_lib.ExperimentConfig) -> data_files.LeafOptions:
@@ -26,6 +43,29 @@ def leaf_options(config: config_lib.ExperimentConfig) -> data_files.LeafOptions:
   )
 
 
+def _check_data_path(config: config_lib.ExperimentConfig) -> None:
+  """Raises InputDataError naming the flag if the task's data path is not there.
+
+  The loaders name the file in their own errors about its contents; a path
+  that does not exist, or is a file where a directory is due (or the other
+  way round), is the flag's problem and is named as such.
+  """
+  flag = data_flags.DATA_FLAGS.get(config.task)
+  path = getattr(config, flag) if flag else None
+  if not path:
+    return
+  is_dir, wanted = _DATA_PATHS[flag]
+  if not os.path.exists(path):
+    problem = 'no such directory' if is_dir else 'no such file'
+  elif is_dir != os.path.isdir(path):
+    problem = 'not a directory' if is_dir else 'a directory'
+  else:
+    return
+  raise config_lib.InputDataError(
+      f'--{flag} must name {wanted}; {path}: {problem}.'
+  )
+
+
 def read_data_files(config: config_lib.ExperimentConfig) -> None:
   """Reads and checks `config`'s data files, if its task has any.
 
@@ -33,9 +73,11 @@ def read_data_files(config: config_lib.ExperimentConfig) -> None:
     config: A config that passed `validate_config`.
 
   Raises:
-    InputDataError: The file's one-line error (it names the file), or
+    InputDataError: The data flag naming no such file or directory
+      (`_check_data_path`), the file's one-line error (it names the file), or
       `--clients_per_round` above the number of clients the files hold.
   """
+  _check_data_path(config)
   with config_lib.as_input_data_error():
     num_train_clients = data_files.read_data_files(
         config.task,

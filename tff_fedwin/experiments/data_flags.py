@@ -3,7 +3,8 @@
 Each task reads its data from one flag (`--data_npz` for `npz`, `--data_dir`
 for `leaf`, `--data_jsonl` for `text`), and a flag that only one kind of task
 reads is refused with any other (nothing is silently ignored). Checked
-before any TFF work; every message names the flag and what is allowed. The
+before any TFF work, every misfit reported, each naming the flag and what is
+allowed; the task lists here are the ones the flags' help shows. The
 files' contents are checked when the task is built (`tasks.registry`), also
 before any worker starts.
 """
@@ -27,81 +28,99 @@ STACKOVERFLOW_FLAGS = ('stackoverflow_test_batches',)
 LEAF_FLAGS = ('leaf_kind', 'leaf_images_dir', 'leaf_vocab_file')
 # The tasks whose models `--model` chooses (image classification).
 MODEL_TASKS = ('mnist', 'npz', 'leaf')
+# The tasks whose classifier head `--num_classes` sets (leaf: its image and
+# vector rows).
+NUM_CLASSES_TASKS = ('npz', 'leaf')
+# The tasks `--num_clients` and `--dirichlet_alpha` partition.
+PARTITIONED_TASKS = ('mnist', 'npz')
+# The tasks whose word vocabulary `--vocab_size` sizes (leaf: Sent140-style
+# data).
+VOCAB_SIZE_TASKS = ('text', 'leaf')
+# The tasks with a validation split (`--eval_split=validation`): what it is.
+VALIDATION_SPLITS = {
+    'mnist': 'its 10,000-example validation split',
+    'leaf': "the directory's val/, as LEAF's Reddit writes it",
+}
 TEXT_SUFFIXES = ('.jsonl', '.csv')
 
 
-def check_data_flags(config: Any, defaults: Any) -> None:
-  """Raises ValueError naming the flag for data flags that do not fit.
+def check_data_flags(config: Any, defaults: Any, problems: Any) -> None:
+  """Adds a problem naming the flag for each data flag that does not fit.
 
   Args:
-    config: An `ExperimentConfig`.
+    config: An `ExperimentConfig` whose flags passed their own checks.
     defaults: `ExperimentConfig()`, whose values count as "not given".
+    problems: The `config.Problems` each misfit is added to.
   """
   for task, flag in DATA_FLAGS.items():
     value = getattr(config, flag)
     if config.task == task and not value:
-      raise ValueError(f'--{flag} is required with --task={task}.')
+      problems.add(f'--{flag} is required with --task={task}.')
     if value and config.task != task:
-      raise ValueError(f'--{flag} is only used with --task={task}.')
+      problems.add(f'--{flag} is only used with --task={task}.')
   for flag in LEAF_FLAGS:
     if getattr(config, flag) != getattr(defaults, flag) and (
         config.task != 'leaf'
     ):
-      raise ValueError(f'--{flag} is only used with --task=leaf.')
+      problems.add(f'--{flag} is only used with --task=leaf.')
   if config.vocab_size != defaults.vocab_size:
-    if config.task not in ('text', 'leaf'):
-      raise ValueError(
-          '--vocab_size is only used with --task=text and --task=leaf '
-          '(Sent140-style data).'
+    if config.task not in VOCAB_SIZE_TASKS:
+      problems.add(
+          '--vocab_size is only used with --task='
+          f'{" and --task=".join(VOCAB_SIZE_TASKS)} (Sent140-style data).'
       )
     if config.leaf_vocab_file:
-      raise ValueError(
+      problems.add(
           '--vocab_size does not apply with --leaf_vocab_file (the file is '
           'the vocabulary).'
       )
-    checks.check_int('--vocab_size', config.vocab_size, minimum=1)
+    with problems.check():
+      checks.check_int('--vocab_size', config.vocab_size, minimum=1)
   for flag in TEXT_FLAGS:
     if getattr(config, flag) != getattr(defaults, flag) and (
         config.task != 'text'
     ):
-      raise ValueError(f'--{flag} is only used with --task=text.')
+      problems.add(f'--{flag} is only used with --task=text.')
   for flag in STACKOVERFLOW_FLAGS:
     if getattr(config, flag) != getattr(defaults, flag) and (
         config.task != 'stackoverflow'
     ):
-      raise ValueError(f'--{flag} is only used with --task=stackoverflow.')
+      problems.add(f'--{flag} is only used with --task=stackoverflow.')
   if config.model != defaults.model and config.task not in MODEL_TASKS:
-    raise ValueError(
+    problems.add(
         f'--model chooses the image model of --task='
         f'{", ".join(MODEL_TASKS)}; --task={config.task} has its own model.'
     )
-  if config.task == 'text':
-    _check_text(config, defaults)
+  if config.task == 'text' and config.data_jsonl:
+    _check_text(config, defaults, problems)
 
 
-def _check_text(config: Any, defaults: Any) -> None:
+def _check_text(config: Any, defaults: Any, problems: Any) -> None:
   """--data_jsonl's suffix, --vocab_size, --sequence_length, --test_fraction."""
   if not config.data_jsonl.lower().endswith(TEXT_SUFFIXES):
-    raise ValueError(
+    problems.add(
         f'--data_jsonl must name a {" or ".join(TEXT_SUFFIXES)} file; got '
         f'{config.data_jsonl!r}.'
     )
-  checks.check_int('--vocab_size', config.vocab_size, minimum=1)
-  checks.check_int('--sequence_length', config.sequence_length, minimum=1)
-  fraction = checks.check_number('--test_fraction', config.test_fraction)
-  if not 0 <= fraction < 1:
-    raise ValueError(
-        f'--test_fraction must be in [0, 1); got {config.test_fraction!r}.'
-    )
+  with problems.check():
+    checks.check_int('--vocab_size', config.vocab_size, minimum=1)
+  with problems.check():
+    checks.check_int('--sequence_length', config.sequence_length, minimum=1)
+  with problems.check():
+    fraction = checks.check_number('--test_fraction', config.test_fraction)
+    if not 0 <= fraction < 1:
+      raise ValueError(
+          f'--test_fraction must be in [0, 1); got {config.test_fraction!r}.'
+      )
   if config.text_level == 'char' and config.vocab_size != defaults.vocab_size:
-    raise ValueError(
+    problems.add(
         '--vocab_size is for --text_level=word; the character vocabulary is '
         "every character of the training split's texts."
     )
   if config.text_level == 'char' and (
       config.text_tokenizer != defaults.text_tokenizer
   ):
-    raise ValueError(
+    problems.add(
         '--text_tokenizer is for --text_level=word; at the character level '
         'every character is a token.'
     )

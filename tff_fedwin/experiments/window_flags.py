@@ -2,8 +2,8 @@
 
 `--window_size`, `--window_mode`, `--window_start_round`,
 `--window_read_every`, `--window_location` and `--window_sizes` (docs/
-design.md sec. 1); checked before any TFF work, every message naming the
-flag. `config` is an `ExperimentConfig`.
+design.md sec. 1); checked before any TFF work, every misfit reported,
+each naming its flags. `config` is an `ExperimentConfig`.
 """
 
 from typing import Any
@@ -70,16 +70,21 @@ def _check_state_window_sizes(config: Any) -> None:
       )
 
 
-def check_window(config: Any) -> None:
-  """The window flags fit the run (docs/design.md sec. 1)."""
+def check_window(config: Any, problems: Any) -> None:
+  """The window flags fit the run (docs/design.md sec. 1).
+
+  Args:
+    config: An `ExperimentConfig` whose flags passed their own checks.
+    problems: The `config.Problems` each misfit is added to.
+  """
   if config.window_size > config.total_rounds:
-    raise ValueError(
+    problems.add(
         f'--window_size ({config.window_size}) must be <= --total_rounds '
         f'({config.total_rounds}): the window model is active from round '
         'max(W, --window_start_round) on, so it would never be used.'
     )
   if config.window_start_round > config.total_rounds:
-    raise ValueError(
+    problems.add(
         f'--window_start_round ({config.window_start_round}) must be <= '
         f'--total_rounds ({config.total_rounds}).'
     )
@@ -90,18 +95,19 @@ def check_window(config: Any) -> None:
       or config.window_location != 'auto'
       or config.window_sizes.strip()
   ):
-    raise ValueError(
+    problems.add(
         '--window_mode, --window_start_round, --window_read_every, '
         '--window_location and --window_sizes need --window_size >= 1.'
     )
-  parse_window_sizes(config)
-  if config.window_location == 'state':
-    _check_state_window_sizes(config)
+  with problems.check():  # The state's sizes need the parsed list.
+    parse_window_sizes(config)
+    if config.window_location == 'state':
+      _check_state_window_sizes(config)
   if config.window_read_every > 1 and (
       config.rounds_per_eval % config.window_read_every
       or config.total_rounds % config.window_read_every
   ):
-    raise ValueError(
+    problems.add(
         f'--rounds_per_eval ({config.rounds_per_eval}) and --total_rounds '
         f'({config.total_rounds}) must be multiples of --window_read_every '
         f'({config.window_read_every}): the window model exists only at those '
@@ -112,12 +118,10 @@ def check_window(config: Any) -> None:
       and config.window_read_every != 1
       and not kept_by_program(config)
   ):
-    raise ValueError(
+    problems.add(
         '--window_read_every is not supported with --algorithm=scaffold and '
         'the window in the state (it keeps W slots); use '
         '--window_location=program.'
     )
   if config.window_mode == 'broadcast' and config.window_read_every != 1:
-    raise ValueError(
-        '--window_read_every must be 1 with ' '--window_mode=broadcast.'
-    )
+    problems.add('--window_read_every must be 1 with --window_mode=broadcast.')
