@@ -183,14 +183,10 @@ class ProgramWindow:
     Raises:
       ValueError: If the window's files are not open (`open_files`).
     """
-    if self._files is None:
-      raise ValueError(
-          'The ProgramWindow has no files: call `open_files(directory, '
-          'round_num)` first (run_training does).'
-      )
+    files = self._open_files()
     if int(state.num_models) == 0:
       return like
-    return self._files.read(int(state.num_models))
+    return files.read(int(state.num_models))
 
   def window_model(
       self,
@@ -241,21 +237,17 @@ class ProgramWindow:
     Raises:
       ValueError: If the window's files are not open (`open_files`).
     """
-    if self._files is None:
-      raise ValueError(
-          'The ProgramWindow has no files: call `open_files(directory, '
-          'round_num)` first (run_training does).'
-      )
+    files = self._open_files()
     self.check_state(state)
     round_num = int(state.num_models) + 1
-    self._files.write(round_num, trainable)
+    files.write(round_num, trainable)
 
     def pushed(size, window_sum):
       window_sum = tf.nest.map_structure(
           lambda s, x: s + np.asarray(x, np.float64), window_sum, trainable
       )
       if round_num > size:
-        leaving = self._files.read(round_num - size)
+        leaving = files.read(round_num - size)
         window_sum = tf.nest.map_structure(
             lambda s, x: s - x.astype(np.float64), window_sum, leaving
         )
@@ -274,6 +266,15 @@ class ProgramWindow:
     )
 
   # The files and the loop's checkpoint steps.
+
+  def _open_files(self) -> round_model_files.RoundModelFiles:
+    """The open round-model files; ValueError if `open_files` was not called."""
+    if self._files is None:
+      raise ValueError(
+          'The ProgramWindow has no files: call `open_files(directory, '
+          'round_num)` first (run_training does).'
+      )
+    return self._files
 
   def open_files(
       self, directory: str, round_num: Optional[int], template: Any
