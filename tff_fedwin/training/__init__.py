@@ -15,5 +15,6 @@ from tff_fedwin.training.forks import kept_rounds
 from tff_fedwin.training.loop import run_training
 from tff_fedwin.training.metrics import flatten_scalar_metrics
 from tff_fedwin.training.runner import RoundRunner
+from tff_fedwin.training.sampling import client_datasets
 from tff_fedwin.training.sampling import sample_clients
 from tff_fedwin.training.seeded_data_source import SeededClientIdDataSource
