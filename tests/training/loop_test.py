@@ -84,16 +84,20 @@ class _OrderRecordingRunner(loop_fixtures.RecordingRunner):
     self.rows = []  # Per round: {client id: [row index, ...]}.
 
   def run_round(self, state, datasets, client_states):
-    self.rows.append(
-        {
-            task.client_of(ds): [
-                int(np.flatnonzero(np.all(task.TRAIN_X == x, axis=1))[0])
-                for batch in ds
-                for x in batch['x'].numpy()
-            ]
-            for ds in datasets
-        }
-    )
+    orders = {}
+    for ds in datasets:
+      # One whole pass, the dataset's first, before any other reads it: what
+      # the worker reads from its fresh copy (later passes reshuffle).
+      rows = [
+          int(np.flatnonzero(np.all(task.TRAIN_X == x, axis=1))[0])
+          for batch in ds
+          for x in batch['x'].numpy()
+      ]
+      client = next(
+          k for k, part in enumerate(task.PARTITION) if rows[0] in part
+      )
+      orders[CLIENT_IDS[client]] = rows
+    self.rows.append(orders)
     return super().run_round(state, datasets, client_states)
 
 
