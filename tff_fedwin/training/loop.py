@@ -146,7 +146,14 @@ class _Rounds:
         self._args.seed,
         round_num,
     )
-    datasets = self._client_data(sampled, round_num)
+    datasets = sampling.round_client_data(
+        self._args.train_client_data,
+        sampled,
+        self._args.preprocess_fn,
+        seed=self._args.seed,
+        round_num=round_num,
+        by_id=runner_lib.takes_client_ids(self._runner),
+    )
     client_states = None if self._store is None else self._store.get(sampled)
     state, new_client_states, train_metrics = self._runner.run_round(
         state, datasets, client_states
@@ -166,30 +173,6 @@ class _Rounds:
     )
     values[outputs.ROUND_TIME_KEY] = round_time
     return state, values
-
-  def _client_data(self, sampled: list[str], round_num: int) -> list[Any]:
-    """The round's client datasets, or what the workers build them from.
-
-    A `preprocess_fn` that takes a `shuffle_seed` gets each client's seed of
-    the round (`sampling.client_shuffle_seed`): in the driver, or in the
-    workers through the client keys `<seed>/<id>` (the runner's dataset
-    computation is then `sampling.keyed_dataset_computation`).
-    """
-    reshuffles = sampling.takes_shuffle_seed(self._args.preprocess_fn)
-    seed = self._args.seed
-    if runner_lib.takes_client_ids(self._runner):
-      if reshuffles:
-        return sampling.client_keys(sampled, seed, round_num)
-      return sampled
-    if not reshuffles:
-      seed = round_num = None
-    return sampling.client_datasets(
-        self._args.train_client_data,
-        sampled,
-        self._args.preprocess_fn,
-        seed=seed,
-        round_num=round_num,
-    )
 
   def evaluate_if_due(
       self, state: Any, round_num: int, values: dict[str, Any]

@@ -166,3 +166,34 @@ def client_datasets(
       )
       for c in client_ids
   ]
+
+
+def round_client_data(
+    client_data: tff.simulation.datasets.ClientData,
+    client_ids: Sequence[str],
+    preprocess_fn: Callable[..., tf.data.Dataset],
+    *,
+    seed: int,
+    round_num: int,
+    by_id: bool,
+) -> list[Any]:
+  """What round `round_num` trains on: the clients' datasets, or their keys.
+
+  A `preprocess_fn` that `takes_shuffle_seed` gets each client's
+  `client_shuffle_seed(seed, round_num, id)`: in the driver
+  (`client_datasets`), or, `by_id` (the runner's workers build the
+  datasets), through `client_keys` for `keyed_dataset_computation`. Without
+  it: the datasets of the ids, or the ids themselves.
+  """
+  reshuffles = takes_shuffle_seed(preprocess_fn)
+  if by_id:
+    return (
+        client_keys(client_ids, seed, round_num)
+        if reshuffles
+        else list(client_ids)
+    )
+  if not reshuffles:
+    return client_datasets(client_data, client_ids, preprocess_fn)
+  return client_datasets(
+      client_data, client_ids, preprocess_fn, seed=seed, round_num=round_num
+  )
