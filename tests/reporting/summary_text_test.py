@@ -38,3 +38,11 @@ def test_format_summary_says_resumed_and_single_round():
       '(resumed from round 20); mean +- std over the last '
       '1 evals (round 40):'
   )
+
+
+def test_format_summary_without_a_window_prints_the_global_model_only():
+  summary = dict(SUMMARY, has_window=False)
+  assert summary_text.format_summary(summary, 'd').split('\n')[1:3] == [
+      '  accuracy: global 0.8221 +- 0.0780',
+      '  loss: global 0.5000 +- 0.2500',
+  ]

@@ -140,11 +140,18 @@ def test_rerun_of_finished_run_summarizes_without_training(
   _assert_summary(summary, _read_csv(tmp_path), last_n)
 
 
-def test_progress_lines_at_first_and_eval_rounds(processes, tmp_path, capsys):
+@pytest.mark.parametrize(
+    'kind, has_window', [('fedavg', False), ('window', True)]
+)
+def test_progress_lines_at_first_and_eval_rounds(
+    processes, tmp_path, capsys, kind, has_window
+):
   # Rounds take well under PROGRESS_INTERVAL_SECONDS (30 s) here, so rounds
   # without an eval (3, 5) print nothing; round 6 is the last, evaluated.
-  _run(
-      _runner(processes, 'fedavg'), tmp_path, total_rounds=6, rounds_per_eval=2
+  # Without a window (fedavg) its columns, equal to global's, are not shown;
+  # metrics.csv has them either way.
+  summary = _run(
+      _runner(processes, kind), tmp_path, total_rounds=6, rounds_per_eval=2
   )
   lines = [
       l
@@ -152,5 +159,8 @@ def test_progress_lines_at_first_and_eval_rounds(processes, tmp_path, capsys):
       if l.startswith('exp: round ')
   ]
   assert [l.split()[2] for l in lines] == ['1/6', '2/6', '4/6', '6/6']
-  assert 'window/accuracy' not in lines[0]
-  assert all('window/accuracy' in l for l in lines[1:])
+  assert 'global/accuracy' not in lines[0]
+  assert all('global/accuracy' in l for l in lines[1:])
+  assert [('window/accuracy' in l) for l in lines] == [False] + [has_window] * 3
+  assert summary['has_window'] is has_window
+  assert _read_csv(tmp_path)[-1]['window/accuracy'] not in (None, '')

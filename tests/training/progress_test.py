@@ -70,3 +70,30 @@ def test_printer_prints_a_round_after_the_interval(capsys, monkeypatch):
   printer.round_done(round_num=3, round_time=1.0, iteration_time=1.0, values={})
 
   assert [l.split()[2] for l in _lines(capsys)] == ['1/9', '3/9']
+
+
+def test_eval_text_without_a_window_leaves_its_columns_out():
+  values = {
+      'window/accuracy': 0.5,
+      'global/accuracy': 0.5,
+      'aggregate/accuracy': 0.25,
+      'window_50/accuracy': 0.75,
+  }
+  assert progress.eval_text(values, show_window=False) == (
+      ', global/accuracy 0.5000, aggregate/accuracy 0.2500'
+  )
+
+
+def test_printer_without_a_window_prints_the_global_figures(capsys):
+  printer = progress.ProgressPrinter(
+      experiment_name='exp', first_round=1, total_rounds=1, show_window=False
+  )
+  printer.round_done(
+      round_num=1,
+      round_time=2.0,
+      iteration_time=4.0,
+      values={'window/loss': 1.0, 'global/loss': 1.0},
+  )
+  assert _lines(capsys) == [
+      'exp: round 1/1 2.00s, ETA 0:00:00, global/loss 1.0000'
+  ]

@@ -194,6 +194,11 @@ class ProgramWindowRunner:
       )
     return weights
 
+  def has_window(self, state: ProgramWindowRunnerState) -> bool:
+    """True: the program keeps the window."""
+    del state  # Unused.
+    return True
+
   def extra_window_models(
       self, state: ProgramWindowRunnerState
   ) -> 'collections.OrderedDict[str, ModelWeights]':

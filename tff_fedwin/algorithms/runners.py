@@ -127,6 +127,10 @@ class LearningProcessRunner:
     """The window model m^t if the state holds a window, else w^t."""
     return window_readout.window_or_global_model_weights(state)
 
+  def has_window(self, state: Any) -> bool:
+    """Whether the state holds a window (`window_readout.holds_window`)."""
+    return window_readout.holds_window(state)
+
   def extra_window_models(
       self, state: Any
   ) -> 'collections.OrderedDict[str, ModelWeights]':
@@ -265,6 +269,10 @@ class ScaffoldRunner:
   def window_model_weights(self, state: Any) -> ModelWeights:
     """The window model if the state holds a window, else the global model."""
     return scaffold_lib.model_weights_to_evaluate(state)
+
+  def has_window(self, state: Any) -> bool:
+    """Whether the state holds a window (`window_readout.holds_window`)."""
+    return window_readout.holds_window(state)
 
   def extra_window_models(
       self, state: Any

@@ -26,8 +26,9 @@ def format_summary(summary: Mapping[str, Any], output_dir: str) -> str:
     output_dir: The run's directory, named in the last line.
 
   Returns:
-    Lines: the run and its time; per eval metric, the window and global
-    model's mean +- std over the summarized eval rounds; where the outputs are.
+    Lines: the run and its time; per eval metric, the window (unless the
+    summary's `has_window` is False) and global model's mean +- std over the
+    summarized eval rounds; where the outputs are.
   """
   rounds = list(summary['eval_rounds'])
   seconds = round(summary['total_round_and_eval_time_seconds'])
@@ -40,9 +41,10 @@ def format_summary(summary: Mapping[str, Any], output_dir: str) -> str:
       f'({_rounds_text(rounds)}):'
   )
   lines = [head]
+  models = _MODELS if summary.get('has_window', True) else _MODELS[1:]
   for metric in sorted(summary['window']):
     parts = []
-    for model in _MODELS:
+    for model in models:
       stats = summary[model].get(metric)
       if stats is not None:
         parts.append(f'{model} {stats["mean"]:.4f} +- {stats["std"]:.4f}')

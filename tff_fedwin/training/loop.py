@@ -216,7 +216,12 @@ class _Rounds:
 
 
 def _train_rounds(
-    rounds: _Rounds, start: _Start, *, total_rounds: int, experiment_name: str
+    rounds: _Rounds,
+    start: _Start,
+    *,
+    total_rounds: int,
+    experiment_name: str,
+    show_window: bool,
 ) -> None:
   """Rounds after the start up to T; stops if training diverges."""
   state = start.state
@@ -226,6 +231,7 @@ def _train_rounds(
       experiment_name=experiment_name,
       first_round=first_round,
       total_rounds=total_rounds,
+      show_window=show_window,
   )
   for round_num in range(first_round, total_rounds + 1):
     iteration_start = time.monotonic()
@@ -311,7 +317,8 @@ def run_training(
     resume); `eval_rounds`, `rounds_in_csv`,
     `total_round_and_eval_time_seconds` (over the CSV rows),
     `wall_time_seconds` (this call), `resumed_from_round` (None for a fresh
-    start), `total_rounds`, `summary_last_n` and `experiment_name`.
+    start), `total_rounds`, `summary_last_n`, `experiment_name` and
+    `has_window` (False: the `window` entries repeat `global`'s).
 
   Raises:
     ValueError: If an argument is invalid (the message names it), if the
@@ -380,6 +387,7 @@ def run_training(
             start,
             total_rounds=total_rounds,
             experiment_name=experiment_name,
+            show_window=runner_lib.has_window(runner, start.state),
         )
     finally:
       if start.steps is not None:
@@ -393,6 +401,7 @@ def run_training(
       summary_last_n=args.summary_last_n,
       resumed_from_round=start.resumed_from,
       wall_time_seconds=time.monotonic() - start_time,
+      has_window=runner_lib.has_window(runner, start.state),
   )
   with disk_full.as_one_line(None):
     outputs.write_json_atomically(summary, paths.summary_json)

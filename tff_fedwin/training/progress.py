@@ -23,26 +23,18 @@ def print_line(message: str) -> None:
   print(message, flush=True)
 
 
-def eval_text(values: Mapping[str, float]) -> str:
+def eval_text(values: Mapping[str, float], *, show_window: bool = True) -> str:
   """`, window/accuracy 0.9000, ...` of a row's eval columns, or ''.
 
-  The window, global and (IMA) aggregate models' columns; not the extra
+  The window (if `show_window`: without a window its columns repeat the
+  global model's), global and (IMA) aggregate models' columns; not the extra
   windows' or the per-client spread's.
   """
-  parts = [
-      f'{k} {v:.4f}'
-      for k, v in values.items()
-      if k.startswith(
-          tuple(
-              prefix + '/'
-              for prefix in (
-                  outputs.WINDOW_PREFIX,
-                  outputs.GLOBAL_PREFIX,
-                  outputs.AGGREGATE_PREFIX,
-              )
-          )
-      )
-  ]
+  prefixes = (outputs.GLOBAL_PREFIX, outputs.AGGREGATE_PREFIX)
+  if show_window:
+    prefixes = (outputs.WINDOW_PREFIX,) + prefixes
+  starts = tuple(prefix + '/' for prefix in prefixes)
+  parts = [f'{k} {v:.4f}' for k, v in values.items() if k.startswith(starts)]
   return (', ' + ', '.join(parts)) if parts else ''
 
 
@@ -50,13 +42,19 @@ class ProgressPrinter:
   """Prints the progress lines of one run.
 
   A line for the first round, for every eval round, and otherwise at most
-  every `PROGRESS_INTERVAL_SECONDS`.
+  every `PROGRESS_INTERVAL_SECONDS`; `window/` figures only if `show_window`.
   """
 
   def __init__(
-      self, *, experiment_name: str, first_round: int, total_rounds: int
+      self,
+      *,
+      experiment_name: str,
+      first_round: int,
+      total_rounds: int,
+      show_window: bool = True,
   ):
     self._name = experiment_name
+    self._show_window = show_window
     self._first_round = first_round
     self._total_rounds = total_rounds
     self._iteration_times = []
@@ -73,7 +71,7 @@ class ProgressPrinter:
     """Records a finished round; prints its line if one is due."""
     self._iteration_times.append(iteration_time)
     eta = np.mean(self._iteration_times) * (self._total_rounds - round_num)
-    evaluated = eval_text(values)
+    evaluated = eval_text(values, show_window=self._show_window)
     if (
         evaluated
         or round_num == self._first_round

@@ -46,6 +46,11 @@ class RoundRunner(Protocol):
   (e.g. a `LearningProcessRunner` with a `dataset_computation`) has
   `takes_client_ids` True: the loop then passes `run_round` the sampled
   clients' ids in place of their datasets (`takes_client_ids(runner)`).
+
+  Optionally, `has_window(state)` says whether `window_model_weights` is a
+  window model at all (False: it is w^t, and the console and the printed
+  summary leave the `window/` figures out; `metrics.csv` keeps its columns).
+  A runner without it is taken to have one (`has_window(runner, state)`).
   """
 
   def initialize(self) -> Any:
@@ -83,6 +88,12 @@ class RoundRunner(Protocol):
 def takes_client_ids(runner: Any) -> bool:
   """Whether `runner.run_round` takes client ids instead of datasets."""
   return bool(getattr(runner, 'takes_client_ids', False))
+
+
+def has_window(runner: Any, state: Any) -> bool:
+  """Whether `runner`'s state `state` has a window model to report."""
+  method = getattr(runner, 'has_window', None)
+  return True if method is None else bool(method(state))
 
 
 def check_runner(runner: Any) -> None:
