@@ -275,3 +275,51 @@ def test_fork_round_follows_hand_table(
   trunk = _trunk('data.npz', tmp_path, **trunk_overrides)
   target = attrs.evolve(trunk, experiment_name='target', **target_overrides)
   assert forks.fork_round(trunk, target) == k
+
+
+def test_fork_from_a_damaged_trunk_checkpoint_is_refused(trunk_runs, tmp_path):
+  # The trunk's version 4 has a flipped byte: a fork checks it as a resume
+  # does, and writes nothing of the target's.
+  trunk = trunk_runs(tmp_path)
+  target = attrs.evolve(trunk, experiment_name='target', **NO_WINDOW)
+  version = f'{forks.run_dir(trunk)}/checkpoints/program_state_4'
+  path = f'{version}/variables/variables.data-00000-of-00001'
+  with open(path, 'r+b') as f:
+    byte = f.read(1)
+    f.seek(0)
+    f.write(bytes([byte[0] ^ 0xFF]))
+
+  with pytest.raises(
+      checkpoints.NoIntactCheckpointError,
+      match=r'^The checkpoint of round 4 in .*checkpoints is damaged or '
+      r'incomplete \(checksum mismatch of .*variables\.data-00000-of-00001\); '
+      r'it cannot be used\.$',
+  ):
+    forks.fork_config_run(trunk, target, 4)
+  assert not training.kept_rounds(forks.run_dir(target))
+
+
+def test_fork_takes_the_rows_its_trunk_checkpoint_vouches_for(
+    trunk_runs, tmp_path
+):
+  # The trunk's metrics.csv was edited after its checkpoint of round 4: the
+  # target gets rows 1..4 as the checkpoint keeps them.
+  trunk = trunk_runs(tmp_path)
+  target = attrs.evolve(trunk, experiment_name='target', **NO_WINDOW)
+  original = _rows(trunk)
+  path = f'{forks.run_dir(trunk)}/metrics.csv'
+  with open(path, newline='') as f:
+    rows = list(csv.reader(f))
+  column = rows[0].index('global/accuracy')
+  rows[2][column] = '0.5'
+  with open(path, 'w', newline='') as f:
+    csv.writer(f).writerows(rows)
+
+  forks.fork_config_run(trunk, target, 4)
+
+  forked = _rows(target)
+  assert [row['round_num'] for row in forked] == ['1', '2', '3', '4']
+  assert [row['global/accuracy'] for row in forked] == [
+      row['global/accuracy'] for row in original
+  ]
+  assert forked[1]['global/accuracy'] != '0.5'

@@ -14,6 +14,7 @@ import zlib
 import pytest
 
 from tff_fedwin.training import checkpoint_manifest as manifest
+from tff_fedwin.training import metrics_rows
 
 _FILES = {
     'saved_model.pb': b'program state \x00\x01' * 300,
@@ -48,11 +49,19 @@ def test_manifest_lists_every_file_with_its_size_and_crc32(checkpoint_dir):
       ]
       for relative, content in _FILES.items()
   }
+  # The version's copy of metrics.csv's rows 1..3 (of the 4 there; round 4
+  # came after the checkpoint), listed like its other files.
+  rows = b'round_num,loss\r\n1,0.5\r\n2,0.25\r\n3,0.125\r\n'
+  expected[os.path.join('program_state_3', 'metrics_rows.csv')] = [
+      len(rows),
+      zlib.crc32(rows),
+  ]
   assert loaded[manifest.FILES] == expected
   assert loaded[manifest.CLIENT_STATES] == {}
-  # Rows 1..3 of the 4 in metrics.csv; round 4 came after the checkpoint.
   assert loaded['metrics_csv']['rows'] == 3
-  assert manifest.listed_bytes(loaded) == sum(map(len, _FILES.values()))
+  assert manifest.listed_bytes(loaded) == sum(map(len, _FILES.values())) + len(
+      rows
+  )
   assert manifest.check_group(checkpoint_dir, loaded, manifest.FILES) is None
 
 
@@ -129,11 +138,11 @@ def test_a_changed_metrics_row_is_found_and_a_later_one_is_not(
   csv_path = str(tmp_path / 'metrics.csv')
   with open(csv_path, 'a') as f:
     f.write('5,0.03125\n')  # After the checkpoint: not its business.
-  assert manifest.check_csv(csv_path, loaded) is None
+  assert metrics_rows.check_csv(csv_path, loaded) is None
 
   with open(csv_path, 'w') as f:
     f.write('round_num,loss\n1,0.5\n2,0.75\n3,0.125\n')
-  assert manifest.check_csv(csv_path, loaded) == (
+  assert metrics_rows.check_csv(csv_path, loaded) == (
       f'{csv_path} rows 1..3 differ from those of the checkpoint (3 rows, 3 '
       'listed)'
   )
@@ -144,7 +153,7 @@ def test_roll_back_csv_keeps_rows_up_to_the_round(tmp_path):
   with open(csv_path, 'w') as f:
     f.write('round_num,loss\n1,0.5\n2,0.25\n3,0.125\n')
 
-  manifest.roll_back_csv(csv_path, 2)
+  metrics_rows.roll_back_csv(csv_path, 2)
 
   assert open(csv_path).read().splitlines() == [
       'round_num,loss',
@@ -322,39 +331,18 @@ def test_resume_round_takes_a_legacy_version_by_its_directory(tmp_path):
   assert manifest.resume_round(checkpoints) == 5
 
 
-def test_resume_round_checks_the_metrics_rows(tmp_path):
+def test_resume_round_ignores_the_rows_files(tmp_path):
+  # A rows file that disagrees with version 2 is no damage of it: the
+  # resume restores (metrics.csv) or refuses (per-client rows) the file.
   checkpoints = str(tmp_path / 'checkpoints')
   csv_path = str(tmp_path / 'metrics.csv')
   with open(csv_path, 'w') as f:
     f.write('round_num,loss\n1,0.5\n2,0.25\n')
   _versions(checkpoints, (1, 2), csv_path)
-  assert manifest.resume_round(checkpoints, csv_path) == 2
-
   with open(csv_path, 'w') as f:  # Row 2 changed, row 1 kept.
     f.write('round_num,loss\n1,0.5\n2,0.75\n')
-  assert manifest.resume_round(checkpoints, csv_path) == 1
 
-
-def test_resume_round_checks_the_per_client_rows(tmp_path):
-  # Version t vouches for the file's first bytes only: rows appended after
-  # it are no damage, a changed byte before its size is.
-  checkpoints = str(tmp_path / 'checkpoints')
-  csv_path = str(tmp_path / 'metrics.csv')
-  rows = str(tmp_path / 'per_client_metrics.csv')
-  for round_num, text in ((1, 'round_num,a\n1,x\n'), (2, '2,y\n')):
-    with open(rows, 'a') as f:
-      f.write(text)
-    _versions(checkpoints, (round_num,))
-    os.remove(manifest.manifest_path(checkpoints, round_num))
-    manifest.write(checkpoints, round_num, {}, None, rows)
-  with open(rows, 'a') as f:
-    f.write('3,z')  # A row of a later round, partly written.
-  assert manifest.resume_round(checkpoints, None, rows) == 2
-
-  with open(rows, 'r+') as f:  # Round 2's row changed, round 1's kept.
-    f.seek(len('round_num,a\n1,x\n2,'))
-    f.write('Y')
-  assert manifest.resume_round(checkpoints, None, rows) == 1
+  assert manifest.resume_round(checkpoints) == 2
 
 
 def test_every_listed_file_and_directory_is_fsynced_before_the_manifest(
@@ -374,9 +362,11 @@ def test_every_listed_file_and_directory_is_fsynced_before_the_manifest(
     synced.append(os.readlink(f'/proc/self/fd/{fd}'))
     real_fsync(fd)
 
+  metrics = tmp_path / 'metrics.csv'  # Vouched for by its digest.
+  metrics.write_text('round_num,loss\n1,0.5\n')
   monkeypatch.setattr(os, 'fsync', recording_fsync)
   directory = str(tmp_path / 'checkpoints')
-  manifest.write(directory, 3, {'client_states': [str(outside)]}, None)
+  manifest.write(directory, 3, {'client_states': [str(outside)]}, str(metrics))
 
   # The manifest's own temporary file, then its directory, come last.
   (manifest_at,) = [
@@ -384,10 +374,15 @@ def test_every_listed_file_and_directory_is_fsynced_before_the_manifest(
   ]
   assert synced[manifest_at + 1 :] == [str(version)]
   before = set(synced[:manifest_at])
-  assert {str(version / r) for r in _FILES} | {str(outside)} <= before
+  assert {str(version / r) for r in _FILES} | {
+      str(outside),
+      str(metrics),
+      str(version / 'metrics_rows.csv'),
+  } <= before
   assert {
       str(version / 'variables'),
       str(version),
       directory,
       str(outside.parent),
+      str(tmp_path),  # metrics.csv's directory.
   } <= before

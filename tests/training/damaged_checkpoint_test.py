@@ -210,9 +210,26 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_previous(
   assert 'resuming from the checkpoint of round 1 (version 1)' in result.stdout
   assert 'The checkpoint of round 2' in result.stderr
   assert 'damaged or incomplete' in result.stderr
-  assert [n.split('-')[0] for n in os.listdir(run_dir / 'damaged')] == [
-      'program_state_2'
-  ]
+  # Set aside with what it needs outside its directory: SCAFFOLD's
+  # segment of round 2 (disk states), FedAvg's window model of round 2.
+  set_aside = sorted(os.listdir(run_dir / 'damaged'))
+  assert [n.split('-')[0] for n in set_aside] == (
+      ['client_states', 'program_state_2']
+      if algorithm == 'scaffold_disk'
+      else ['program_state_2']
+  )
+  if algorithm == 'scaffold_disk':
+    kept = run_dir / 'damaged' / set_aside[0] / 'segment_2'
+    assert sorted(os.listdir(kept)) == sorted(
+        os.listdir(pristine / 'checkpoints' / 'client_states' / 'segment_2')
+    )
+  elif (
+      'window_models/round_2.bin' not in relative and 'manifest' not in relative
+  ):
+    outside = run_dir / 'damaged' / set_aside[0] / 'outside' / 'window_models'
+    assert (outside / 'round_2.bin').read_bytes() == (
+        pristine / 'checkpoints' / 'window_models' / 'round_2.bin'
+    ).read_bytes()
   assert numbers(run_dir) == expected
 
 

@@ -331,17 +331,43 @@ def test_create_refuses_a_directory_with_other_files(tmp_path):
   assert (tmp_path / 'notes.txt').read_text() == 'mine'
 
 
-def test_create_replaces_an_old_store(tmp_path):
-  store = _create(tmp_path)
+def test_create_replaces_an_old_store_and_keeps_its_states(tmp_path):
+  directory = tmp_path / 'store'
+  store = _create(directory)
   _checkpoint(store, 0)
   store.update(['client_1'], [_state(4)])
   _checkpoint(store, 1)
   store.close()
+  before = {
+      str(p.relative_to(directory)): p.read_bytes()
+      for p in directory.rglob('*')
+      if p.is_file() and p.name != '.lock'
+  }
 
-  store = _create(tmp_path)
+  store = _create(directory, run_dir=str(tmp_path))
 
   assert _counters(store, ['client_1']) == [0]
   store.close()
+  # The replaced store's files (segment 1 holds client_1's state 4) are in
+  # damaged/, not deleted.
+  (kept,) = (tmp_path / 'damaged').iterdir()
+  assert kept.name.startswith('client_states-')
+  assert {
+      str(p.relative_to(kept)): p.read_bytes()
+      for p in kept.rglob('*')
+      if p.is_file()
+  } == before
+  assert 'segment_1/index.bin' in before
+
+
+def test_create_over_a_store_of_round_0_keeps_nothing(tmp_path):
+  store = _create(tmp_path / 'store')
+  _checkpoint(store, 0)
+  store.close()
+
+  _create(tmp_path / 'store', run_dir=str(tmp_path)).close()
+
+  assert not (tmp_path / 'damaged').exists()
 
 
 def test_a_format_1_store_is_refused_on_restore_and_replaced_by_create(

@@ -9,6 +9,7 @@ the store as it was.
 
 import collections
 import os
+import re
 import zlib
 
 import numpy as np
@@ -18,6 +19,7 @@ from tests import file_trees
 from tff_fedwin.training import client_state_spec
 from tff_fedwin.training import disk_client_states
 from tff_fedwin.training import disk_store_chain
+from tff_fedwin.training import disk_store_layout as layout
 
 _IDS = [f'c{i}' for i in range(6)]
 _ROUNDS = ((2, [0, 1]), (4, [1, 2, 3]), (6, [0, 1, 4]))
@@ -141,6 +143,39 @@ def test_a_damaged_or_missing_index_breaks_the_versions_after_it(store_dir):
       'its client states are missing (the client states of the checkpoint '
       'of round 2 are missing'
   )
+
+
+@pytest.mark.parametrize(
+    'field, value, named',
+    [
+        ('rows', 99, 'names a row outside 0..5'),
+        ('rows', -3, 'names a row outside 0..5'),
+        ('slots', -7, r'names a negative slot \(-7\)'),
+    ],
+)
+def test_an_index_entry_out_of_range_is_damage_of_its_versions(
+    store_dir, field, value, named
+):
+  # segment_4's index rewritten with a valid CRC and listed as such (its
+  # manifest vouches for it): its entry still names no row or slot.
+  directory, listed = store_dir
+  path = directory / 'segment_4' / 'index.bin'
+  arrays = layout.read_checked(str(path))
+  arrays[field] = arrays[field].copy()
+  arrays[field][0] = value
+  layout.write_checked(str(path), arrays)
+  listed[4] = _listed(directory, 4)
+
+  for round_num in (4, 6):
+    problem = disk_store_chain.problem(
+        str(directory), round_num, listed[round_num]
+    )
+    assert re.fullmatch(
+        rf'its client states cannot be restored \(the index of round 4 in '
+        rf'{re.escape(str(directory))} {named}\)',
+        problem,
+    ), problem
+  assert disk_store_chain.problem(str(directory), 2, listed[2]) is None
 
 
 def test_a_store_of_the_old_format_is_refused_not_damaged(store_dir):

@@ -319,7 +319,7 @@ def test_resume_is_logged_and_progress_printed(processes, tmp_path, capsys):
   assert any('resuming from the checkpoint of round 2' in l for l in lines)
   progress = [l for l in lines if 'round 3/3' in l]
   assert len(progress) == 1
-  assert 'ETA' in progress[0] and 'window/accuracy' in progress[0]
+  assert 'ETA' in progress[0] and 'global/accuracy' in progress[0]
 
 
 @pytest.mark.parametrize(

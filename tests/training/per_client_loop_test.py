@@ -20,6 +20,7 @@ from tests import softmax_task as task
 from tests.training import loop_fixtures
 from tff_fedwin.tasks import per_client
 from tff_fedwin.training import checkpoint_manifest
+from tff_fedwin.training import metrics_rows
 
 _CLIENT_OF_EXAMPLE = np.minimum(np.arange(len(task.TEST_Y)) % 4, 2)
 _ORDER = ('c', 'a', 'b')  # Client ids in `TestClients` order.
@@ -141,31 +142,59 @@ def test_metrics_csv_statistics_are_numpys_over_the_written_rows(
         )
 
 
-@pytest.mark.parametrize('damage', ['partial_row', 'flipped_byte_of_round_2'])
-def test_resume_cuts_rows_back_to_the_checkpoint(
-    processes, uninterrupted, tmp_path, damage
+def test_resume_cuts_a_partial_row_back_to_the_checkpoint(
+    processes, uninterrupted, tmp_path
 ):
   _, _, expected = uninterrupted
   # Dies in round 4: rows of rounds 1-3 written, the checkpoint of round 2
-  # the newest; then a write killed midway (a partial row) or a byte of
-  # round 2's rows damaged (version 2 vouches for them: it is set aside and
-  # the run resumes from version 0).
+  # the newest; then a write killed midway (a partial row).
   with pytest.raises(loop_fixtures.Crash):
     _run(processes, tmp_path, crash_at_call=4)
   path = _csv_path(tmp_path)
-  if damage == 'partial_row':
-    with open(path, 'ab') as f:
-      f.write(b'4,c,10')
-  else:
-    with open(path, 'r+b') as f:
-      data = f.read()
-      offset = data.index(b'\n2,') + 5
-      f.seek(offset)
-      f.write(bytes([data[offset] ^ 1]))
+  with open(path, 'ab') as f:
+    f.write(b'4,c,10')
 
   _run(processes, tmp_path)
 
   with open(path, 'rb') as f:
     assert f.read() == expected
   damaged = os.path.join(str(tmp_path), 'exp', checkpoint_manifest.DAMAGED_DIR)
-  assert os.path.exists(damaged) == (damage != 'partial_row')
+  assert not os.path.exists(damaged)
+
+
+def test_changed_rows_stop_the_resume_in_one_line_and_move_nothing(
+    processes, uninterrupted, tmp_path
+):
+  _, _, expected = uninterrupted
+  # A byte of round 2's rows changed: version 2 vouches for them, but they
+  # are no damage of its model or client states. The resume stops, nothing
+  # moved; with the file moved aside it resumes from round 2 and writes the
+  # rows of rounds 3-4 (the uninterrupted file's from round 3 on).
+  with pytest.raises(loop_fixtures.Crash):
+    _run(processes, tmp_path, crash_at_call=4)
+  path = _csv_path(tmp_path)
+  with open(path, 'r+b') as f:
+    data = f.read()
+    offset = data.index(b'\n2,') + 5
+    f.seek(offset)
+    f.write(bytes([data[offset] ^ 1]))
+  run_dir = os.path.join(str(tmp_path), 'exp')
+  before = sorted(os.listdir(os.path.join(run_dir, 'checkpoints')))
+
+  with pytest.raises(
+      metrics_rows.RowsFileError,
+      match=r'per_client_metrics\.csv disagrees with the checkpoint '
+      r'\(checksum mismatch of the first \d+ bytes .*\); restore it, or move '
+      r'it aside to resume with per-client rows from round 3 on\. Nothing was '
+      r'moved\.$',
+  ):
+    _run(processes, tmp_path)
+  assert sorted(os.listdir(os.path.join(run_dir, 'checkpoints'))) == before
+  assert not os.path.exists(os.path.join(run_dir, 'damaged'))
+
+  os.rename(path, path + '.changed')
+  _run(processes, tmp_path)
+  with open(path, 'rb') as f:
+    resumed = f.read()
+  header, rest = expected.split(b'\n', 1)
+  assert resumed == header + b'\n' + rest[rest.index(b'\n3,') + 1 :]

@@ -329,14 +329,7 @@ def worker_lost(error: Exception, address: str, run_dir: str, remote: bool):
       it, and a rerun starts a new one).
   """
   checkpoint_dir = os.path.join(run_dir, outputs.CHECKPOINT_DIR)
-  resume_round = (
-      manifest.resume_round(
-          checkpoint_dir,
-          os.path.join(run_dir, outputs.METRICS_CSV),
-          os.path.join(run_dir, outputs.PER_CLIENT_CSV),
-      )
-      or 0
-  )
+  resume_round = manifest.resume_round(checkpoint_dir) or 0
   if resume_round:
     where = (
         f'a rerun resumes from the checkpoint of round {resume_round} in '

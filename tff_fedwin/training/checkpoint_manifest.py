@@ -18,27 +18,29 @@ grows, so a resume checks its first bytes and cuts it back to them
 (`per_client_csv`).
 """
 
-import csv
 import json
 import os
 import re
 import shutil
-import time
 import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
+from absl import logging
+
 from tff_fedwin.training import client_states as client_states_lib
 from tff_fedwin.training import disk_store_chain
+from tff_fedwin.training import metrics_rows
 from tff_fedwin.training import per_client_csv as per_client_csv_lib
 from tff_fedwin.training import row_files
+from tff_fedwin.training import set_aside
 
 MANIFEST = 'fedwin_manifest.json'
 FORMAT_VERSION = 1
 FILES = 'files'
 CLIENT_STATES = 'client_states'
 GROUPS = (FILES, CLIENT_STATES)
-DAMAGED_DIR = 'damaged'
+DAMAGED_DIR = set_aside.DAMAGED_DIR
 _CHUNK = 1 << 22
 _VERSION_DIR = re.compile(r'program_state_([0-9]+)')
 
@@ -66,44 +68,6 @@ def has_manifest(checkpoint_dir: str, round_num: int) -> bool:
   return os.path.exists(manifest_path(checkpoint_dir, round_num))
 
 
-def csv_digest(csv_path: Optional[str], round_num: int) -> dict[str, int]:
-  """Rows 1..t of metrics.csv: their count and a CRC-32 of their values.
-
-  Over the non-empty values of each row, not the file's bytes: the CSV is
-  rewritten with more columns when eval columns first appear.
-  """
-  rows = []
-  if csv_path is not None and os.path.exists(csv_path):
-    with open(csv_path, newline='') as f:
-      rows = [r for r in csv.DictReader(f) if int(r['round_num']) <= round_num]
-  rows.sort(key=lambda row: int(row['round_num']))
-  crc = 0
-  for row in rows:
-    items = sorted((k, v) for k, v in row.items() if v not in (None, ''))
-    crc = zlib.crc32(json.dumps(items).encode(), crc)
-  return {'rows': len(rows), 'crc32': crc}
-
-
-def roll_back_csv(csv_path: Optional[str], round_num: int) -> None:
-  """Drops the rows after round t from metrics.csv (atomically)."""
-  if csv_path is None or not os.path.exists(csv_path):
-    return
-  with open(csv_path, newline='') as f:
-    reader = csv.DictReader(f)
-    fieldnames = list(reader.fieldnames or ['round_num'])
-    rows = list(reader)
-  kept = [row for row in rows if int(row['round_num']) <= round_num]
-  if len(kept) == len(rows):
-    return
-
-  def write(f):
-    writer = csv.DictWriter(f, fieldnames=fieldnames)
-    writer.writeheader()
-    writer.writerows(kept)
-
-  client_states_lib.atomic_write(csv_path, write, binary=False)
-
-
 def _version_files(directory: str) -> list[str]:
   paths = []
   for parent, _, names in os.walk(directory):
@@ -120,17 +84,22 @@ def write(
 ) -> None:
   """Writes version t's manifest, last and atomically (fsync, rename).
 
-  Every file it lists, and their directories, are fsynced first
-  (`_make_durable`). With `per_client_csv` (per_client_metrics.csv), its
-  size and CRC-32 now (`per_client_csv_lib.entry`).
+  Writes the version's copy of metrics.csv's rows 1..t first
+  (`metrics_rows.write_copy`). Every file it lists, metrics.csv and their
+  directories are fsynced before it (`_make_durable`). With `per_client_csv`
+  (per_client_metrics.csv), its size and CRC-32 now
+  (`per_client_csv_lib.entry`, which fsyncs it).
   """
+  metrics_rows.write_copy(
+      metrics_csv, version_dir(checkpoint_dir, round_num), round_num
+  )
   listed = {FILES: _version_files(version_dir(checkpoint_dir, round_num))}
   for group, paths in groups.items():
     listed.setdefault(group, []).extend(paths)
   manifest = {
       'format_version': FORMAT_VERSION,
       'round_num': round_num,
-      'metrics_csv': csv_digest(metrics_csv, round_num),
+      'metrics_csv': metrics_rows.csv_digest(metrics_csv, round_num),
   }
   if per_client_csv is not None:
     manifest[per_client_csv_lib.MANIFEST_KEY] = per_client_csv_lib.entry(
@@ -148,8 +117,9 @@ def write(
     manifest[group] = {
         os.path.relpath(path, root): list(file_checksum(path)) for path in paths
     }
+  rows = [metrics_csv] if metrics_csv and os.path.exists(metrics_csv) else []
   _make_durable(
-      [path for group in GROUPS for path in listed.get(group, ())],
+      [path for group in GROUPS for path in listed.get(group, ())] + rows,
       checkpoint_dir,
   )
   client_states_lib.atomic_write(
@@ -271,6 +241,16 @@ def check_group(
   return None
 
 
+def check_version(
+    checkpoint_dir: str, round_num: int
+) -> tuple[Any, Optional[str]]:
+  """(manifest, None) if version t's manifest is usable and its files are as
+  listed (`read`, `check_group` of `FILES`), else (None, what is wrong)."""
+  manifest, problem = read(checkpoint_dir, round_num)
+  problem = problem or check_group(checkpoint_dir, manifest, FILES)
+  return (None, problem) if problem else (manifest, None)
+
+
 def check_store(manifest: Any, round_num: int, store_dir: str) -> Optional[str]:
   """None if the disk store in `store_dir` holds version t's states intact.
 
@@ -291,44 +271,6 @@ def check_store(manifest: Any, round_num: int, store_dir: str) -> Optional[str]:
   return disk_store_chain.problem(os.path.abspath(store_dir), round_num, listed)
 
 
-def check_csv(metrics_csv: Optional[str], manifest: Any) -> Optional[str]:
-  """None if metrics.csv holds the manifest's rows 1..t unchanged."""
-  if metrics_csv is None:
-    return None
-  expected = manifest['metrics_csv']
-  try:
-    actual = csv_digest(metrics_csv, int(manifest['round_num']))
-  except (OSError, ValueError, KeyError, csv.Error) as e:
-    return f'{metrics_csv} cannot be read ({e})'
-  if actual != expected:
-    return (
-        f'{metrics_csv} rows 1..{manifest["round_num"]} differ from those '
-        f'of the checkpoint ({actual["rows"]} rows, {expected["rows"]} listed)'
-    )
-  return None
-
-
-def check_per_client_csv(path: Optional[str], manifest: Any) -> Optional[str]:
-  """None if per_client_metrics.csv starts as listed, or is not listed.
-
-  A version written without per-client evaluation lists no such file: its
-  rows (if any) are not vouched for, and not damage of this version.
-  """
-  if path is None or per_client_csv_lib.MANIFEST_KEY not in manifest:
-    return None
-  return per_client_csv_lib.check(
-      path, manifest[per_client_csv_lib.MANIFEST_KEY]
-  )
-
-
-def roll_back_per_client_csv(path: Optional[str], manifest: Any) -> None:
-  """Cuts per_client_metrics.csv back to the checked version's size."""
-  if path is not None and per_client_csv_lib.MANIFEST_KEY in manifest:
-    per_client_csv_lib.roll_back(
-        path, manifest[per_client_csv_lib.MANIFEST_KEY]
-    )
-
-
 def version_rounds(checkpoint_dir: str) -> list[int]:
   """The rounds of the version directories (`program_state_<t>`), ascending."""
   try:
@@ -340,31 +282,22 @@ def version_rounds(checkpoint_dir: str) -> list[int]:
   )
 
 
-def resume_round(
-    checkpoint_dir: str,
-    metrics_csv: Optional[str] = None,
-    per_client_csv: Optional[str] = None,
-) -> Optional[int]:
+def resume_round(checkpoint_dir: str) -> Optional[int]:
   """The round a rerun resumes from, or None (it starts from round 1).
 
   The one answer every message gives (a full disk, a lost worker): the
-  newest version whose manifest is usable and whose listed files and
-  metrics.csv rows check, as the resume walks them; versions older than the
-  oldest with a manifest (legacy) by their directory alone. The disk
-  store's files and the program state's load are checked by the resume
-  itself (`Checkpoints.resume`), which may fall back further.
+  newest version whose manifest is usable and whose listed files check, as
+  the resume walks them; versions older than the oldest with a manifest
+  (legacy) by their directory alone. The rows files are no reason to fall
+  back (`Checkpoints.resume` restores or refuses them); the disk store's
+  files and the program state's load are checked by the resume itself,
+  which may fall back further.
   """
   rounds = version_rounds(checkpoint_dir)
   verified = [t for t in rounds if has_manifest(checkpoint_dir, t)]
   for round_num in reversed(rounds):
     if verified and round_num >= min(verified):
-      manifest, problem = read(checkpoint_dir, round_num)
-      problem = problem or check_group(checkpoint_dir, manifest, FILES)
-      if (
-          problem
-          or check_csv(metrics_csv, manifest)
-          or check_per_client_csv(per_client_csv, manifest)
-      ):
+      if check_version(checkpoint_dir, round_num)[1]:
         continue
     return round_num
   return None
@@ -387,15 +320,42 @@ def listed_bytes(manifest: Any, store_dir: Optional[str] = None) -> int:
 
 def move_aside(checkpoint_dir: str, round_num: int) -> str:
   """Moves version t to `<run dir>/damaged/program_state_<t>-<time>`."""
-  run_dir = os.path.dirname(os.path.abspath(checkpoint_dir))
-  damaged = os.path.join(run_dir, DAMAGED_DIR)
-  os.makedirs(damaged, exist_ok=True)
   source = version_dir(checkpoint_dir, round_num)
-  stamp = time.strftime('%Y%m%d-%H%M%S')
-  target = os.path.join(damaged, f'{os.path.basename(source)}-{stamp}')
-  suffix = 0
-  while os.path.exists(target + (f'-{suffix}' if suffix else '')):
-    suffix += 1
-  target += f'-{suffix}' if suffix else ''
+  run_dir = os.path.dirname(os.path.abspath(checkpoint_dir))
+  target = set_aside.target(run_dir, os.path.basename(source))
   shutil.move(source, target)
   return target
+
+
+def set_aside_versions(
+    checkpoint_dir: str,
+    store_dir: str,
+    problems: Sequence[tuple[int, str]],
+    round_num: int,
+) -> None:
+  """Moves the versions `problems` (version, why) to `damaged/`, each with
+  the files it lists outside its directory, and keeps the disk store's
+  segments after round t (the resumed round); warns naming each."""
+  run_dir = os.path.dirname(os.path.abspath(checkpoint_dir))
+  for version, why in problems:
+    manifest, _ = read(checkpoint_dir, version)
+    target = move_aside(checkpoint_dir, version)
+    if manifest is not None:
+      set_aside.keep_outside_files(checkpoint_dir, manifest, target)
+    logging.warning(
+        'The checkpoint of round %d in %s is damaged or incomplete (%s); '
+        'moved it to %s and resuming from an older one.',
+        version,
+        checkpoint_dir,
+        why,
+        target,
+    )
+  kept = (
+      set_aside.keep_newer_segments(run_dir, store_dir, round_num)
+      if problems
+      else None
+  )
+  if kept:
+    logging.warning(
+        'Kept the client states of the rounds after %d in %s.', round_num, kept
+    )

@@ -6,8 +6,8 @@ has its client states (docs/design.md secs. 5.3, 5.5).
 """
 
 import collections
-from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any, NamedTuple, Optional, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple, Optional
 
 from absl import logging
 import numpy as np
@@ -15,82 +15,14 @@ import tensorflow_federated as tff
 
 from tff_fedwin import errors
 from tff_fedwin.training import checkpoint_manifest as manifest_lib
+from tff_fedwin.training import checkpoint_steps
 from tff_fedwin.training import client_state_stores
 from tff_fedwin.training import load_damage
+from tff_fedwin.training import metrics_rows
 
 # Program states kept on disk (tff.program.FileProgramStateManager keeps the
 # first one, version 0, as well).
 CHECKPOINTS_TO_KEEP = 5
-
-
-class CheckpointSteps(Protocol):
-  """Files kept next to the program states: client states, a window's models.
-
-  `prepare_checkpoint(t)` runs before the program state of round t is saved,
-  `finish_checkpoint(t, kept_rounds)` after it, `close()` when the run ends.
-  Optionally `checkpoint_files(t)`: group (`checkpoint_manifest.GROUPS`) ->
-  the paths of the files version t needs, listed in its manifest.
-  """
-
-  def prepare_checkpoint(self, round_num: int) -> None:
-    ...
-
-  def finish_checkpoint(
-      self, round_num: int, kept_rounds: Collection[int]
-  ) -> None:
-    ...
-
-  def close(self) -> None:
-    ...
-
-
-class _CombinedSteps:
-  """The checkpoint steps of several parts, run in order."""
-
-  def __init__(self, parts: Sequence[CheckpointSteps]):
-    self._parts = tuple(parts)
-
-  def prepare_checkpoint(self, round_num: int) -> None:
-    for part in self._parts:
-      part.prepare_checkpoint(round_num)
-
-  def finish_checkpoint(
-      self, round_num: int, kept_rounds: Collection[int]
-  ) -> None:
-    for part in self._parts:
-      part.finish_checkpoint(round_num, kept_rounds)
-
-  def checkpoint_files(self, round_num: int) -> dict[str, list[str]]:
-    return checkpoint_files(self._parts, round_num)
-
-  def close(self) -> None:
-    for part in self._parts:
-      part.close()
-
-
-def checkpoint_files(
-    parts: Sequence[Any], round_num: int
-) -> dict[str, list[str]]:
-  """The merged `checkpoint_files(t)` of those `parts` that have one."""
-  groups: dict[str, list[str]] = {}
-  for part in parts:
-    method = getattr(part, 'checkpoint_files', None)
-    if callable(method):
-      for group, paths in method(round_num).items():
-        groups.setdefault(group, []).extend(paths)
-  return groups
-
-
-def combine_steps(
-    *parts: Optional[CheckpointSteps],
-) -> Optional[CheckpointSteps]:
-  """One `CheckpointSteps` running those of `parts` (Nones skipped) in order."""
-  present = [part for part in parts if part is not None]
-  if not present:
-    return None
-  if len(present) == 1:
-    return present[0]
-  return _CombinedSteps(present)
 
 
 class CheckpointMismatchError(errors.RunDirectoryError, ValueError):
@@ -171,13 +103,13 @@ class Checkpoints:
       self,
       state: Any,
       round_num: int,
-      store: Optional[CheckpointSteps],
+      store: Optional[checkpoint_steps.CheckpointSteps],
   ) -> None:
     """Prepares `store`'s checkpoint, saves version t, finishes the store's.
 
     Then writes version t's manifest: until it is there, version t is
     incomplete. `store`: the client-state store, or any `CheckpointSteps`
-    (`combine_steps`), or None.
+    (`checkpoint_steps.combine_steps`), or None.
     """
     if store is not None:
       store.prepare_checkpoint(round_num)
@@ -192,7 +124,7 @@ class Checkpoints:
     manifest_lib.write(
         self.directory,
         round_num,
-        checkpoint_files([store], round_num),
+        checkpoint_steps.checkpoint_files([store], round_num),
         self._metrics_csv,
         self.per_client_csv,
     )
@@ -211,9 +143,7 @@ class Checkpoints:
 
   def resume_round(self) -> Optional[int]:
     """The round a rerun resumes from (`checkpoint_manifest.resume_round`)."""
-    return manifest_lib.resume_round(
-        self.directory, self._metrics_csv, self.per_client_csv
-    )
+    return manifest_lib.resume_round(self.directory)
 
   def load_latest(
       self, initial_state: Any, *, total_rounds: int
@@ -234,43 +164,68 @@ class Checkpoints:
     Walks the versions newest first. One is intact when its manifest lists
     it whole (the files; the disk store's segments back to its base, checked
     before `open_store(t)` changes the store, `disk_store_chain`) and its
-    program state loads. Newer versions are moved to
-    `<run dir>/damaged/` with a warning naming each and why; metrics.csv
-    loses its rows after t, per_client_metrics.csv is cut back to its size
-    at t (`per_client_csv`). Versions older than the oldest with a manifest
-    were written before manifests existed: the newest that loads is used,
-    with a warning that it is unverified.
+    program state loads. Newer versions are moved to `<run dir>/damaged/`
+    with a warning naming each and why, with what they need outside their
+    directory (`set_aside`). The rows files are no version's damage:
+    metrics.csv gets its rows 1..t back from the version's copy if it
+    disagrees (else loses its rows after t), per_client_metrics.csv is cut
+    back to its size at t (`metrics_rows.restore_rows`). Versions older than the oldest
+    with a manifest were written before manifests existed: the newest that
+    loads is used, with a warning that it is unverified.
 
     Raises:
       CheckpointMismatchError: As `_check`, or a structure mismatch.
-      NoIntactCheckpointError: If no version is intact (nothing is moved).
+      NoIntactCheckpointError: If no version is intact, or only version 0
+        with newer ones damaged (nothing is moved).
+      metrics_rows.RowsFileError: If a rows file disagrees with version t and cannot be
+        restored from it (nothing is moved).
     """
     versions = self.versions()
     with_manifest = [
         v for v in versions if manifest_lib.has_manifest(self.directory, v)
     ]
     oldest_verified = min(with_manifest) if with_manifest else None
-    problems = []
+    problems, moved = [], 0
     for version in reversed(versions):
       legacy = oldest_verified is None or version < oldest_verified
-      found, store, problem = self._try_version(
-          initial_state, version, legacy, total_rounds, open_store
+      found, manifest, problem = self._try_version(
+          initial_state, version, legacy, total_rounds
       )
       if found is not None:
-        self._set_aside(problems)
-        manifest_lib.roll_back_csv(self._metrics_csv, found.round_num)
-        if not legacy:
-          manifest, _ = manifest_lib.read(self.directory, version)
-          manifest_lib.roll_back_per_client_csv(self.per_client_csv, manifest)
-        if legacy:
-          logging.warning(
-              'The checkpoint of round %d in %s has no manifest (written '
-              'before checkpoints were verified): resuming from it '
-              'unverified.',
+        self._refuse_round_0(found, problems)
+        metrics_rows.check_rows(
+            manifest, self._metrics_csv, self.per_client_csv
+        )
+        manifest_lib.set_aside_versions(
+            self.directory,
+            self._client_states_dir,
+            problems[moved:],
+            found.round_num,
+        )
+        moved = len(problems)
+        try:
+          store = None if open_store is None else open_store(found.round_num)
+        except (OSError, ValueError) as e:
+          if not legacy or version == 0:
+            raise
+          problem = f'its client states cannot be restored ({e})'
+        else:
+          metrics_rows.restore_rows(
+              manifest,
               found.round_num,
+              self._metrics_csv,
+              self.per_client_csv,
               self.directory,
           )
-        return found, store
+          if legacy:
+            logging.warning(
+                'The checkpoint of round %d in %s has no manifest (written '
+                'before checkpoints were verified): resuming from it '
+                'unverified.',
+                found.round_num,
+                self.directory,
+            )
+          return found, store
       problems.append((version, problem))
     if not problems:
       return None, None
@@ -282,20 +237,12 @@ class Checkpoints:
         '`experiment_name`.'
     )
 
-  def _try_version(
-      self, initial_state, version, legacy, total_rounds, open_store
-  ):
-    """(Restored, store, None) if `version` is intact, else (None, None, why)."""
+  def _try_version(self, initial_state, version, legacy, total_rounds):
+    """(Restored, manifest, None) if `version` is intact, else (None, None,
+    why). A legacy version has no manifest (None)."""
     manifest = None
     if not legacy:
-      manifest, problem = manifest_lib.read(self.directory, version)
-      problem = problem or manifest_lib.check_group(
-          self.directory, manifest, manifest_lib.FILES
-      )
-      problem = problem or manifest_lib.check_csv(self._metrics_csv, manifest)
-      problem = problem or manifest_lib.check_per_client_csv(
-          self.per_client_csv, manifest
-      )
+      manifest, problem = manifest_lib.check_version(self.directory, version)
       if problem:
         return None, None, problem
 
@@ -315,43 +262,46 @@ class Checkpoints:
           f'its program state cannot be read ({e})'.replace('\n', ' '),
       )
     round_num = self._check(loaded, total_rounds=total_rounds)
-    store = None
-    if open_store is not None:
-      if manifest is not None:
-        # Verified before `open_store`, which deletes newer segments.
-        problem = manifest_lib.check_store(
-            manifest, round_num, self._client_states_dir
-        )
-        if problem:
-          return None, None, problem
-      try:
-        store = open_store(round_num)
-      except (OSError, ValueError) as e:
-        if not legacy or version == 0:
-          raise
-        return None, None, f'its client states cannot be restored ({e})'
-    return Restored(loaded['server_state'], round_num, version), store, None
+    if manifest is not None:
+      # Verified before `open_store`, which deletes newer segments.
+      problem = manifest_lib.check_store(
+          manifest, round_num, self._client_states_dir
+      )
+      if problem:
+        return None, None, problem
+    return Restored(loaded['server_state'], round_num, version), manifest, None
 
-  def _set_aside(self, problems: Sequence[tuple[int, str]]) -> None:
-    for version, why in problems:
-      target = manifest_lib.move_aside(self.directory, version)
-      logging.warning(
-          'The checkpoint of round %d in %s is damaged or incomplete (%s); '
-          'moved it to %s and resuming from an older one.',
-          version,
-          self.directory,
-          why,
-          target,
+  def _refuse_round_0(self, found: Restored, problems) -> None:
+    """A fallback to round 0 past newer versions is the user's call."""
+    if found.round_num == 0 and problems:
+      raise NoIntactCheckpointError(
+          f'Only the checkpoint of round 0 in {self.directory} is intact; '
+          'the run would start over: '
+          + '; '.join(f'version {v}: {why}' for v, why in problems)
+          + '. Nothing was moved. Restore a good copy of the run directory, '
+          f'or move {self.directory} aside to start the run again.'
       )
 
   def load_version(self, initial_state: Any, version: int) -> Restored:
-    """The program state of round `version` (e.g. a fork's round).
+    """The program state of round `version` (e.g. a fork's round), checked
+    as a resume checks it (`checkpoint_manifest.check_version`) unless no
+    version of the run has a manifest (written before manifests existed).
 
     Raises:
       CheckpointMismatchError: As `load_latest` (the round must be
         `version`).
+      NoIntactCheckpointError: If that version is damaged or incomplete.
       tff.program.ProgramStateNotFoundError: If that version is not kept.
     """
+    if any(
+        manifest_lib.has_manifest(self.directory, v) for v in self.versions()
+    ):
+      _, problem = manifest_lib.check_version(self.directory, version)
+      if problem:
+        raise NoIntactCheckpointError(
+            f'The checkpoint of round {version} in {self.directory} is '
+            f'damaged or incomplete ({problem}); it cannot be used.'
+        )
 
     async def load(structure):
       return await self._manager.load(version, structure), version

@@ -150,7 +150,11 @@ def open_client_states(
   # Round 0's states are the template's: a fresh store.
   if round_num is None or round_num == 0:
     store = disk_client_states.DiskClientStateStore.create(
-        directory, template, client_ids, owner=owner
+        directory,
+        template,
+        client_ids,
+        owner=owner,
+        run_dir=os.path.dirname(owner),
     )
   else:
     store = disk_client_states.DiskClientStateStore.restore(

@@ -22,12 +22,14 @@ import shutil
 from collections.abc import Collection, Sequence
 from typing import Any, Optional
 
+from absl import logging
 import numpy as np
 
 from tff_fedwin.training import client_state_spec
 from tff_fedwin.training import disk_store_chain as chain_lib
 from tff_fedwin.training import disk_store_layout as layout
 from tff_fedwin.training import row_files
+from tff_fedwin.training import set_aside
 
 _IN_BASE = chain_lib.IN_BASE
 # Segments merge into the base once they hold more than MERGE_AT x population
@@ -106,6 +108,7 @@ class DiskClientStateStore:
       client_ids: Sequence[str],
       *,
       owner: str,
+      run_dir: Optional[str] = None,
   ) -> 'DiskClientStateStore':
     """A new store with every client at `template`, replacing an old one.
 
@@ -117,6 +120,9 @@ class DiskClientStateStore:
       client_ids: The population, distinct str ids in a fixed order.
       owner: Names the run the store belongs to (e.g. its checkpoint
         directory); `restore` refuses a store of another owner.
+      run_dir: An old store holding states past round 0 is kept in its
+        `damaged/` (`set_aside.keep_store`), never just deleted; default: the
+        store directory's parent.
 
     Raises:
       ValueError: If an argument is invalid, `directory` holds other files,
@@ -127,6 +133,11 @@ class DiskClientStateStore:
     store._lock_fd = layout.lock_directory(store.directory)
     try:
       layout.check_owner(store.directory, store._owner)
+      kept = set_aside.keep_store(
+          run_dir or os.path.dirname(store.directory), store.directory
+      )
+      if kept:
+        logging.warning('Kept the replaced client states in %s.', kept)
       layout.remove_old_store(store.directory)
       layout.write_json(store._path(layout.MANIFEST), store._manifest())
       sizes = [n * store.num_clients for n in store._leaf_bytes]

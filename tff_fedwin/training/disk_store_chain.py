@@ -155,9 +155,27 @@ def chain(directory: str, base: Base, round_num: int) -> list[Segment]:
           f'back to its base (round {base.round_num})'
       )
     segment = read_segment(directory, current)
+    _check_entries(directory, segment, len(base.created))
     segments.append(segment)
     current = segment.previous
   return segments[::-1]
+
+
+def _check_entries(directory: str, segment: Segment, num_clients: int):
+  """DamagedClientStatesError unless every entry names a row of the
+  population and a slot (or `IN_BASE`): an index with a valid CRC may still
+  have been written wrong, and a negative offset is no read."""
+  rows, slots = np.asarray(segment.rows), np.asarray(segment.slots)
+  if rows.size and (rows.min() < 0 or rows.max() >= num_clients):
+    raise client_state_spec.DamagedClientStatesError(
+        f'the index of round {segment.round_num} in {directory} names a row '
+        f'outside 0..{num_clients - 1}'
+    )
+  if slots.size and slots.min() < IN_BASE:
+    raise client_state_spec.DamagedClientStatesError(
+        f'the index of round {segment.round_num} in {directory} names a '
+        f'negative slot ({int(slots.min())})'
+    )
 
 
 def newest_entries(

@@ -16,8 +16,10 @@ from typing import Any, Optional
 
 import tensorflow_federated as tff
 
+from tff_fedwin.training import checkpoint_manifest as manifest_lib
 from tff_fedwin.training import checkpoints as checkpoints_lib
 from tff_fedwin.training import loop
+from tff_fedwin.training import metrics_rows
 from tff_fedwin.training import outputs
 
 StateFn = Callable[[Any], Any]
@@ -66,6 +68,21 @@ def _copy_rows(source: str, target: str, round_num: int, row_fn: RowFn):
   os.replace(temporary, target)
 
 
+def _rows_source(trunk: outputs.RunPaths, round_num: int) -> str:
+  """The trunk's rows 1..k as its checkpoint of round k vouches for them:
+  the version's copy (checked with the version), else metrics.csv if it
+  agrees with the version's digest (ValueError if not)."""
+  version = manifest_lib.version_dir(trunk.checkpoints, round_num)
+  copy = os.path.join(version, metrics_rows.COPY)
+  if os.path.exists(copy):
+    return copy
+  manifest, _ = manifest_lib.read(trunk.checkpoints, round_num)
+  problem = manifest and metrics_rows.check_csv(trunk.metrics_csv, manifest)
+  if problem:
+    raise ValueError(f'Cannot fork at round {round_num}: {problem}.')
+  return trunk.metrics_csv
+
+
 def fork_run(
     *,
     trunk_dir: str,
@@ -97,6 +114,10 @@ def fork_run(
     FileExistsError: If the target has a checkpoint (it is a run already).
     CheckpointMismatchError: If the trunk's checkpoint was made with another
       identity.
+    NoIntactCheckpointError: If the trunk's checkpoint of round k is damaged
+      (checked as a resume checks it).
+    ValueError: If the trunk's metrics.csv rows 1..k are not those its
+      checkpoint vouches for (and the checkpoint keeps no copy of them).
     tff.program.ProgramStateNotFoundError: If the trunk's round k is not kept.
   """
   trunk = _paths(trunk_dir)
@@ -111,7 +132,9 @@ def fork_run(
     ).load_version(trunk_initial_state, round_num)
     state = state_fn(restored.server_state)
     os.makedirs(target.root, exist_ok=True)
-    _copy_rows(trunk.metrics_csv, target.metrics_csv, round_num, row_fn)
+    _copy_rows(
+        _rows_source(trunk, round_num), target.metrics_csv, round_num, row_fn
+    )
     outputs.write_json_atomically(
         dict(trunk_dir=os.path.abspath(trunk_dir), round_num=round_num),
         target.fork_json,

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, Optional
 from absl import logging
 import tensorflow_federated as tff
 
+from tff_fedwin.training import checkpoint_steps
 from tff_fedwin.training import checkpoints as checkpoints_lib
 from tff_fedwin.training import client_state_stores
 from tff_fedwin.training import disk_full
@@ -33,7 +34,7 @@ class _Start(NamedTuple):
   state: Any
   store: Optional[client_state_stores.ClientStates]
   # The store and the runner's files (`RoundRunner.open_files`), if any.
-  steps: Optional[checkpoints_lib.CheckpointSteps]
+  steps: Optional[checkpoint_steps.CheckpointSteps]
   resumed_from: Optional[int]  # None for a fresh start.
 
 
@@ -84,7 +85,7 @@ def _start(
       if store is not None:
         store.close()
       raise
-  steps = checkpoints_lib.combine_steps(store, files)
+  steps = checkpoint_steps.combine_steps(store, files)
   if restored is None:
     # A run from round 1 is no fork, whatever a fork killed midway left.
     fork_json = outputs.RunPaths(
@@ -117,7 +118,7 @@ class _Rounds:
       *,
       args: loop_arguments.Arguments,
       store: Optional[client_state_stores.ClientStates],
-      steps: Optional[checkpoints_lib.CheckpointSteps],
+      steps: Optional[checkpoint_steps.CheckpointSteps],
       checkpoints: checkpoints_lib.Checkpoints,
       run: Callable[[Any], Any],
   ):

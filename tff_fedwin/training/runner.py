@@ -35,7 +35,7 @@ class RoundRunner(Protocol):
   before the first round (`round_num`: the checkpoint resumed from, None for
   a fresh run) and runs the returned object's `prepare_checkpoint`,
   `finish_checkpoint` and `close` with every checkpoint, after the client
-  states' (`tff_fedwin.training.checkpoints.CheckpointSteps`).
+  states' (`tff_fedwin.training.checkpoint_steps.CheckpointSteps`).
 
   Optionally too, a runner with several windows on one trajectory has
   `extra_window_models(state)`: name (e.g. `window_50`) -> `ModelWeights`;
