@@ -35,13 +35,18 @@ minutes (`benchmarks.paired`).
       --rows='^FedAvg via build_fed_win|^build_fed_win WiMA W=100 E=10$'
 """
 
+import os
 import sys
 
+# The checkout's root first on the path: the benchmark code (`benchmarks/`,
+# beside scripts/) is not part of the installed package.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 from tff_fedwin import log_levels
 
 log_levels.quiet_native_logs(sys.argv)  # Before TensorFlow is imported.
 
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from collections.abc import Callable
 from typing import Any, NamedTuple, Optional
 
@@ -50,7 +55,7 @@ from absl import flags
 # Without TensorFlow: the flags and their checks (`--rows` included) come
 # first, so a bad flag is refused in about a second; `_import_tensorflow`
 # imports TFF and the row builders once the flags passed.
-from tff_fedwin.benchmarks import row_order
+from benchmarks import row_order
 
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
@@ -119,11 +124,11 @@ def _import_tensorflow():
   global tff, algorithms, model, paired, program_window_rows, bench
   import tensorflow_federated as tff
 
+  from benchmarks import model_families
+  from benchmarks import paired
+  from benchmarks import program_window_rows
+  from benchmarks import rounds as bench
   from tff_fedwin import algorithms
-  from tff_fedwin.benchmarks import model_families
-  from tff_fedwin.benchmarks import paired
-  from tff_fedwin.benchmarks import program_window_rows
-  from tff_fedwin.benchmarks import rounds as bench
 
   model = model_families.family(_FAMILY.value)
 

@@ -1,16 +1,15 @@
 r"""LEAF at FEMNIST's size (issue 44 item 4): first start, later start, RSS.
 
-Writes a FEMNIST-shaped synthetic LEAF directory
-(`tff_fedwin.benchmarks.synthetic_leaf`: 3,500 users, 800k examples, 36
-files per split, about 5.5 GB of JSON), then measures, each in a fresh
-Python process, as `scripts/run_experiment.py` starts: the imports alone,
-the first start (the data step before TensorFlow: the JSON checked and
-converted into the binary cache, about 2.5 GB, by parallel processes; then
-`leaf_task`) and a later start (the cache found by the files' stat digest, no
-JSON byte read): wall time, the driver's peak RSS (VmHWM) and the largest of
-the conversion processes'. Then an eval round of two models with and without
-`--eval_per_client` (`tff_fedwin.benchmarks.per_client_eval`). Prints
-markdown tables; deletes what it wrote unless --keep.
+Writes a FEMNIST-shaped synthetic LEAF directory (`benchmarks.synthetic_leaf`:
+3,500 users, 800k examples, 36 files per split, about 5.5 GB of JSON), then
+measures, each in a fresh Python process, as `scripts/run_experiment.py`
+starts: the imports alone, the first start (the data step before TensorFlow:
+the JSON checked and converted into the binary cache, about 2.5 GB, by parallel
+processes; then `leaf_task`) and a later start (the cache found by the files'
+stat digest, no JSON byte read): wall time, the driver's peak RSS (VmHWM) and
+the largest of the conversion processes'. Then an eval round of two models with
+and without `--eval_per_client` (`benchmarks.per_client_eval`). Prints markdown
+tables; deletes what it wrote unless --keep.
 
   .venv/bin/python scripts/benchmark_leaf.py --work_dir=/tmp/leafbench
 
@@ -20,14 +19,18 @@ A tiny run (seconds):
     --num_examples=40 --num_files=2
 """
 
+import os
 import sys
 
+# The checkout's root first on the path: the benchmark code (`benchmarks/`,
+# beside scripts/) is not part of the installed package.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 from tff_fedwin import log_levels
 
 log_levels.quiet_native_logs(sys.argv)  # Before TensorFlow is imported.
 
-# pylint: disable=g-import-not-at-top,wrong-import-position
-import os
 import shutil
 import tempfile
 import time
@@ -35,7 +38,7 @@ import time
 from absl import app
 from absl import flags
 
-from tff_fedwin.benchmarks import synthetic_leaf
+from benchmarks import synthetic_leaf
 
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
@@ -56,7 +59,7 @@ _EVAL_REPEATS = flags.DEFINE_integer(
     'eval_repeats',
     5,
     'Timed eval rounds, pooled and with --eval_per_client alternately '
-    '(`tff_fedwin.benchmarks.per_client_eval`); 0 skips them.',
+    '(`benchmarks.per_client_eval`); 0 skips them.',
 )
 _OUTPUT = flags.DEFINE_string('output', None, 'Also write the table here.')
 
@@ -73,7 +76,7 @@ def _row(name, result):
 
 def _eval_report(data_dir, cache_dir):
   result = synthetic_leaf.run_in_child(
-      'tff_fedwin.benchmarks.per_client_eval',
+      'benchmarks.per_client_eval',
       'measure',
       [data_dir, cache_dir, _EVAL_REPEATS.value],
   )

@@ -19,16 +19,20 @@ import os
 import sys
 import tempfile
 
+# The checkout's root first on the path: the benchmark code (`benchmarks/`,
+# beside scripts/) is not part of the installed package.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 from tff_fedwin import log_levels
 
 log_levels.quiet_native_logs(sys.argv)  # Before TensorFlow is imported.
 
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
 from absl import flags
 
-from tff_fedwin.benchmarks import memory
-from tff_fedwin.benchmarks import memory_report
+from benchmarks import memory
+from benchmarks import memory_report
 
 # pylint: enable=g-import-not-at-top,wrong-import-position
 

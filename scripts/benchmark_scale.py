@@ -33,19 +33,24 @@ A smoke run (a few minutes):
     --populations=100,1000 --population_rounds=5
 """
 
+import os
 import sys
 
+# The checkout's root first on the path: the benchmark code (`benchmarks/`,
+# beside scripts/) is not part of the installed package.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 from tff_fedwin import log_levels
 
 log_levels.quiet_native_logs(sys.argv)  # Before TensorFlow is imported.
 
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
 from absl import flags
 
+from benchmarks import scale
+from benchmarks import scale_report
 from tff_fedwin import training
-from tff_fedwin.benchmarks import scale
-from tff_fedwin.benchmarks import scale_report
 
 # pylint: enable=g-import-not-at-top,wrong-import-position
 

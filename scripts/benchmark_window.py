@@ -15,23 +15,28 @@ baseline and the bound come along).
   .venv/bin/python scripts/benchmark_window.py --rows='program'
 """
 
+import os
 import sys
 
+# The checkout's root first on the path: the benchmark code (`benchmarks/`,
+# beside scripts/) is not part of the installed package.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 from tff_fedwin import log_levels
 
 log_levels.quiet_native_logs(sys.argv)  # Before TensorFlow is imported.
 
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
 from absl import flags
 import tensorflow_federated as tff
 
+from benchmarks import program_window_rows
+from benchmarks import rounds as bench
+from benchmarks import row_order
 from tff_fedwin import aggregators
 from tff_fedwin import algorithms
 from tff_fedwin import tasks
-from tff_fedwin.benchmarks import program_window_rows
-from tff_fedwin.benchmarks import rounds as bench
-from tff_fedwin.benchmarks import row_order
 
 # pylint: enable=g-import-not-at-top,wrong-import-position
 

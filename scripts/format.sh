@@ -7,6 +7,6 @@ cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-.venv/bin/python}"
 paths=()
 for arg in "$@"; do [[ "$arg" == -* ]] || paths+=("$arg"); done
-[ ${#paths[@]} -gt 0 ] || set -- "$@" tff_fedwin tests scripts
+[ ${#paths[@]} -gt 0 ] || set -- "$@" tff_fedwin benchmarks tests scripts
 exec "$PYTHON" -m pyink --line-length=80 --pyink-indentation=2 \
   --pyink-use-majority-quotes --target-version=py311 "$@"

@@ -1,6 +1,7 @@
-r"""Writes BUILD from the tree: a py_library per module, py_test per test file,
-py_binary per script (the files git tracks), with deps read from the
-`from tff_fedwin... import` and `from tests... import` lines.
+r"""Writes BUILD from the tree: a py_library per module (of the package and of
+the top-level benchmarks/), py_test per test file, py_binary per script (the
+files git tracks), with deps read from the `from tff_fedwin... import`,
+`from benchmarks... import` and `from tests... import` lines.
 tests/build_test.py fails when BUILD is stale: run this after adding a file.
 
   .venv/bin/python scripts/generate_build.py          # rewrite BUILD
@@ -27,7 +28,10 @@ package(default_visibility = ["//visibility:public"])
 licenses(["notice"])
 """
 
-_FROM_PACKAGE = re.compile(r'\s*from (tff_fedwin(?:\.\w+)*) import (\w+)')
+# The package's modules and the benchmarks' (py_library targets of their own).
+_FROM_PACKAGE = re.compile(
+    r'\s*from ((?:tff_fedwin|benchmarks)(?:\.\w+)*) import (\w+)'
+)
 _FROM_TESTS = re.compile(r'\s*from (tests(?:\.\w+)*) import (\w+)')
 
 
@@ -61,8 +65,14 @@ def _python_files(top: str) -> list[str]:
 
 
 def library_name(path: str) -> str:
-  """tff_fedwin/a/b.py -> a_b; tff_fedwin/a/__init__.py -> a."""
-  parts = path[len('tff_fedwin/') : -len('.py')].split('/')
+  """tff_fedwin/a/b.py -> a_b; tff_fedwin/a/__init__.py -> a.
+
+  Outside the package the top directory stays: benchmarks/b.py ->
+  benchmarks_b, benchmarks/__init__.py -> benchmarks.
+  """
+  if path.startswith('tff_fedwin/'):
+    path = path[len('tff_fedwin/') :]
+  parts = path[: -len('.py')].split('/')
   if parts[-1] == '__init__':
     parts = parts[:-1]
   return '_'.join(parts) or 'tff_fedwin'
@@ -167,18 +177,24 @@ def _data(path: str, tracked: list[str]) -> str:
   return '    data = [' + ', '.join(f'"{f}"' for f in found) + '],'
 
 
-def generate() -> str:
-  sections = [HEADER]
-  package_files = _python_files('tff_fedwin')
-  c_files = _files('tff_fedwin', '.c')
-  for group in sorted({os.path.dirname(f) for f in package_files}):
+def _libraries(top: str) -> list[str]:
+  """The py_library targets of the modules under `top`, a section a folder."""
+  sections = []
+  files = _python_files(top)
+  c_files = _files(top, '.c')
+  for group in sorted({os.path.dirname(f) for f in files}):
     sections.append(f'\n# {group}\n')
-    for path in (f for f in package_files if os.path.dirname(f) == group):
+    for path in (f for f in files if os.path.dirname(f) == group):
       name = library_name(path)
       deps = [d for d in _deps(path) if d != ':' + name]
       sections.append(
           '\n' + _target('py_library', name, [path], deps, _data(path, c_files))
       )
+  return sections
+
+
+def generate() -> str:
+  sections = [HEADER] + _libraries('tff_fedwin')
   sections.append('\n# tests\n')
   test_files = _python_files('tests')
   for path in test_files:
@@ -204,6 +220,8 @@ def generate() -> str:
               f'    size = "medium",\n    main = "{path}",',
           )
       )
+  # The benchmark code: outside the package, beside scripts/.
+  sections += _libraries('benchmarks')
   sections.append('\n# scripts\n')
   for path in _python_files('scripts'):
     name = os.path.basename(path)[: -len('.py')]

@@ -1,4 +1,7 @@
-"""BUILD mirrors the package: every module, test and script has its target."""
+"""BUILD mirrors the tree: every module, test and script has its target.
+
+The modules are the package's and those of the top-level benchmarks/.
+"""
 
 import os
 import subprocess
@@ -25,7 +28,7 @@ def test_every_tracked_module_has_a_target():
   with open(os.path.join(_ROOT, 'BUILD')) as f:
     build = f.read()
   tracked = subprocess.run(
-      ['git', 'ls-files', 'tff_fedwin', 'tests', 'scripts'],
+      ['git', 'ls-files', 'tff_fedwin', 'benchmarks', 'tests', 'scripts'],
       cwd=_ROOT,
       capture_output=True,
       text=True,

@@ -64,7 +64,8 @@ IMAGE_MODELS = (
 DROPOUT_MODELS = ('cnn_dropout',)
 DROPOUT_DEFAULT_TASKS = ('emnist', 'leaf')
 # scripts/benchmark.py --model_family: the model the rounds train
-# (`tff_fedwin.benchmarks.model_families`).
+# (`benchmarks.model_families`, the checkout's top-level `benchmarks/`, which
+# this package does not import).
 BENCHMARK_MODEL_FAMILIES = ('cnn', 'word_lstm', 'char_lstm')
 # --eval_split: the held-out splits ('validation': `mnist`'s, or `leaf`'s
 # `val/` folder).

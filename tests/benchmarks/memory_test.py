@@ -4,9 +4,9 @@ import os
 
 import pytest
 
+from benchmarks import memory
+from benchmarks import memory_report
 from tff_fedwin import runtime
-from tff_fedwin.benchmarks import memory
-from tff_fedwin.benchmarks import memory_report
 from tff_fedwin.experiments import config as config_lib
 
 

@@ -1,4 +1,4 @@
-"""Tests for tff_fedwin.benchmarks.model_families: the models the rows train.
+"""Tests for benchmarks.model_families: the models the rows train.
 
 The parameter counts are derived from the layer arithmetic (an embedding of
 V ids and D dimensions holds V * D; an LSTM of H units on inputs of size D
@@ -9,7 +9,7 @@ the code under test.
 import numpy as np
 import pytest
 
-from tff_fedwin.benchmarks import model_families
+from benchmarks import model_families
 
 
 def _params(model):

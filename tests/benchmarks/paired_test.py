@@ -2,9 +2,9 @@
 
 import pytest
 
-from tff_fedwin.benchmarks import paired
-from tff_fedwin.benchmarks import rounds
-from tff_fedwin.benchmarks import stepped
+from benchmarks import paired
+from benchmarks import rounds
+from benchmarks import stepped
 
 
 def _logged(name, log):

@@ -1,4 +1,4 @@
-"""Tests for tff_fedwin.benchmarks.program_window_rows."""
+"""Tests for benchmarks.program_window_rows."""
 
 import tempfile
 
@@ -7,9 +7,9 @@ import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from benchmarks import program_window_rows
 from tests import linear_task
 from tff_fedwin.algorithms import fed_win
-from tff_fedwin.benchmarks import program_window_rows
 
 
 def test_row_runs_the_rounds_and_reports_the_process_state_only():

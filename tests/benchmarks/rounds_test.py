@@ -2,7 +2,7 @@
 
 import pytest
 
-from tff_fedwin.benchmarks import rounds
+from benchmarks import rounds
 
 
 def test_markdown_table_ratios_by_hand():

@@ -2,8 +2,8 @@
 
 import pytest
 
-from tff_fedwin.benchmarks import rounds
-from tff_fedwin.benchmarks import row_order
+from benchmarks import rounds
+from benchmarks import row_order
 
 
 def _row(name, own_bound=None):

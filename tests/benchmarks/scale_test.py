@@ -8,8 +8,8 @@ import os
 import numpy as np
 import pytest
 
-from tff_fedwin.benchmarks import scale
-from tff_fedwin.benchmarks import scale_report
+from benchmarks import scale
+from benchmarks import scale_report
 from tff_fedwin.training import checkpoints as checkpoints_lib
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tff_fedwin.benchmarks import stepped
+from benchmarks import stepped
 
 
 def _rounds(log, fail_at=None):

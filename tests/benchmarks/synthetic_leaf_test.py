@@ -1,4 +1,4 @@
-"""Tests for tff_fedwin.benchmarks.synthetic_leaf: a FEMNIST-shaped LEAF dir."""
+"""Tests for benchmarks.synthetic_leaf: a FEMNIST-shaped LEAF dir."""
 
 import glob
 import json
@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from tff_fedwin.benchmarks import synthetic_leaf
+from benchmarks import synthetic_leaf
 from tff_fedwin.data import leaf_cache
 
 

@@ -1,10 +1,10 @@
-"""Tests for tff_fedwin.benchmarks.synthetic_population (no TFF worker)."""
+"""Tests for benchmarks.synthetic_population (no TFF worker)."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tff_fedwin.benchmarks import synthetic_population
+from benchmarks import synthetic_population
 
 
 def _arrays(dataset):

@@ -1,4 +1,4 @@
-"""The bound rows' arithmetic (tff_fedwin.benchmarks.tensor_rounds) vs numpy.
+"""The bound rows' arithmetic (benchmarks.tensor_rounds) vs numpy.
 
 A bound must do its algorithm's round work, nothing less: checked against
 softmax regression written in numpy. The gradient of the mean softmax
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tff_fedwin.benchmarks import tensor_rounds
+from benchmarks import tensor_rounds
 
 LR = 0.3
 CLASSES = 3

@@ -14,6 +14,7 @@ import portpicker
 import pytest
 import tensorflow_federated as tff
 
+from benchmarks import stepped
 from tests import linear_task as task
 from tff_fedwin import runtime
 from tff_fedwin.algorithms import build_fed_win
@@ -21,7 +22,6 @@ from tff_fedwin.algorithms import build_multi_round_process
 from tff_fedwin.algorithms import LearningProcessRunner
 from tff_fedwin.algorithms import scaffold
 from tff_fedwin.algorithms import ScaffoldRunner
-from tff_fedwin.benchmarks import stepped
 from tff_fedwin.runtime import multi_worker
 
 _ROUNDS = 3

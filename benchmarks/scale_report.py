@@ -20,8 +20,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from benchmarks import scale
 from tff_fedwin.algorithms import scaffold
-from tff_fedwin.benchmarks import scale
 from tff_fedwin.training import client_state_stores
 from tff_fedwin.training import sampling
 

@@ -14,10 +14,10 @@ import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Optional
 
+from benchmarks import model_families
+from benchmarks import rounds
+from benchmarks import stepped
 from tff_fedwin import runtime
-from tff_fedwin.benchmarks import model_families
-from tff_fedwin.benchmarks import rounds
-from tff_fedwin.benchmarks import stepped
 
 
 class PairResult(NamedTuple):

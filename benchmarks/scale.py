@@ -31,9 +31,9 @@ from typing import Any, NamedTuple
 
 import attrs
 
+from benchmarks import rounds as rounds_lib
+from benchmarks import synthetic_population
 from tff_fedwin import runtime
-from tff_fedwin.benchmarks import rounds as rounds_lib
-from tff_fedwin.benchmarks import synthetic_population
 from tff_fedwin.experiments import config as config_lib
 from tff_fedwin.experiments import registry
 from tff_fedwin.tasks import emnist

@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import rounds as rounds_lib
+from benchmarks import stepped
 from tff_fedwin.algorithms import program_window_runner
 from tff_fedwin.algorithms import runners
-from tff_fedwin.benchmarks import rounds as rounds_lib
-from tff_fedwin.benchmarks import stepped
 
 
 def program_window_row(

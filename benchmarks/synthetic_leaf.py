@@ -26,6 +26,9 @@ from typing import Any, Optional
 import attrs
 import numpy as np
 
+# The checkout's root, where the `benchmarks` package sits.
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 FEMNIST_USERS = 3500
 FEMNIST_EXAMPLES = 800_000
 LEAF_FILES = 36
@@ -232,14 +235,17 @@ def run_in_child(module: str, function: str, args: list[Any]) -> dict[str, Any]:
   Raises:
     RuntimeError: If the child fails (its stderr's end in the message).
   """
+  # The checkout's root first on the child's path, as in the parent:
+  # `benchmarks` is not installed with the package.
   code = (
       'import importlib, json, sys\n'
+      'sys.path.insert(0, sys.argv[4])\n'
       'f = getattr(importlib.import_module(sys.argv[1]), sys.argv[2])\n'
       'print("RESULT " + json.dumps(f(*json.loads(sys.argv[3]))))\n'
   )
   started = time.perf_counter()
   result = subprocess.run(
-      [sys.executable, '-c', code, module, function, json.dumps(args)],
+      [sys.executable, '-c', code, module, function, json.dumps(args), _ROOT],
       capture_output=True,
       text=True,
       check=False,

@@ -6,7 +6,7 @@ dataset is created, by stateless TensorFlow random ops seeded with
 `(seed, k)`. Creating one client's dataset therefore costs the same for 100,
 3,400 or 34,000 clients, and the only O(population) object is the list of ids
 that the `ClientData` API requires (`client_ids`, built once). Used by the
-scale benchmark (`tff_fedwin.benchmarks.scale`).
+scale benchmark (`benchmarks.scale`).
 """
 
 import collections

@@ -17,13 +17,13 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from benchmarks import model_families
+from benchmarks import row_order
+from benchmarks import stepped
+from benchmarks import tensor_rounds
 from tff_fedwin import algorithms
 from tff_fedwin import runtime
 from tff_fedwin.algorithms import scaffold
-from tff_fedwin.benchmarks import model_families
-from tff_fedwin.benchmarks import row_order
-from tff_fedwin.benchmarks import stepped
-from tff_fedwin.benchmarks import tensor_rounds
 
 BOUND_NAME = row_order.BOUND_NAME
 # The bounds live in tensor_rounds; the scripts reach them from here.

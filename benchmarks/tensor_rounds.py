@@ -23,7 +23,7 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
-from tff_fedwin.benchmarks import stepped
+from benchmarks import stepped
 
 # log(beta_c) of a class a client does not hold (losses.wsm's value; the
 # import graph keeps benchmarks from importing losses).

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from matplotlib import figure as figure_lib
 from matplotlib.backends import backend_agg
 
-from tff_fedwin.benchmarks import memory
+from benchmarks import memory
 
 _FIELDS = memory.MemorySample._fields
 Curves = Mapping[str, Sequence[memory.MemorySample]]

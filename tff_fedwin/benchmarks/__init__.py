@@ -1,1 +1,0 @@
-"""Benchmark building blocks (round timing side by side with a baseline)."""
