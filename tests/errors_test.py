@@ -57,6 +57,7 @@ PLACES = {
         errors.RunDirectoryError
     ),
     'training.divergence.TrainingDivergedError': errors.TrainingStoppedError,
+    'training.metrics_rows.RowsFileError': errors.RunDirectoryError,
     'training.run_lock.RunDirectoryLockedError': errors.RunDirectoryError,
 }
 # Worker failures the runtime raises: not the user's to fix as they are
