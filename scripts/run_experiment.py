@@ -204,6 +204,13 @@ flags.DEFINE_bool(
     'npz: integer features (e.g. uint8 pixels) scaled to [0, 1] '
     '(/255, or /65535 for 16-bit); off: cast unscaled.',
 )
+flags.DEFINE_integer(
+    'max_npz_bytes',
+    _DEFAULTS.max_npz_bytes,
+    'npz: the most bytes the four arrays may decompress to, checked in the '
+    "archive's headers before any is read (a zip bomb is refused); 0: "
+    f'{choices.NPZ_MEMORY_FRACTION:g} of the memory available at the start.',
+)
 flags.DEFINE_enum(
     'eval_split',
     _DEFAULTS.eval_split,

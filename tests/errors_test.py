@@ -25,6 +25,7 @@ PLACES = {
         errors.RunDirectoryError
     ),
     'aggregators.round_model_files.WindowFilesError': errors.RunDirectoryError,
+    'data.leaf_cache_trust.LeafCacheError': errors.EnvironmentProblemError,
     'data.leaf_kinds.LeafDataError': errors.InputError,
     'data.text_records.TextDataError': errors.InputError,
     'errors.EnvironmentProblemError': errors.UserError,

@@ -50,6 +50,10 @@ TEXT_MODELS = ('tff', 'small')
 # --stackoverflow_test_batches by default: the first 100 batches of TFF's
 # StackOverflow test set (all 16.6M examples take hours on a CPU).
 STACKOVERFLOW_TEST_BATCHES = 100
+# --max_npz_bytes=0 (the default): this fraction of the memory available at
+# the start (MemAvailable, else the physical memory) caps what a .npz's
+# arrays may decompress to.
+NPZ_MEMORY_FRACTION = 0.5
 # --model (besides 'auto'): `tff_fedwin.tasks.image_models`.
 IMAGE_MODELS = (
     'cnn',

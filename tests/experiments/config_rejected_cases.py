@@ -264,6 +264,16 @@ BAD_CONFIGS = [
         text_tokenizer='nltk',
     ),
     _fails(
+        'max_npz_bytes_negative', ['--max_npz_bytes', '>= 0'], max_npz_bytes=-1
+    ),
+    _fails(
+        'max_npz_bytes_with_mnist',
+        ['--max_npz_bytes', '--task=npz'],
+        task='mnist',
+        data_npz=None,
+        max_npz_bytes=2**20,
+    ),
+    _fails(
         'stackoverflow_test_batches_with_npz',
         ['--stackoverflow_test_batches', '--task=stackoverflow'],
         stackoverflow_test_batches=5,

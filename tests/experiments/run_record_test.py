@@ -83,6 +83,7 @@ ALLOWED_CHANGES = dict(
     server_state_transfer='values',
     client_data_transfer='values',
     cache_dir='/cache',
+    max_npz_bytes=2**20,
     root_output_dir='/elsewhere',
     experiment_name='moved',
     workers='localhost:8000',

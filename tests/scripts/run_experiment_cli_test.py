@@ -262,6 +262,36 @@ def _bad_data_file(tmp_path, kind):
         f'{path} lacks the array(s) x_test, y_test; a data file needs '
         'x_train, y_train, x_test, y_test.'
     )
+  if kind == 'npz_bomb':  # 1 MiB of zeros in a kilobyte, over a 64 KiB cap.
+    path = tmp_path / 'bomb.npz'
+    x, y = np.zeros((4, 2**18), np.uint8), np.zeros(4, int)
+    np.savez_compressed(path, x_train=x, y_train=y, x_test=x, y_test=y)
+    return [f'--data_npz={path}', '--max_npz_bytes=65536'], (
+        f'x_train in {path}: decompresses to 1,048,704 bytes (with the arrays '
+        'before it), beyond the cap of 65,536 bytes (--max_npz_bytes, '
+        "load_npz's max_bytes; by default 0.5 of the available memory); raise "
+        'it if the machine has the memory.'
+    )
+  if kind == 'leaf_deep':
+    for split in ('train', 'test'):
+      (tmp_path / 'leaf' / split).mkdir(parents=True)
+      (tmp_path / 'leaf' / split / 'a.json').write_text('[' * 100_000)
+    path = tmp_path / 'leaf' / 'train' / 'a.json'
+    return [
+        f'--data_dir={tmp_path / "leaf"}',
+        f'--cache_dir={tmp_path / "cache"}',
+    ], (
+        f"{path}: invalid JSON: nested too deeply (Python's parser stops at "
+        f'its recursion limit, {sys.getrecursionlimit()} levels; data files '
+        'nest a few)'
+    )
+  if kind == 'jsonl_huge':
+    path = tmp_path / 'data.jsonl'
+    path.write_text('{"client_id": "a", "text": "x", "n": ' + '7' * 5000 + '}')
+    return [f'--data_jsonl={path}'], (
+        f'{path}, line 1: invalid JSON: an integer of more than 4300 digits '
+        "(Python's limit on integers read from text)."
+    )
   if kind == 'leaf':
     (tmp_path / 'leaf' / 'train').mkdir(parents=True)
     (tmp_path / 'leaf' / 'test').mkdir()
@@ -282,7 +312,15 @@ def _bad_data_file(tmp_path, kind):
 
 @pytest.mark.parametrize(
     'task, kind',
-    [('npz', 'npz'), ('leaf', 'leaf'), ('text', 'text'), ('text', 'clients')],
+    [
+        ('npz', 'npz'),
+        ('leaf', 'leaf'),
+        ('text', 'text'),
+        ('text', 'clients'),
+        ('npz', 'npz_bomb'),
+        ('leaf', 'leaf_deep'),
+        ('text', 'jsonl_huge'),
+    ],
 )
 def test_bad_data_files_are_refused_before_tensorflow_is_imported(
     tmp_path, task, kind

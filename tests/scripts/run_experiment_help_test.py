@@ -40,6 +40,7 @@ _TASK_LISTS = {
     },
     **{flag: ('text',) for flag in data_flags.TEXT_FLAGS},
     **{flag: ('stackoverflow',) for flag in data_flags.STACKOVERFLOW_FLAGS},
+    **{flag: ('npz',) for flag in data_flags.NPZ_FLAGS},
 }
 # Flag -> the algorithms its help must name, as the checks decide them.
 _ALGORITHM_LISTS = {

@@ -58,6 +58,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from tff_fedwin.data import json_limits
 from tff_fedwin.data import leaf_celeba
 from tff_fedwin.data import leaf_kinds
 from tff_fedwin.data import leaf_notes
@@ -139,6 +140,8 @@ def load_json(path: str) -> Any:
     ) from None
   except UnicodeDecodeError as e:
     raise _error(path, None, f'invalid JSON: not UTF-8 ({e.reason})') from None
+  except json_limits.LIMIT_ERRORS as e:  # Deep nesting, a huge integer.
+    raise _error(path, None, json_limits.problem(e)) from None
 
 
 def detect_kind(path: str, user: str, row: Any, label: Any = None) -> str:

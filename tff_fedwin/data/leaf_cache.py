@@ -4,7 +4,9 @@
 JSON (`tff_fedwin.data.leaf`) on the first start, several files at once
 (`leaf_convert`), into `<cache_dir>/<key>/`; later starts find it there and
 parse nothing. The key is a digest of every JSON file's name, size and
-CRC-32 (read streaming) and of the `leaf_kinds.LeafOptions` (CelebA's images
+CRC-32 (read streaming), of the converter's version
+(`leaf_convert.CONVERTER_VERSION`: a fixed converter converts again) and
+of the `leaf_kinds.LeafOptions` (CelebA's images
 directory by its listing's names, sizes and times; Sent140's vocabulary file
 by its CRC-32; the vocabulary size), so a changed or damaged file means a
 new conversion. A later start of the same files does not read
@@ -36,6 +38,12 @@ directory is left behind, and ignored); a cache whose index or file sizes do
 not match is converted again. The workers read the files, so they must see
 `cache_dir` (local workers, or a shared file system).
 
+Only this user's own directories are used (`leaf_cache_trust`): a
+`cache_dir`, `stat_keys/` or `<key>` owned by another user, or a symbolic
+link in their place, is neither read nor removed: one warning, and the
+conversion goes to a private directory. A read error other than a missing
+file (EIO, EMFILE, ...) removes nothing: it is reported in one line.
+
 `tff_fedwin.data.leaf_client_data` reads it with TensorFlow ops.
 """
 
@@ -49,14 +57,17 @@ from typing import Optional
 
 from absl import logging
 import attrs
-import numpy as np
 
 from tff_fedwin.data import leaf
+from tff_fedwin.data import leaf_cache_entry
+from tff_fedwin.data import leaf_cache_trust as trust
 from tff_fedwin.data import leaf_convert
 from tff_fedwin.data import leaf_kinds
 
-FORMAT = 1
-INDEX = 'index.json'
+FORMAT = leaf_cache_entry.FORMAT
+INDEX = leaf_cache_entry.INDEX
+LeafCache = leaf_cache_entry.LeafCache
+_from_index = leaf_cache_entry.from_index
 # `<cache_dir>/stat_keys/<stat_key>`: the content key of those exact files.
 STAT_KEYS = 'stat_keys'
 LeafDataError = leaf.LeafDataError
@@ -135,7 +146,7 @@ def stat_key(files: dict[str, list[str]], options: tuple = ()) -> str:
   another digest: it names the `STAT_KEYS` entry that remembers the content
   key of these exact files without reading them.
   """
-  records = [FORMAT, *options]
+  records = [FORMAT, leaf_convert.CONVERTER_VERSION, *options]
   for split, paths in files.items():
     for path in paths:
       stat = os.stat(path)
@@ -161,7 +172,7 @@ def source_key(
     LeafDataError: If `train/` or `test/` is missing or holds no `.json`.
   """
   files = json_files(data_dir, eval_dir)
-  records = [FORMAT, *options]
+  records = [FORMAT, leaf_convert.CONVERTER_VERSION, *options]
   for split, paths in files.items():
     for path in paths:
       records.append(
@@ -171,165 +182,103 @@ def source_key(
   return digest[:32], files
 
 
-@attrs.frozen(eq=False)  # An array field: compared by identity.
-class LeafCache:
-  """A complete conversion of a LEAF directory (see the module docstring).
-
-  Attributes:
-    directory: The conversion's absolute directory.
-    kind: One of `choices.LEAF_DATA_KINDS`.
-    client_ids: The training clients, sorted.
-    num_examples: Each training client's example count, in that order.
-    class_counts: int64 `[num_clients, num_classes]`: each training client's
-      label counts (femnist: 62 classes; shakespeare: the next character's
-      id, `leaf.SHAKESPEARE_VOCAB_SIZE`; sent140, celeba: 2); reddit
-      `[num_clients, 0]` (its labels are token sequences).
-    num_test_examples: Examples of the pooled test split.
-    converted: Whether this call converted it (False: found in the cache).
-    warnings: What the read accepted as LEAF's reader does
-      (`leaf_notes.LeafNotes.messages`), one line each.
-    x_width: The values of every x row (784, 80, or Synthetic's width).
-    test_users: The test users and their example counts, in the pooled test
-      split's order.
-    vocab_size: Sent140, Reddit: the ids of its vocabulary, `0..vocab_size -
-      1` (Sent140: its words, then the unknown word); 0 for the others.
-    pad_id: Reddit: the padding's id; -1 for the others.
-    unknown_id: Sent140, Reddit: the unknown word's id; -1 for the others.
-  """
-
-  directory: str
-  kind: str
-  client_ids: tuple[str, ...]
-  num_examples: tuple[int, ...]
-  class_counts: np.ndarray
-  num_test_examples: int
-  converted: bool
-  warnings: tuple[str, ...] = ()
-  x_width: int = leaf.FEMNIST_PIXELS
-  test_users: tuple[tuple[str, int], ...] = ()
-  vocab_size: int = 0
-  pad_id: int = -1
-  unknown_id: int = -1
-
-  @property
-  def num_classes(self) -> int:
-    """The labels' classes (62, 81, 2, Synthetic's 1 + the largest label,
-    or Reddit's vocabulary size)."""
-    if self.kind == 'reddit':
-      return self.vocab_size
-    return self.class_counts.shape[1]
-
-  def client_files(self, client_id: str) -> tuple[str, str]:
-    """The `.x` and `.y` files of a training client."""
-    base = os.path.join(self.directory, 'train', client_file_name(client_id))
-    return base + '.x', base + '.y'
+def _write_conversion(files, kind, key, out_dir, options) -> None:
+  """Converts `files` into `out_dir`, its index written last."""
+  converted = leaf_convert.convert_splits(files, kind, out_dir, options=options)
+  ids = converted.client_ids
+  order = sorted(range(len(ids)), key=ids.__getitem__)
+  index = {
+      'format': FORMAT,
+      'key': key,
+      'converter': leaf_convert.CONVERTER_VERSION,
+      'kind': converted.kind,
+      'client_ids': [ids[i] for i in order],
+      'num_examples': [converted.num_examples[i] for i in order],
+      'class_counts': [converted.class_counts[i] for i in order],
+      'num_test_examples': converted.num_test_examples,
+      'warnings': converted.notes.messages(),
+      'x_width': converted.x_width,
+      'test_users': [list(u) for u in converted.test_users],
+      'vocab_size': converted.vocab_size,
+      'pad_id': converted.pad_id,
+      'unknown_id': converted.unknown_id,
+  }
+  with open(os.path.join(out_dir, INDEX), 'w') as f:
+    json.dump(index, f)
+    f.flush()
+    os.fsync(f.fileno())
 
 
-def _from_index(directory: str, key: str) -> Optional[LeafCache]:
-  """The conversion in `directory` if complete and intact, else None."""
-  try:
-    with open(os.path.join(directory, INDEX)) as f:
-      index = json.load(f)
-    if index.get('format') != FORMAT or index.get('key') != key:
-      return None
-    cache = LeafCache(
-        directory,
-        index['kind'],
-        tuple(index['client_ids']),
-        tuple(index['num_examples']),
-        np.asarray(index['class_counts'], np.int64),
-        index['num_test_examples'],
-        converted=False,
-        warnings=tuple(index.get('warnings', ())),
-        # An index written before Synthetic: the kind's fixed layout.
-        x_width=index.get('x_width', leaf_convert.LAYOUT[index['kind']][0]),
-        test_users=tuple((str(u), int(n)) for u, n in index['test_users']),
-        vocab_size=index.get('vocab_size', 0),
-        pad_id=index.get('pad_id', -1),
-        unknown_id=index.get('unknown_id', -1),
-    )
-    if sum(n for _, n in cache.test_users) != cache.num_test_examples:
-      return None
-    x_bytes, y_bytes = record_bytes(cache.kind, cache.x_width)
-    for client_id, n in zip(cache.client_ids, cache.num_examples):
-      x_path, y_path = cache.client_files(client_id)
-      if (os.path.getsize(x_path), os.path.getsize(y_path)) != (
-          n * x_bytes,
-          n * y_bytes,
-      ):
-        return None
-    n = cache.num_test_examples
-    if (
-        os.path.getsize(os.path.join(directory, 'test.x')) != n * x_bytes
-        or os.path.getsize(os.path.join(directory, 'test.y')) != n * y_bytes
-    ):
-      return None
-    return cache
-  except (OSError, ValueError, KeyError, TypeError):
-    return None
-
-
-def _convert(files, kind, key, directory, options) -> LeafCache:
-  """Converts into a temporary directory, then renames it to `directory`."""
-  root = os.path.dirname(directory)
-  os.makedirs(root, exist_ok=True)
-  tmp = tempfile.mkdtemp(prefix=f'.{key}.tmp-', dir=root)
-  try:
-    converted = leaf_convert.convert_splits(files, kind, tmp, options=options)
-    ids = converted.client_ids
-    order = sorted(range(len(ids)), key=ids.__getitem__)
-    index = {
-        'format': FORMAT,
-        'key': key,
-        'kind': converted.kind,
-        'client_ids': [ids[i] for i in order],
-        'num_examples': [converted.num_examples[i] for i in order],
-        'class_counts': [converted.class_counts[i] for i in order],
-        'num_test_examples': converted.num_test_examples,
-        'warnings': converted.notes.messages(),
-        'x_width': converted.x_width,
-        'test_users': [list(u) for u in converted.test_users],
-        'vocab_size': converted.vocab_size,
-        'pad_id': converted.pad_id,
-        'unknown_id': converted.unknown_id,
-    }
-    with open(os.path.join(tmp, INDEX), 'w') as f:
-      json.dump(index, f)
-      f.flush()
-      os.fsync(f.fileno())
-    try:
-      os.rename(tmp, directory)
-    except OSError:
-      # Another process completed the same conversion first: use its.
-      shutil.rmtree(tmp, ignore_errors=True)
-  except BaseException:
-    shutil.rmtree(tmp, ignore_errors=True)
-    raise
+def _written(directory: str, key: str) -> LeafCache:
+  """The conversion just written into `directory`."""
   cache = _from_index(directory, key)
   if cache is None:
     raise OSError(f'{directory}: the LEAF conversion just written is damaged')
   return attrs.evolve(cache, converted=True)
 
 
-def _read_key(path: str) -> Optional[str]:
-  """The content key a `STAT_KEYS` entry remembers, or None."""
+def _convert(files, kind, key, directory, options) -> LeafCache:
+  """Converts into a temporary directory, then renames it to `directory`.
+
+  If `directory` appeared meanwhile, another process's conversion of ours is
+  used; anything else there (`trust.foreign`) is left, and the temporary
+  directory stays this conversion (one warning).
+  """
+  root = os.path.dirname(directory)
+  os.makedirs(root, exist_ok=True)
+  tmp = tempfile.mkdtemp(prefix=f'.{key}.tmp-', dir=root)
   try:
-    with open(path) as f:
-      key = f.read()
-  except OSError:
-    return None
-  return key if len(key) == 32 and key.isalnum() else None
+    _write_conversion(files, kind, key, tmp, options)
+    try:
+      os.rename(tmp, directory)
+    except OSError:
+      problem = trust.foreign(directory)
+      if problem:
+        logging.warning(
+            '%s: not used; the conversion stays in %s', problem, tmp
+        )
+        directory = tmp
+      else:  # Another process completed the same conversion first: use its.
+        shutil.rmtree(tmp, ignore_errors=True)
+  except BaseException:
+    shutil.rmtree(tmp, ignore_errors=True)
+    raise
+  return _written(directory, key)
 
 
-def _write_key(path: str, key: str) -> None:
-  """Remembers `key` for the files' stat digest (atomically)."""
-  if _read_key(path) == key:
-    return
-  os.makedirs(os.path.dirname(path), exist_ok=True)
-  tmp = f'{path}.tmp-{os.getpid()}'
-  with open(tmp, 'w') as f:
-    f.write(key)
-  os.replace(tmp, path)
+def _convert_privately(files, kind, key, options, problem: str) -> LeafCache:
+  """Converts into `trust.private_directory` (the cache is not ours)."""
+  directory = trust.private_directory(key, problem)
+  try:
+    _write_conversion(files, kind, key, directory, options)
+  except BaseException:
+    shutil.rmtree(directory, ignore_errors=True)
+    raise
+  return _written(directory, key)
+
+
+def _found_or_converted(root, data_dir, files, kind, record, options):
+  """`load_leaf_cache`'s conversion: found under `root`, or made now."""
+  stat_keys = os.path.join(root, STAT_KEYS)
+  problem = trust.foreign(root) or trust.foreign(stat_keys)
+  by_stat = os.path.join(stat_keys, stat_key(files, record))
+  key = None if problem else trust.read_key(by_stat)
+  cache = None
+  if key is not None and not trust.foreign(os.path.join(root, key)):
+    cache = _from_index(os.path.join(root, key), key)
+  if cache is None:
+    key, files = source_key(data_dir, record, options.eval_dir)
+    directory = os.path.join(root, key)
+    problem = problem or trust.foreign(directory)
+    if problem:
+      return _convert_privately(files, kind, key, options, problem)
+    cache = _from_index(directory, key)
+    if cache is None:
+      if os.path.lexists(directory):  # Damaged: convert again.
+        shutil.rmtree(directory, ignore_errors=True)
+      cache = _convert(files, kind, key, directory, options)
+  trust.write_key(by_stat, key)
+  return cache
 
 
 def load_leaf_cache(
@@ -367,19 +316,9 @@ def load_leaf_cache(
     )
   root = os.path.abspath(cache_dir or default_cache_dir())
   files = json_files(data_dir, options.eval_dir)
-  record = options_record(options)
-  by_stat = os.path.join(root, STAT_KEYS, stat_key(files, record))
-  key = _read_key(by_stat)
-  cache = None if key is None else _from_index(os.path.join(root, key), key)
-  if cache is None:
-    key, files = source_key(data_dir, record, options.eval_dir)
-    directory = os.path.join(root, key)
-    cache = _from_index(directory, key)
-  if cache is None:
-    if os.path.exists(directory):
-      shutil.rmtree(directory, ignore_errors=True)  # Damaged: convert again.
-    cache = _convert(files, kind, key, directory, options)
-  _write_key(by_stat, key)
+  cache = _found_or_converted(
+      root, data_dir, files, kind, options_record(options), options
+  )
   if kind != 'auto' and cache.kind != kind:
     raise leaf.LeafDataError(
         f'{os.path.abspath(data_dir)}: holds {cache.kind}-style data, not '

@@ -35,6 +35,9 @@ from tff_fedwin.data import leaf_notes
 from tff_fedwin.data import leaf_reddit
 from tff_fedwin.data import leaf_sent140
 
+# What this converter writes, in every cache key (`leaf_cache`): raised with
+# any change to what it writes, so that no older conversion is served.
+CONVERTER_VERSION = 1
 # Per kind: (x row width, x dtype, y dtype, number of classes); None: the
 # directory's (Synthetic: the rows' width, 1 + the largest label; Reddit:
 # no label counts, its classes are its vocabulary).

@@ -28,6 +28,7 @@ from typing import Any, Iterable, Optional
 
 import numpy as np
 
+from tff_fedwin.data import json_limits
 from tff_fedwin.data import leaf_kinds
 
 SEQ_LENGTH = 25
@@ -144,6 +145,8 @@ def _json_vocab(path: str, f) -> list[str]:
     words = json.load(f).get('vocab')
   except (json.JSONDecodeError, AttributeError):
     words = None
+  except json_limits.LIMIT_ERRORS as e:  # Deep nesting, a huge integer.
+    raise leaf_kinds.error(path, None, json_limits.problem(e)) from None
   if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
     raise leaf_kinds.error(
         path,

@@ -10,11 +10,13 @@ import gzip
 import importlib.resources
 import os
 import pickle
+from typing import Optional
 
 from absl import logging
 import numpy as np
 
 from tff_fedwin import choices
+from tff_fedwin.data import npz_limits
 
 _MNIST_PACKAGE = 'mnist'
 _MNIST_RESOURCE = ('data', 'mnist.pkl.gz')
@@ -121,13 +123,14 @@ def _one_line(error: BaseException) -> str:
   return ' '.join(f'{type(error).__name__}: {error}'.split())
 
 
-def _read_arrays(path: str) -> dict[str, np.ndarray]:
+def _read_arrays(path: str, max_bytes: int) -> dict[str, np.ndarray]:
   """Reads the arrays `_NPZ_KEYS` of the `.npz` file `path`.
 
   Raises:
     ValueError: If the file is missing, is not a readable `.npz` archive, lacks
-      one of the arrays or holds one it cannot read (e.g. an object array,
-      which needs pickle).
+      one of the arrays, holds one it cannot read (e.g. an object array,
+      which needs pickle) or ones beyond `max_bytes`
+      (`npz_limits.check_sizes`).
   """
   if not os.path.isfile(path):
     problem = 'is not a file' if os.path.exists(path) else 'no such file'
@@ -153,6 +156,12 @@ def _read_arrays(path: str) -> dict[str, np.ndarray]:
           f'{path} lacks the array(s) {", ".join(missing)}; a data file needs '
           f'{", ".join(_NPZ_KEYS)}.'
       )
+    try:
+      npz_limits.check_sizes(path, data.zip, _NPZ_KEYS, max_bytes)
+    except npz_limits.READ_ERRORS as e:
+      raise ValueError(
+          f'{path}: not a readable .npz archive ({_one_line(e)}).'
+      ) from None
     arrays = {}
     for key in _NPZ_KEYS:
       try:
@@ -322,7 +331,12 @@ def _check_finite(path: str, key: str, x: np.ndarray) -> None:
     )
 
 
-def load_npz(path: str, *, scale_integer_features: bool = True) -> Arrays:
+def load_npz(
+    path: str,
+    *,
+    scale_integer_features: bool = True,
+    max_bytes: Optional[int] = None,
+) -> Arrays:
   """Loads a centralized data set from a `.npz` file, checking it.
 
   Features are returned as float32. Float features keep their values. Bool
@@ -345,6 +359,10 @@ def load_npz(path: str, *, scale_integer_features: bool = True) -> Arrays:
       `y_train`. Both splits need at least one example.
     scale_integer_features: Whether to scale integer features to [0, 1] as
       above.
+    max_bytes: The most bytes the four arrays may decompress to, checked in
+      the archive's headers before any is read; None or 0:
+      `npz_limits.default_max_bytes()` (`NPZ_MEMORY_FRACTION` of the
+      memory available now).
 
   Returns:
     `(x_train, y_train), (x_test, y_test)`: float32 features of the stored
@@ -357,10 +375,11 @@ def load_npz(path: str, *, scale_integer_features: bool = True) -> Arrays:
       has a split with no examples, non-numeric or non-finite features,
       non-integer or negative labels, features and labels of different lengths,
       several labels per example, test labels not among the classes in
-      `y_train`, train and test examples of different shapes, or integer
-      features outside the scaling rule above.
+      `y_train`, train and test examples of different shapes, integer
+      features outside the scaling rule above, or arrays beyond `max_bytes`
+      (or whose `.npy` header claims more than the archive holds).
   """
-  arrays = _read_arrays(path)
+  arrays = _read_arrays(path, max_bytes or npz_limits.default_max_bytes())
   labels = {}
   for split in ('train', 'test'):
     x, y = arrays[f'x_{split}'], arrays[f'y_{split}']

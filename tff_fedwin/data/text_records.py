@@ -45,6 +45,7 @@ import attrs
 
 from tff_fedwin import checks
 from tff_fedwin import errors
+from tff_fedwin.data import json_limits
 
 SPLITS = ('train', 'test')
 FIELDS = ('client_id', 'text')
@@ -165,6 +166,8 @@ def _jsonl_records(path: str) -> list[TextRecord]:
       fields = json.loads(line)
     except json.JSONDecodeError as e:
       raise _error(path, number, f'invalid JSON ({e.msg}).') from e
+    except json_limits.LIMIT_ERRORS as e:  # Deep nesting, a huge integer.
+      raise _error(path, number, json_limits.problem(e) + '.') from None
     if not isinstance(fields, dict):
       raise _error(
           path,

@@ -132,6 +132,8 @@ class ExperimentConfig:
   # 0: the labels decide (1 + the largest label of train and test).
   num_classes: int = 0
   scale_integer_features: bool = True
+  # 0: `choices.NPZ_MEMORY_FRACTION` of the memory available at the start.
+  max_npz_bytes: int = 0
   eval_split: str = 'test'
   eval_per_client: bool = False
   cache_dir: Optional[str] = None

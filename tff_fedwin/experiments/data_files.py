@@ -83,6 +83,7 @@ def read_data_files(config: config_lib.ExperimentConfig) -> None:
         config.task,
         data_npz=config.data_npz,
         scale_integer_features=config.scale_integer_features,
+        max_npz_bytes=config.max_npz_bytes,
         data_dir=config.data_dir,
         leaf_kind=config.leaf_kind,
         leaf_options=leaf_options(config),

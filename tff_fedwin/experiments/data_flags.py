@@ -25,6 +25,7 @@ TEXT_FLAGS = (
     'text_model',
 )
 STACKOVERFLOW_FLAGS = ('stackoverflow_test_batches',)
+NPZ_FLAGS = ('max_npz_bytes',)
 LEAF_FLAGS = ('leaf_kind', 'leaf_images_dir', 'leaf_vocab_file')
 # The tasks whose models `--model` chooses (image classification).
 MODEL_TASKS = ('mnist', 'npz', 'leaf')
@@ -86,6 +87,14 @@ def check_data_flags(config: Any, defaults: Any, problems: Any) -> None:
         config.task != 'stackoverflow'
     ):
       problems.add(f'--{flag} is only used with --task=stackoverflow.')
+  for flag in NPZ_FLAGS:
+    if (
+        getattr(config, flag) != getattr(defaults, flag)
+        and config.task != 'npz'
+    ):
+      problems.add(f'--{flag} is only used with --task=npz.')
+  with problems.check():
+    checks.check_int('--max_npz_bytes', config.max_npz_bytes, minimum=0)
   if config.model != defaults.model and config.task not in MODEL_TASKS:
     problems.add(
         f'--model chooses the image model of --task='

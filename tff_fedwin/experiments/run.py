@@ -47,6 +47,7 @@ def create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
           cache_dir=config.cache_dir,
           use_synthetic_data=config.use_synthetic_data,
           scale_integer_features=config.scale_integer_features,
+          max_npz_bytes=config.max_npz_bytes,
           eval_split=config.eval_split,
           shuffle_buffer=config.client_shuffle_buffer,
           text_model=config.text_model,

@@ -53,6 +53,7 @@ MAY_DIFFER: Mapping[str, str] = {
         '(docs/design.md sec. 7.4); rewritten at every start'
     ),
     'cache_dir': "where TFF's published dataset files are read from",
+    'max_npz_bytes': 'a cap on what is read, not on what is trained',
     'root_output_dir': 'names the run directory (a moved run resumes)',
     'experiment_name': 'names the run directory (a moved run resumes)',
     'workers': (

@@ -30,6 +30,7 @@ def read_data_files(
     *,
     data_npz: Optional[str] = None,
     scale_integer_features: bool = True,
+    max_npz_bytes: int = 0,
     data_dir: Optional[str] = None,
     leaf_kind: str = 'auto',
     leaf_options: leaf_kinds.LeafOptions = leaf_kinds.LeafOptions(),
@@ -56,6 +57,7 @@ def read_data_files(
         sources.load_npz,
         data_npz,
         scale_integer_features=scale_integer_features,
+        max_bytes=max_npz_bytes,
     )
   elif name == 'leaf' and data_dir:
     cache = preloaded.load(

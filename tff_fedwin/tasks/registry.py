@@ -183,6 +183,7 @@ def create_task(
     cache_dir: Optional[str] = None,
     use_synthetic_data: bool = False,
     scale_integer_features: bool = True,
+    max_npz_bytes: int = 0,
     eval_split: str = 'test',
     shuffle_buffer: Optional[int] = None,
     text_model: str = 'tff',
@@ -228,6 +229,8 @@ def create_task(
       synthetic data instead (no download).
     scale_integer_features: Task `npz`: whether integer features are scaled to
       [0, 1] (see `sources.load_npz`) or cast to float32 unchanged.
+    max_npz_bytes: Task `npz`: the most bytes its arrays may decompress to
+      (`sources.load_npz`'s `max_bytes`); 0: from the available memory.
     eval_split: One of `EVAL_SPLITS`: what `Task.test_data` holds, the test
       set, or for `mnist` its 10,000-example validation split
       (`sources.load_mnist`).
@@ -279,6 +282,7 @@ def create_task(
         sources.load_npz,
         data_npz,
         scale_integer_features=scale_integer_features,
+        max_bytes=max_npz_bytes,
     )
     return _array_task(
         'npz',
