@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import attrs
 import tensorflow_federated as tff
 
+from tff_fedwin import round_runner
 from tff_fedwin import runtime
 from tff_fedwin.algorithms import runners
 from tff_fedwin.experiments import config as config_lib
@@ -147,21 +148,18 @@ def _build_runner(run: str, config, task) -> Any:
   return registry.build_runner(config, task, len(task.train_data.client_ids))
 
 
-class _SampledRunner:
+class _SampledRunner(round_runner.ForwardingRunner):
   """A `RoundRunner` that records a `MemorySample` after every k-th round."""
 
   def __init__(self, runner: Any, every: int, samples: list[MemorySample]):
-    self._runner = runner
+    super().__init__(runner)
     self._every = every
     self._samples = samples
     self._rounds = 0
     self._start = time.monotonic()
 
-  def __getattr__(self, name: str) -> Any:
-    return getattr(self._runner, name)
-
-  def run_round(self, *args, **kwargs) -> Any:
-    result = self._runner.run_round(*args, **kwargs)
+  def run_round(self, state, datasets, client_states) -> Any:
+    result = self.inner.run_round(state, datasets, client_states)
     self._rounds += 1
     if self._rounds % self._every == 0:
       self._samples.append(

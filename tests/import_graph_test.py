@@ -25,6 +25,7 @@ _LEAVES = {
     'errors',
     'lazy_names',
     'log_levels',
+    'round_runner',
     'version',
 }
 ALLOWED = {

@@ -12,6 +12,7 @@ import tensorflow_federated as tff
 from tests import linear_task
 from tests import scaffold_reference as sref
 from tff_fedwin import aggregators
+from tff_fedwin import training
 from tff_fedwin.algorithms import fed_win
 from tff_fedwin.algorithms import program_window_runner
 from tff_fedwin.algorithms import runners
@@ -226,12 +227,28 @@ def test_scaffold_rounds_match_numpy(
 
 def test_broadcast_needs_a_runner_that_sets_the_model():
 
-  class NoSetter:
-    pass
+  class NoSetter(training.RoundRunner):
+    """The five required methods only (never called here)."""
 
-  with pytest.raises(ValueError, match='set_global_model_weights'):
+    initialize = initial_client_state = lambda self: None
+    run_round = lambda self, state, datasets, client_states: None
+    global_model_weights = window_model_weights = lambda self, state: None
+
+  with pytest.raises(ValueError, match='NoSetter has none'):
     program_window_runner.ProgramWindowRunner(
         NoSetter(), _program_window(2, 0, 'broadcast')
+    )
+  with pytest.raises(ValueError, match='ForwardingRunner has none'):
+    program_window_runner.ProgramWindowRunner(
+        training.ForwardingRunner(NoSetter()),
+        _program_window(2, 0, 'broadcast'),
+    )
+
+
+def test_runner_must_be_a_round_runner():
+  with pytest.raises(ValueError, match='`runner` must be a .*RoundRunner'):
+    program_window_runner.ProgramWindowRunner(
+        object(), _program_window(2, 0, 'evaluate')
     )
 
 

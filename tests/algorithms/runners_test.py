@@ -64,10 +64,9 @@ def _assert_window_is_mean_of_last_two(runner, state, datasets, states):
 
 def _assert_is_a_round_runner(runner, process):
   assert runner_lib.check_runner(runner) is None
-  for method in runner_lib.RUNNER_METHODS:
-    assert getattr(runner, method).__self__ is runner, method
+  assert isinstance(runner, runner_lib.RoundRunner)
   assert runner.process is process
-  assert runner_lib.takes_client_ids(runner) is False  # No computation.
+  assert runner.takes_client_ids is False  # No computation.
 
 
 class TestLearningProcessRunner:

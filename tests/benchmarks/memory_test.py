@@ -7,6 +7,7 @@ import pytest
 from benchmarks import memory
 from benchmarks import memory_report
 from tff_fedwin import runtime
+from tff_fedwin import training
 from tff_fedwin.experiments import config as config_lib
 
 
@@ -62,7 +63,8 @@ def test_rss_mb_agrees_with_statm():
   assert memory.rss_mb() == pytest.approx(expected, abs=5.0)
 
 
-class _FakeRunner:
+class _FakeRunner(training.RoundRunner):
+  """Counts rounds; its state is the round number."""
 
   def __init__(self):
     self.rounds = 0
@@ -73,6 +75,15 @@ class _FakeRunner:
 
   def initialize(self):
     return 0
+
+  def initial_client_state(self):
+    return None
+
+  def global_model_weights(self, state):
+    return state
+
+  def window_model_weights(self, state):
+    return state
 
 
 def test_sampled_runner_samples_every_kth_round_and_delegates():

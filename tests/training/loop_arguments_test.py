@@ -49,10 +49,10 @@ def test_runner_without_required_methods_raises(tmp_path):
     _run(object(), tmp_path)
 
 
-def test_runner_without_initial_client_state_raises(processes, tmp_path):
+def test_duck_typed_runner_raises_before_any_file(processes, tmp_path):
 
   class OldRunner:
-    """A runner of the earlier interface: no `initial_client_state`."""
+    """A duck-typed runner of the earlier interface (no base class)."""
 
     def __init__(self, inner):
       self.initialize = inner.initialize
@@ -62,7 +62,7 @@ def test_runner_without_initial_client_state_raises(processes, tmp_path):
 
   runner = OldRunner(runners.LearningProcessRunner(processes['fedavg']))
 
-  with pytest.raises(ValueError, match='`initial_client_state`'):
+  with pytest.raises(ValueError, match='must be a .*RoundRunner.*OldRunner'):
     _run(runner, tmp_path)
   assert os.listdir(tmp_path) == []
 

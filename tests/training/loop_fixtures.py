@@ -10,6 +10,7 @@ import os
 import numpy as np
 
 from tests import softmax_task as task
+from tff_fedwin import round_runner
 from tff_fedwin import training
 from tff_fedwin.algorithms import runners
 from tff_fedwin.algorithms import scaffold
@@ -19,23 +20,20 @@ class Crash(Exception):
   """Simulates the process dying."""
 
 
-class RecordingRunner:
+class RecordingRunner(round_runner.ForwardingRunner):
   """Delegates to a runner; records every round; can die at a given round.
 
   The clients of a round are read from the data of its datasets.
   """
 
   def __init__(self, inner, crash_at_call=None):
-    self._inner = inner
+    super().__init__(inner)
     self._crash_at_call = crash_at_call
     self.client_ids = []
     self.num_batches = []
     self.client_states_in = []
     self.client_states_out = []
     self.states = []
-
-  def __getattr__(self, name):
-    return getattr(self._inner, name)
 
   def run_round(self, state, datasets, client_states):
     if len(self.client_ids) + 1 == self._crash_at_call:

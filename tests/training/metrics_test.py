@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import tensorflow_federated as tff
 
+from tff_fedwin import training
 from tff_fedwin.training import metrics
 
 ModelWeights = tff.learning.models.ModelWeights
@@ -63,8 +64,8 @@ def test_check_eval_metrics_returns_floats():
   assert all(type(v) is float for v in checked.values())
 
 
-class _FixedRunner:
-  """Returns fixed window and global models."""
+class _FixedRunner(training.RoundRunner):
+  """Returns fixed window and global models (the loop's other calls: none)."""
 
   def __init__(self, window, global_):
     self._window = ModelWeights([np.array(window)], [])
@@ -77,6 +78,15 @@ class _FixedRunner:
   def global_model_weights(self, state):
     del state
     return self._global
+
+  def initialize(self):
+    raise AssertionError('not called by evaluate_models')
+
+  def initial_client_state(self):
+    raise AssertionError('not called by evaluate_models')
+
+  def run_round(self, state, datasets, client_states):
+    raise AssertionError('not called by evaluate_models')
 
 
 def _metrics_of(weights):

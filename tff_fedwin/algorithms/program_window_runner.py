@@ -15,6 +15,7 @@ from typing import Any, NamedTuple, Optional
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_fedwin import round_runner
 from tff_fedwin.aggregators import program_window
 from tff_fedwin.aggregators import round_model_files
 from tff_fedwin.aggregators import window_readout
@@ -42,7 +43,7 @@ class ProgramWindowRunnerState(NamedTuple):
   window: program_window.ProgramWindowState
 
 
-class ProgramWindowRunner:
+class ProgramWindowRunner(round_runner.RoundRunner):
   """Runs `runner`'s process and keeps the window of its global models.
 
   After each round the new global model w^t is pushed to the window; in
@@ -78,8 +79,14 @@ class ProgramWindowRunner:
           '`window` must be a tff_fedwin.aggregators.ProgramWindow, got '
           f'{type(window).__name__}.'
       )
-    if window.mode == 'broadcast' and not callable(
-        getattr(runner, 'set_global_model_weights', None)
+    if not isinstance(runner, round_runner.RoundRunner):
+      raise ValueError(
+          '`runner` must be a tff_fedwin.training.RoundRunner, got '
+          f'{type(runner).__name__}.'
+      )
+    if (
+        window.mode == 'broadcast'
+        and not round_runner.sets_global_model_weights(runner)
     ):
       raise ValueError(
           "A window in 'broadcast' mode needs a `runner` with "
@@ -95,7 +102,7 @@ class ProgramWindowRunner:
   @property
   def takes_client_ids(self) -> bool:
     """Whether the wrapped runner's `run_round` takes client ids."""
-    return bool(getattr(self._runner, 'takes_client_ids', False))
+    return self._runner.takes_client_ids
 
   @property
   def window(self) -> program_window.ProgramWindow:

@@ -14,6 +14,7 @@ from typing import Any, Optional
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_fedwin import round_runner
 from tff_fedwin.aggregators import window_readout
 from tff_fedwin.algorithms import extra_windows
 from tff_fedwin.algorithms import resident_state
@@ -23,7 +24,7 @@ from tff_fedwin.algorithms.scaffold import state_files
 ModelWeights = tff.learning.models.ModelWeights
 
 
-class LearningProcessRunner:
+class LearningProcessRunner(round_runner.RoundRunner):
   """Runs a `tff.learning.templates.LearningProcess` one round at a time.
 
   The process keeps no client states. The model to evaluate is
@@ -146,7 +147,7 @@ class LearningProcessRunner:
     return self._process.set_model_weights(state, weights)
 
 
-class ScaffoldRunner:
+class ScaffoldRunner(round_runner.RoundRunner):
   """Runs `tff_fedwin.algorithms.build_scaffold`'s process.
 
   Its `next` is `(server_state, datasets, client_states) -> (server_state,

@@ -14,6 +14,7 @@ from tff_fedwin.training.forks import forked_from_round
 from tff_fedwin.training.forks import kept_rounds
 from tff_fedwin.training.loop import run_training
 from tff_fedwin.training.metrics import flatten_scalar_metrics
+from tff_fedwin.training.runner import ForwardingRunner
 from tff_fedwin.training.runner import RoundRunner
 from tff_fedwin.training.sampling import client_datasets
 from tff_fedwin.training.sampling import sample_clients

@@ -77,14 +77,12 @@ def _start(
     store = open_store(None)
   state = initial_state if restored is None else restored.server_state
   round_num = None if restored is None else restored.round_num
-  files = None
-  if callable(getattr(runner, 'open_files', None)):
-    try:
-      files = runner.open_files(checkpoints.directory, round_num, state)
-    except BaseException:
-      if store is not None:
-        store.close()
-      raise
+  try:
+    files = runner.open_files(checkpoints.directory, round_num, state)
+  except BaseException:
+    if store is not None:
+      store.close()
+    raise
   steps = checkpoint_steps.combine_steps(store, files)
   if restored is None:
     # A run from round 1 is no fork, whatever a fork killed midway left.
@@ -153,7 +151,7 @@ class _Rounds:
         self._args.preprocess_fn,
         seed=self._args.seed,
         round_num=round_num,
-        by_id=runner_lib.takes_client_ids(self._runner),
+        by_id=self._runner.takes_client_ids,
     )
     client_states = None if self._store is None else self._store.get(sampled)
     state, new_client_states, train_metrics = self._runner.run_round(
@@ -388,7 +386,7 @@ def run_training(
             start,
             total_rounds=total_rounds,
             experiment_name=experiment_name,
-            show_window=runner_lib.has_window(runner, start.state),
+            show_window=runner.has_window(start.state),
         )
     finally:
       if start.steps is not None:
@@ -402,7 +400,7 @@ def run_training(
       summary_last_n=args.summary_last_n,
       resumed_from_round=start.resumed_from,
       wall_time_seconds=time.monotonic() - start_time,
-      has_window=runner_lib.has_window(runner, start.state),
+      has_window=runner.has_window(start.state),
   )
   with disk_full.as_one_line(None):
     outputs.write_json_atomically(summary, paths.summary_json)

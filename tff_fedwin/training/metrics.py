@@ -158,9 +158,7 @@ def evaluate_models_and_clients(
       (outputs.WINDOW_PREFIX, runner.window_model_weights(state)),
       (outputs.GLOBAL_PREFIX, runner.global_model_weights(state)),
   ]
-  extra = getattr(runner, 'extra_window_models', None)
-  if extra is not None:
-    named.extend(extra(state).items())
+  named.extend(runner.extra_window_models(state).items())
   distinct, index_of = [], []
   for _, weights in named:
     same = [i for i, d in enumerate(distinct) if same_weights(d, weights)]
