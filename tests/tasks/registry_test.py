@@ -224,6 +224,28 @@ def test_refuses_a_split_the_task_does_not_have(task, eval_split, message):
     )
 
 
+def test_every_task_has_one_builder():
+  assert set(registry.BUILDERS) == set(registry.TASKS)
+
+
+def test_an_unknown_option_is_refused_by_name():
+  with pytest.raises(TypeError, match='batch_sise'):
+    registry.create_task('mnist', batch_sise=2)
+
+
+@pytest.mark.parametrize(
+    'task,message',
+    [
+        ('npz', '`data_npz` .* is required for task npz'),
+        ('leaf', '`data_dir` .* is required for task leaf'),
+        ('text', '`data_jsonl` .* is required for task text'),
+    ],
+)
+def test_a_task_without_its_data_file_names_the_option(task, message):
+  with pytest.raises(ValueError, match=message):
+    registry.create_task(task, batch_size=2)
+
+
 def _sql_client_data(path, examples, element_spec):
   """`examples` (client id -> dict of arrays) in a database at `path`, parsed
   as TFF's loaders return their data (a preprocess over `SqlClientData`)."""

