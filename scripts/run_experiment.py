@@ -308,9 +308,22 @@ flags.DEFINE_enum(
     'client_lr_schedule',
     _DEFAULTS.client_lr_schedule,
     list(experiments.LR_SCHEDULES),
-    "constant; decay: 0.99^t (IMA's baselines); or IMA: 0.99^t before "
-    'the start round, 0.97 per round after it; '
-    f'{", ".join(config_lib.CLIENT_OPTIMIZER_ALGORITHMS)}.',
+    "constant; decay: 0.99^t (IMA's baselines); or one of IMA's decay "
+    'schemes, 0.99^t before --window_start_round and from it on: ima, 0.97 '
+    'per round; ima_constant, --client_lr_low; ima_cyclic, from '
+    '--client_learning_rate down to --client_lr_low every --client_lr_cycle '
+    f'rounds. With {", ".join(config_lib.CLIENT_OPTIMIZER_ALGORITHMS)}.',
+)
+flags.DEFINE_float(
+    'client_lr_low',
+    _DEFAULTS.client_lr_low,
+    'The client rate of --client_lr_schedule=ima_constant and the bottom '
+    "of each cycle of ima_cyclic (IMA Table 3's 5e-5).",
+)
+flags.DEFINE_integer(
+    'client_lr_cycle',
+    _DEFAULTS.client_lr_cycle,
+    'Rounds per cycle of --client_lr_schedule=ima_cyclic.',
 )
 # Training.
 flags.DEFINE_integer('total_rounds', _DEFAULTS.total_rounds, 'Rounds.')

@@ -138,3 +138,70 @@ class TestExponentialClientLearningRateFn:
       np.testing.assert_allclose(
           float(fn(tf.constant(t))), 0.2 * decay**t, rtol=1e-5
       )
+
+
+def _values(fn, rounds):
+  return [float(fn(tf.constant(t))) for t in rounds]
+
+
+class TestImaDecaySchemes:
+  """IMA Table 3's "Const LR" and "Cyclic Decay", by hand."""
+
+  def test_constant_is_the_low_rate_from_the_start_round(self):
+    # lr0 * 0.99^t before t_s = 3, then 5e-5 on every round.
+    fn = scheduled_client_work.ima_constant_client_learning_rate_fn(
+        0.1, 3, 5e-5
+    )
+    np.testing.assert_allclose(
+        _values(fn, [1, 2, 3, 4, 10]),
+        [0.1 * 0.99, 0.1 * 0.99**2, 5e-5, 5e-5, 5e-5],
+        rtol=1e-6,
+    )
+
+  def test_cyclic_falls_linearly_from_lr0_to_the_low_rate_each_cycle(self):
+    # lr0 = 0.1, low = 0.02, c = 4, t_s = 3 (s = 3): g = 1/4, 2/4, 3/4, 1 at
+    # t = 3..6, lr = (1 - g) * 0.1 + g * 0.02 = 0.08, 0.06, 0.04, 0.02; then
+    # again from 0.08 at t = 7. Before t_s: 0.1 * 0.99^t.
+    fn = scheduled_client_work.ima_cyclic_client_learning_rate_fn(
+        0.1, 3, 0.02, 4
+    )
+    np.testing.assert_allclose(
+        _values(fn, range(1, 11)),
+        [0.099, 0.09801, 0.08, 0.06, 0.04, 0.02, 0.08, 0.06, 0.04, 0.02],
+        rtol=1e-6,
+    )
+
+  def test_cyclic_from_round_zero_starts_its_cycle_at_round_one(self):
+    # t_s = 0: s = 1, so t = 1 has g = 1/4 (0.08) and t = 4 ends the cycle.
+    fn = scheduled_client_work.ima_cyclic_client_learning_rate_fn(
+        0.1, 0, 0.02, 4
+    )
+    np.testing.assert_allclose(
+        _values(fn, [1, 4, 5]), [0.08, 0.02, 0.08], rtol=1e-6
+    )
+
+  def test_a_cycle_of_one_round_is_the_low_rate(self):
+    fn = scheduled_client_work.ima_cyclic_client_learning_rate_fn(
+        0.1, 2, 0.02, 1
+    )
+    np.testing.assert_allclose(_values(fn, [1, 2, 3]), [0.099, 0.02, 0.02])
+
+  @pytest.mark.parametrize(
+      'args,message',
+      [
+          ((0.1, 3, 0.0, 4), '`low_rate` must be'),
+          (
+              (0.1, 3, 0.2, 4),
+              '`low_rate` must be below `initial_learning_rate`',
+          ),
+          ((0.1, 3, 0.02, 0), '`cycle` must be .* >= 1'),
+          ((0.1, -1, 0.02, 4), '`start_round` must be .* >= 0'),
+      ],
+  )
+  def test_cyclic_bad_arguments_name_the_argument(self, args, message):
+    with pytest.raises(ValueError, match=message):
+      scheduled_client_work.ima_cyclic_client_learning_rate_fn(*args)
+
+  def test_constant_bad_low_rate_names_it(self):
+    with pytest.raises(ValueError, match='`low_rate` must be'):
+      scheduled_client_work.ima_constant_client_learning_rate_fn(0.1, 3, -1.0)

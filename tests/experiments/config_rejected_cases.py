@@ -163,6 +163,27 @@ BAD_CONFIGS = [
         client_lr_schedule='ima',
     ),
     _fails(
+        'client_lr_low_with_ima',
+        ['--client_lr_low', '--client_lr_schedule=ima_constant'],
+        client_lr_schedule='ima',
+        client_lr_low=1e-4,
+    ),
+    _fails(
+        'client_lr_cycle_with_ima_constant',
+        ['--client_lr_cycle', '--client_lr_schedule=ima_cyclic'],
+        client_lr_schedule='ima_constant',
+        client_lr_cycle=10,
+    ),
+    _fails(
+        'client_lr_low_not_below_the_rate',
+        ['--client_lr_low', '--client_learning_rate', 'ima_cyclic'],
+        client_lr_schedule='ima_cyclic',
+        client_learning_rate=0.01,
+        client_lr_low=0.01,
+    ),
+    _fails('client_lr_low_zero', ['--client_lr_low'], client_lr_low=0.0),
+    _fails('client_lr_cycle_zero', ['--client_lr_cycle'], client_lr_cycle=0),
+    _fails(
         'mime_lite_with_wsm',
         ['--algorithm', '--client_loss'],
         algorithm='mime_lite',

@@ -267,6 +267,19 @@ def test_fork_at_another_round_is_refused(data_npz, tmp_path):
         # Both windows act from max(2, 0) = 2 (the schedules are the same):
         # k = 1.
         (dict(window_start_round=0), dict(window_mode='evaluate'), 1),
+        # IMA's constant scheme from the same t_s = 0 parts from IMA's own
+        # at once (both are 'decay' before t_s): no fork.
+        (
+            dict(window_start_round=0),
+            dict(NO_WINDOW, client_lr_schedule='ima_constant'),
+            None,
+        ),
+        # The same scheme with the same flags from the same t_s: k as above.
+        (
+            dict(window_start_round=0, client_lr_schedule='ima_cyclic'),
+            dict(window_mode='evaluate', client_lr_schedule='ima_cyclic'),
+            1,
+        ),
     ],
 )
 def test_fork_round_follows_hand_table(

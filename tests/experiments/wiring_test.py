@@ -187,9 +187,19 @@ IMA_LEARNING_RATES = [
 ]
 # --client_lr_schedule=decay: lr0 * 0.99^t, rounds 1-3.
 DECAY_LEARNING_RATES = [CLIENT_LR * 0.99**t for t in (1, 2, 3)]
+# IMA Table 3's other schemes from t_s = 2 (lr0 0.99^t before it).
+# ima_constant, low 0.05: 0.05 from round 2 on.
+IMA_LOW = 0.05
+IMA_CONSTANT_LEARNING_RATES = [CLIENT_LR * 0.99, IMA_LOW, IMA_LOW]
+# ima_cyclic, low 0.1, cycle 2 (s = t_s = 2): g = 1/2 at round 2, 1 at round
+# 3; lr = (1 - g) 0.3 + g 0.1 = 0.2, then 0.1.
+IMA_CYCLIC_LOW = 0.1
+IMA_CYCLIC_LEARNING_RATES = [CLIENT_LR * 0.99, 0.2, 0.1]
 SCHEDULE_LEARNING_RATES = {
     'ima': IMA_LEARNING_RATES,
     'decay': DECAY_LEARNING_RATES,
+    'ima_constant': IMA_CONSTANT_LEARNING_RATES,
+    'ima_cyclic': IMA_CYCLIC_LEARNING_RATES,
 }
 
 # Every case sets its own server learning rate (none is 1.0, the default), so
@@ -315,6 +325,38 @@ CASES = [
             client_momentum=0.9,
         ),
         id='fedavg_decay_client_momentum',
+    ),
+    pytest.param(
+        dict(
+            algorithm='fedavg',
+            client_lr_schedule='ima_constant',
+            client_lr_low=IMA_LOW,
+            window_size=2,
+            window_start_round=IMA_START,
+            server_learning_rate=0.9,
+        ),
+        _fedavg_family(
+            lambda: ref.Sgd(0.9),
+            client_learning_rates=IMA_CONSTANT_LEARNING_RATES,
+        ),
+        id='fedavg_ima_constant',
+    ),
+    pytest.param(
+        dict(
+            algorithm='fedprox',
+            client_lr_schedule='ima_cyclic',
+            client_lr_low=IMA_CYCLIC_LOW,
+            client_lr_cycle=2,
+            window_size=2,
+            window_start_round=IMA_START,
+            server_learning_rate=0.9,
+        ),
+        _fedavg_family(
+            lambda: ref.Sgd(0.9),
+            proximal_strength=PROXIMAL_STRENGTH,
+            client_learning_rates=IMA_CYCLIC_LEARNING_RATES,
+        ),
+        id='fedprox_ima_cyclic',
     ),
     pytest.param(
         dict(

@@ -2,8 +2,10 @@
 
 `build_scheduled_client_work` wraps a model-delta client work and sets its
 optimizer's `learning_rate` each round; `ima_client_learning_rate_fn` is IMA's
-schedule and `exponential_client_learning_rate_fn` the round-exponential decay
-of IMA's baselines (docs/design.md sec. 1).
+schedule, `exponential_client_learning_rate_fn` the round-exponential decay
+of IMA's baselines, and `ima_constant_client_learning_rate_fn` and
+`ima_cyclic_client_learning_rate_fn` the other decay schemes of IMA's Table 3
+(docs/design.md, "IMA's client learning-rate schedule").
 """
 
 import collections
@@ -174,3 +176,106 @@ def ima_client_learning_rate_fn(
     return tf.where(t < t_s, before, after)
 
   return learning_rate_fn
+
+
+def _from_start_round(
+    initial_learning_rate: float,
+    start_round: int,
+    decay_before: float,
+    after: Callable[[tf.Tensor], tf.Tensor],
+) -> ClientLearningRateFn:
+  """lr0 * decay_before^t for t < t_s, `after(t)` from t_s on (t float)."""
+  checks.check_number(
+      'initial_learning_rate', initial_learning_rate, positive=True
+  )
+  checks.check_int('start_round', start_round, minimum=0)
+  if not 0.0 < decay_before <= 1.0:
+    raise ValueError(f'`decay_before` must be in (0, 1]; got {decay_before!r}.')
+
+  def learning_rate_fn(round_num):
+    t = tf.cast(round_num, tf.float32)
+    before = initial_learning_rate * tf.pow(decay_before, t)
+    return tf.where(t < float(start_round), before, after(t))
+
+  return learning_rate_fn
+
+
+def ima_constant_client_learning_rate_fn(
+    initial_learning_rate: float,
+    start_round: int,
+    low_rate: float,
+    *,
+    decay_before: float = 0.99,
+) -> ClientLearningRateFn:
+  """IMA's "small constant lr" decay scheme (IMA Table 3, "Const LR").
+
+  lr_t = lr0 * decay_before^t     for t < t_s,
+  lr_t = low_rate                 for t >= t_s,
+
+  with rounds t = 1, 2, ... (the IMA paper's ablation uses low_rate = 5e-5).
+
+  Args:
+    initial_learning_rate: lr0 > 0.
+    start_round: t_s >= 0, IMA's start round.
+    low_rate: The rate from t_s on, > 0.
+    decay_before: Per-round decay before t_s, in (0, 1].
+
+  Returns:
+    A function of the round number usable as `client_learning_rate_fn`.
+  """
+  checks.check_number('low_rate', low_rate, positive=True)
+  return _from_start_round(
+      initial_learning_rate,
+      start_round,
+      decay_before,
+      lambda t: tf.fill(tf.shape(t), tf.constant(low_rate, tf.float32)),
+  )
+
+
+def ima_cyclic_client_learning_rate_fn(
+    initial_learning_rate: float,
+    start_round: int,
+    low_rate: float,
+    cycle: int,
+    *,
+    decay_before: float = 0.99,
+) -> ClientLearningRateFn:
+  """IMA's cyclic decay scheme (IMA Table 3, "Cyclic Decay").
+
+  From t_s on, the rate falls linearly from lr0 to `low_rate` over every
+  `cycle` rounds, the cyclical rate of SWA (Izmailov et al. 2018, Eq. 2) that
+  IMA takes from Caldarola et al. 2022:
+
+  lr_t = lr0 * decay_before^t                         for t < t_s,
+  lr_t = (1 - g_t) * lr0 + g_t * low_rate,            for t >= t_s,
+  g_t  = (((t - s) mod c) + 1) / c,  s = max(t_s, 1),
+
+  with rounds t = 1, 2, ...: the first round at or after t_s has g = 1/c and
+  every c-th round from it has g = 1 (the rate is `low_rate`).
+
+  Args:
+    initial_learning_rate: lr0 > 0, the top of each cycle.
+    start_round: t_s >= 0, IMA's start round.
+    low_rate: The bottom of each cycle, in (0, lr0).
+    cycle: c >= 1, rounds per cycle.
+    decay_before: Per-round decay before t_s, in (0, 1].
+
+  Returns:
+    A function of the round number usable as `client_learning_rate_fn`.
+  """
+  checks.check_number('low_rate', low_rate, positive=True)
+  checks.check_int('cycle', cycle, minimum=1)
+  if not low_rate < initial_learning_rate:
+    raise ValueError(
+        f'`low_rate` must be below `initial_learning_rate` '
+        f'({initial_learning_rate!r}); got {low_rate!r}.'
+    )
+  first = float(max(start_round, 1))
+
+  def after(t):
+    g = (tf.math.floormod(t - first, float(cycle)) + 1.0) / float(cycle)
+    return (1.0 - g) * initial_learning_rate + g * low_rate
+
+  return _from_start_round(
+      initial_learning_rate, start_round, decay_before, after
+  )

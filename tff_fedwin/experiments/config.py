@@ -18,6 +18,7 @@ from tff_fedwin import choices
 from tff_fedwin import errors
 from tff_fedwin.experiments import data_flags
 from tff_fedwin.experiments import problems as problems_lib
+from tff_fedwin.experiments import schedule_flags
 from tff_fedwin.experiments import window_flags
 from tff_fedwin.experiments import worker_flags
 
@@ -54,7 +55,7 @@ WINDOW_MODES = choices.WINDOW_MODES
 # aggregator or SCAFFOLD's), 'program' (kept by the round loop,
 # tff_fedwin.algorithms.ProgramWindowRunner), 'auto' (by its size).
 WINDOW_LOCATIONS = ('auto', 'state', 'program')
-LR_SCHEDULES = ('constant', 'decay', 'ima')
+LR_SCHEDULES = schedule_flags.LR_SCHEDULES
 WORKER_BINDS = ('loopback', 'all')
 CLIENT_STATES = choices.CLIENT_STATE_KINDS
 # How SCAFFOLD's sampled client states reach the workers: 'values' (TFF
@@ -150,6 +151,9 @@ class ExperimentConfig:
   window_location: str = 'auto'
   window_sizes: str = ''
   client_lr_schedule: str = 'constant'
+  # IMA Table 3's small constant rate and the bottom of each cyclic decay.
+  client_lr_low: float = 5e-5
+  client_lr_cycle: int = 20
   total_rounds: int = 50
   clients_per_round: int = 10
   client_epochs: int = 1
@@ -218,6 +222,7 @@ def _check_values(config: ExperimentConfig, problems: Problems) -> None:
       'num_clients',
       'window_read_every',
       'summary_last_n',
+      'client_lr_cycle',
   ):
     with problems.check():
       checks.check_int(f'--{flag}', getattr(config, flag), minimum=1)
@@ -250,6 +255,7 @@ def _check_values(config: ExperimentConfig, problems: Problems) -> None:
       'client_learning_rate',
       'server_learning_rate',
       'server_epsilon',
+      'client_lr_low',
   ):
     if getattr(config, flag) is not None:
       with problems.check():
@@ -455,6 +461,7 @@ def validate_config(config: ExperimentConfig) -> None:
   problems.raise_if_any()
   _check_data(config, problems)
   window_flags.check_window(config, problems)
+  schedule_flags.check_schedule_flags(config, ExperimentConfig(), problems)
   _check_algorithm(config, problems)
   _check_workers(config, problems)
   problems.raise_if_any()

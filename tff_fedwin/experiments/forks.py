@@ -23,6 +23,7 @@ from tff_fedwin.experiments import context
 from tff_fedwin.experiments import registry
 from tff_fedwin.experiments import run as run_lib
 from tff_fedwin.experiments import run_record
+from tff_fedwin.experiments import schedule_flags
 from tff_fedwin.experiments import task_defaults
 from tff_fedwin.training import checkpoints
 from tff_fedwin.training import divergence
@@ -37,6 +38,8 @@ _FORK_FIELDS = (
     'window_mode',
     'window_start_round',
     'client_lr_schedule',
+    'client_lr_low',
+    'client_lr_cycle',
     'experiment_name',
     'root_output_dir',
 )
@@ -69,23 +72,31 @@ def _first_active_round(config: config_lib.ExperimentConfig) -> Optional[int]:
 
 
 def _schedule_kind(config: config_lib.ExperimentConfig):
-  """(the schedule before its own turn, the round it turns or None).
+  """(the schedule before its turn, the round it turns or None, after it).
 
-  'ima' with start t_s is 'decay' before t_s (`scheduled_client_work`).
+  IMA's schedules with start t_s are 'decay' before t_s
+  (`scheduled_client_work`); from t_s on they differ by scheme and flags.
   """
-  if config.client_lr_schedule == 'ima':
-    return 'decay', config.window_start_round
-  return config.client_lr_schedule, None
+  if config.client_lr_schedule in schedule_flags.IMA_SCHEDULES:
+    return (
+        'decay',
+        config.window_start_round,
+        schedule_flags.after_start(config),
+    )
+  return config.client_lr_schedule, None, None
 
 
 def _schedules_part(
     a: config_lib.ExperimentConfig, b: config_lib.ExperimentConfig
 ) -> Optional[int]:
   """The first round the two client lr schedules may differ; None if never."""
-  (kind_a, turn_a), (kind_b, turn_b) = _schedule_kind(a), _schedule_kind(b)
+  (kind_a, turn_a, after_a), (kind_b, turn_b, after_b) = (
+      _schedule_kind(a),
+      _schedule_kind(b),
+  )
   if kind_a != kind_b:
     return 1
-  if turn_a == turn_b:
+  if turn_a == turn_b and after_a == after_b:
     return None
   return min(turn for turn in (turn_a, turn_b) if turn is not None)
 

@@ -171,6 +171,27 @@ def _dataset_computation(
   return sampling.keyed_dataset_computation(bundle, task.preprocess_fn)
 
 
+def _client_learning_rate_fn(
+    config: config_lib.ExperimentConfig,
+) -> Optional[scheduled_client_work.ClientLearningRateFn]:
+  """`--client_lr_schedule`'s rate per round; None for `constant`."""
+  lr0, t_s = config.client_learning_rate, config.window_start_round
+  schedule = config.client_lr_schedule
+  if schedule == 'constant':
+    return None
+  if schedule == 'decay':
+    return scheduled_client_work.exponential_client_learning_rate_fn(lr0)
+  if schedule == 'ima':
+    return scheduled_client_work.ima_client_learning_rate_fn(lr0, t_s)
+  if schedule == 'ima_constant':
+    return scheduled_client_work.ima_constant_client_learning_rate_fn(
+        lr0, t_s, config.client_lr_low
+    )
+  return scheduled_client_work.ima_cyclic_client_learning_rate_fn(
+      lr0, t_s, config.client_lr_low, config.client_lr_cycle
+  )
+
+
 def _fed_win_runner(
     config: config_lib.ExperimentConfig,
     task: tasks_registry.Task,
@@ -178,23 +199,12 @@ def _fed_win_runner(
 ) -> runners.LearningProcessRunner:
   """`build_fed_win` (FedAvg family, FedProx, WSM, IMA schedule)."""
   del num_train_clients  # Unused.
-  learning_rate_fn = None
-  if config.client_lr_schedule == 'ima':
-    learning_rate_fn = scheduled_client_work.ima_client_learning_rate_fn(
-        config.client_learning_rate, config.window_start_round
-    )
-  elif config.client_lr_schedule == 'decay':
-    learning_rate_fn = (
-        scheduled_client_work.exponential_client_learning_rate_fn(
-            config.client_learning_rate
-        )
-    )
   process = fed_win.build_fed_win(
       task.model_fn,
       _client_optimizer(config),
       _server_optimizer(config),
       **_window_arguments(config),
-      client_learning_rate_fn=learning_rate_fn,
+      client_learning_rate_fn=_client_learning_rate_fn(config),
       client_loss=config.client_loss,
       num_classes=_num_classes(config, task),
       proximal_strength=(

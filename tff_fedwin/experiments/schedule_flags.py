@@ -1,0 +1,62 @@
+"""The client learning-rate schedule flags and how they fit together.
+
+`--client_lr_schedule` picks the clients' per-round rate (docs/design.md,
+"IMA's client learning-rate schedule"): `constant`; `decay`, 0.99^t (IMA's
+baselines, and IMA Table 3's "NA decay"); or one of IMA's decay schemes from
+IMA's start round t_s = `--window_start_round` on (`IMA_SCHEDULES`, 0.99^t
+before it): `ima` (0.97 a round, IMA's own), `ima_constant` (the small
+constant `--client_lr_low`) and `ima_cyclic` (from `--client_learning_rate`
+down to `--client_lr_low` every `--client_lr_cycle` rounds). Checked before
+any TFF work, every misfit reported, each naming its flags; the schedules
+themselves are `tff_fedwin.algorithms.scheduled_client_work`'s.
+"""
+
+from typing import Any
+
+LR_SCHEDULES = ('constant', 'decay', 'ima', 'ima_constant', 'ima_cyclic')
+# The schedules that turn at IMA's start round.
+IMA_SCHEDULES = ('ima', 'ima_constant', 'ima_cyclic')
+# Flag -> the schedules that read it; a non-default value with another
+# schedule is refused (nothing silently ignored).
+SCHEDULE_FLAGS = {
+    'client_lr_low': ('ima_constant', 'ima_cyclic'),
+    'client_lr_cycle': ('ima_cyclic',),
+}
+
+
+def after_start(config: Any) -> tuple[Any, ...]:
+  """What decides the rate from t_s on: the schedule and the flags it reads."""
+  return (config.client_lr_schedule,) + tuple(
+      getattr(config, flag)
+      for flag, schedules in SCHEDULE_FLAGS.items()
+      if config.client_lr_schedule in schedules
+  )
+
+
+def check_schedule_flags(config: Any, defaults: Any, problems: Any) -> None:
+  """Adds a problem naming the flag for each schedule flag that does not fit.
+
+  Args:
+    config: An `ExperimentConfig` whose flags passed their own checks.
+    defaults: `ExperimentConfig()`, whose values count as "not given".
+    problems: The `config.Problems` each misfit is added to.
+  """
+  for flag, schedules in SCHEDULE_FLAGS.items():
+    if getattr(config, flag) != getattr(defaults, flag) and (
+        config.client_lr_schedule not in schedules
+    ):
+      problems.add(
+          f'--{flag} is only used with --client_lr_schedule='
+          f'{" or --client_lr_schedule=".join(schedules)}.'
+      )
+  rate = config.client_learning_rate
+  if (
+      config.client_lr_schedule == 'ima_cyclic'
+      and rate is not None  # None: the task's rate, checked when built.
+      and not config.client_lr_low < rate
+  ):
+    problems.add(
+        '--client_lr_low must be below --client_learning_rate with '
+        f'--client_lr_schedule=ima_cyclic (each cycle falls from '
+        f'{rate!r} to it); got {config.client_lr_low!r}.'
+    )
