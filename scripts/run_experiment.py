@@ -310,9 +310,9 @@ flags.DEFINE_enum(
     list(experiments.LR_SCHEDULES),
     "constant; decay: 0.99^t (IMA's baselines); or one of IMA's decay "
     'schemes, 0.99^t before --window_start_round and from it on: ima, 0.97 '
-    'per round; ima_constant, --client_lr_low; ima_cyclic, from '
-    '--client_learning_rate down to --client_lr_low every --client_lr_cycle '
-    f'rounds. With {", ".join(config_lib.CLIENT_OPTIMIZER_ALGORITHMS)}.',
+    'per round; ima_constant, --client_lr_low; ima_cyclic, from the rate at '
+    '--window_start_round down to --client_lr_low over every '
+    f'--client_lr_cycle rounds. With {", ".join(config_lib.CLIENT_OPTIMIZER_ALGORITHMS)}.',
 )
 flags.DEFINE_float(
     'client_lr_low',
@@ -323,7 +323,7 @@ flags.DEFINE_float(
 flags.DEFINE_integer(
     'client_lr_cycle',
     _DEFAULTS.client_lr_cycle,
-    'Rounds per cycle of --client_lr_schedule=ima_cyclic.',
+    'Rounds per cycle of --client_lr_schedule=ima_cyclic (>= 2).',
 )
 # Training.
 flags.DEFINE_integer('total_rounds', _DEFAULTS.total_rounds, 'Rounds.')

@@ -158,43 +158,37 @@ class TestImaDecaySchemes:
         rtol=1e-6,
     )
 
-  def test_cyclic_falls_linearly_from_lr0_to_the_low_rate_each_cycle(self):
-    # lr0 = 0.1, low = 0.02, c = 4, t_s = 3 (s = 3): g = 1/4, 2/4, 3/4, 1 at
-    # t = 3..6, lr = (1 - g) * 0.1 + g * 0.02 = 0.08, 0.06, 0.04, 0.02; then
-    # again from 0.08 at t = 7. Before t_s: 0.1 * 0.99^t.
+  def test_cyclic_falls_linearly_from_the_rate_at_t_s_each_cycle(self):
+    # lr0 = 0.1, t_s = 3, low = 0.02, c = 3: lr_max = 0.1 * 0.99^3 =
+    # 0.0970299; step = (lr_max - 0.02) / 2 = 0.03851495. t = 3, 4, 5:
+    # lr_max, lr_max - step = 0.05851495, 0.02; t = 6, 7, 8 again. Before
+    # t_s: 0.1 * 0.99^t.
     fn = scheduled_client_work.ima_cyclic_client_learning_rate_fn(
-        0.1, 3, 0.02, 4
+        0.1, 3, 0.02, 3
     )
     np.testing.assert_allclose(
-        _values(fn, range(1, 11)),
-        [0.099, 0.09801, 0.08, 0.06, 0.04, 0.02, 0.08, 0.06, 0.04, 0.02],
+        _values(fn, range(1, 9)),
+        [0.099, 0.09801] + [0.0970299, 0.05851495, 0.02] * 2,
         rtol=1e-6,
     )
 
-  def test_cyclic_from_round_zero_starts_its_cycle_at_round_one(self):
-    # t_s = 0: s = 1, so t = 1 has g = 1/4 (0.08) and t = 4 ends the cycle.
+  def test_cyclic_from_round_zero_starts_at_lr0(self):
+    # t_s = 0: lr_max = lr0 = 0.1, c = 2: t = 1 is the cycle's last round
+    # (0.02), t = 2 its first (0.1).
     fn = scheduled_client_work.ima_cyclic_client_learning_rate_fn(
-        0.1, 0, 0.02, 4
+        0.1, 0, 0.02, 2
     )
     np.testing.assert_allclose(
-        _values(fn, [1, 4, 5]), [0.08, 0.02, 0.08], rtol=1e-6
+        _values(fn, [1, 2, 3]), [0.02, 0.1, 0.02], rtol=1e-6
     )
-
-  def test_a_cycle_of_one_round_is_the_low_rate(self):
-    fn = scheduled_client_work.ima_cyclic_client_learning_rate_fn(
-        0.1, 2, 0.02, 1
-    )
-    np.testing.assert_allclose(_values(fn, [1, 2, 3]), [0.099, 0.02, 0.02])
 
   @pytest.mark.parametrize(
       'args,message',
       [
           ((0.1, 3, 0.0, 4), '`low_rate` must be'),
-          (
-              (0.1, 3, 0.2, 4),
-              '`low_rate` must be below `initial_learning_rate`',
-          ),
-          ((0.1, 3, 0.02, 0), '`cycle` must be .* >= 1'),
+          # 0.1 * 0.99^3 = 0.0970299 at t_s = 3.
+          ((0.1, 3, 0.098, 4), 'below the rate reached .* 0.0970299'),
+          ((0.1, 3, 0.02, 1), '`cycle` must be .* >= 2'),
           ((0.1, -1, 0.02, 4), '`start_round` must be .* >= 0'),
       ],
   )

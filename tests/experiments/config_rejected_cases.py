@@ -182,7 +182,7 @@ BAD_CONFIGS = [
         client_lr_low=0.01,
     ),
     _fails('client_lr_low_zero', ['--client_lr_low'], client_lr_low=0.0),
-    _fails('client_lr_cycle_zero', ['--client_lr_cycle'], client_lr_cycle=0),
+    _fails('client_lr_cycle_one', ['--client_lr_cycle'], client_lr_cycle=1),
     _fails(
         'mime_lite_with_wsm',
         ['--algorithm', '--client_loss'],

@@ -191,10 +191,10 @@ DECAY_LEARNING_RATES = [CLIENT_LR * 0.99**t for t in (1, 2, 3)]
 # ima_constant, low 0.05: 0.05 from round 2 on.
 IMA_LOW = 0.05
 IMA_CONSTANT_LEARNING_RATES = [CLIENT_LR * 0.99, IMA_LOW, IMA_LOW]
-# ima_cyclic, low 0.1, cycle 2 (s = t_s = 2): g = 1/2 at round 2, 1 at round
-# 3; lr = (1 - g) 0.3 + g 0.1 = 0.2, then 0.1.
+# ima_cyclic, low 0.1, cycle 2: from lr_max = 0.3 * 0.99^2 at round 2 down to
+# 0.1 at round 3.
 IMA_CYCLIC_LOW = 0.1
-IMA_CYCLIC_LEARNING_RATES = [CLIENT_LR * 0.99, 0.2, 0.1]
+IMA_CYCLIC_LEARNING_RATES = [CLIENT_LR * 0.99, CLIENT_LR * 0.99**2, 0.1]
 SCHEDULE_LEARNING_RATES = {
     'ima': IMA_LEARNING_RATES,
     'decay': DECAY_LEARNING_RATES,

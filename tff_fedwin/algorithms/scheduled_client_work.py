@@ -242,39 +242,43 @@ def ima_cyclic_client_learning_rate_fn(
 ) -> ClientLearningRateFn:
   """IMA's cyclic decay scheme (IMA Table 3, "Cyclic Decay").
 
-  From t_s on, the rate falls linearly from lr0 to `low_rate` over every
-  `cycle` rounds, the cyclical rate of SWA (Izmailov et al. 2018, Eq. 2) that
-  IMA takes from Caldarola et al. 2022:
+  IMA sec. 7.3.2: the rate decays "from 1e-2 to 5e-5 every 20 rounds". From
+  t_s on, every cycle of c rounds falls linearly from the rate reached at t_s,
+  lr_max = lr0 * decay_before^t_s (where the authors' code starts its cycles),
+  to `low_rate`:
 
-  lr_t = lr0 * decay_before^t                         for t < t_s,
-  lr_t = (1 - g_t) * lr0 + g_t * low_rate,            for t >= t_s,
-  g_t  = (((t - s) mod c) + 1) / c,  s = max(t_s, 1),
+  lr_t = lr0 * decay_before^t                                   for t < t_s,
+  lr_t = lr_max - ((t - t_s) mod c) / (c - 1) * (lr_max - low_rate)  for t >= t_s,
 
-  with rounds t = 1, 2, ...: the first round at or after t_s has g = 1/c and
-  every c-th round from it has g = 1 (the rate is `low_rate`).
+  with rounds t = 1, 2, ...: lr_max at t_s and every c rounds after it,
+  `low_rate` at the cycle's last round. (The authors' code, `decay_mode='CD'`,
+  falls over the first c/2 rounds only and then rises above lr_max;
+  docs/design.md, "IMA's client learning-rate schedule", says how.)
 
   Args:
-    initial_learning_rate: lr0 > 0, the top of each cycle.
+    initial_learning_rate: lr0 > 0.
     start_round: t_s >= 0, IMA's start round.
-    low_rate: The bottom of each cycle, in (0, lr0).
-    cycle: c >= 1, rounds per cycle.
+    low_rate: The bottom of each cycle, in (0, lr_max).
+    cycle: c >= 2, rounds per cycle.
     decay_before: Per-round decay before t_s, in (0, 1].
 
   Returns:
     A function of the round number usable as `client_learning_rate_fn`.
   """
   checks.check_number('low_rate', low_rate, positive=True)
-  checks.check_int('cycle', cycle, minimum=1)
-  if not low_rate < initial_learning_rate:
+  checks.check_int('cycle', cycle, minimum=2)
+  checks.check_int('start_round', start_round, minimum=0)
+  top = initial_learning_rate * decay_before**start_round
+  if not low_rate < top:
     raise ValueError(
-        f'`low_rate` must be below `initial_learning_rate` '
-        f'({initial_learning_rate!r}); got {low_rate!r}.'
+        '`low_rate` must be below the rate reached at `start_round`, '
+        f'initial_learning_rate * decay_before^start_round = {top!r}; got '
+        f'{low_rate!r}.'
     )
-  first = float(max(start_round, 1))
+  step = (top - low_rate) / (cycle - 1)
 
   def after(t):
-    g = (tf.math.floormod(t - first, float(cycle)) + 1.0) / float(cycle)
-    return (1.0 - g) * initial_learning_rate + g * low_rate
+    return top - tf.math.floormod(t - float(start_round), float(cycle)) * step
 
   return _from_start_round(
       initial_learning_rate, start_round, decay_before, after

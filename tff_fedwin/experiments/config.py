@@ -222,10 +222,11 @@ def _check_values(config: ExperimentConfig, problems: Problems) -> None:
       'num_clients',
       'window_read_every',
       'summary_last_n',
-      'client_lr_cycle',
   ):
     with problems.check():
       checks.check_int(f'--{flag}', getattr(config, flag), minimum=1)
+  with problems.check():
+    checks.check_int('--client_lr_cycle', config.client_lr_cycle, minimum=2)
   for flag in (
       'window_size',
       'window_start_round',

@@ -5,8 +5,8 @@
 baselines, and IMA Table 3's "NA decay"); or one of IMA's decay schemes from
 IMA's start round t_s = `--window_start_round` on (`IMA_SCHEDULES`, 0.99^t
 before it): `ima` (0.97 a round, IMA's own), `ima_constant` (the small
-constant `--client_lr_low`) and `ima_cyclic` (from `--client_learning_rate`
-down to `--client_lr_low` every `--client_lr_cycle` rounds). Checked before
+constant `--client_lr_low`) and `ima_cyclic` (falling from the rate reached
+at t_s to `--client_lr_low` over every `--client_lr_cycle` rounds). Checked before
 any TFF work, every misfit reported, each naming its flags; the schedules
 themselves are `tff_fedwin.algorithms.scheduled_client_work`'s.
 """
@@ -50,13 +50,13 @@ def check_schedule_flags(config: Any, defaults: Any, problems: Any) -> None:
           f'{" or --client_lr_schedule=".join(schedules)}.'
       )
   rate = config.client_learning_rate
-  if (
-      config.client_lr_schedule == 'ima_cyclic'
-      and rate is not None  # None: the task's rate, checked when built.
-      and not config.client_lr_low < rate
-  ):
-    problems.add(
-        '--client_lr_low must be below --client_learning_rate with '
-        f'--client_lr_schedule=ima_cyclic (each cycle falls from '
-        f'{rate!r} to it); got {config.client_lr_low!r}.'
-    )
+  if config.client_lr_schedule == 'ima_cyclic' and rate is not None:
+    # None: the task's rate, checked when the schedule is built.
+    top = rate * 0.99**config.window_start_round
+    if not config.client_lr_low < top:
+      problems.add(
+          '--client_lr_low must be below the rate each cycle of '
+          '--client_lr_schedule=ima_cyclic falls from, --client_learning_rate '
+          f'* 0.99^--window_start_round = {top:.6g}; got '
+          f'{config.client_lr_low!r}.'
+      )
