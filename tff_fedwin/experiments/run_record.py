@@ -60,7 +60,7 @@ MAY_DIFFER: Mapping[str, str] = {
         'where the run is computed (a dead worker can be replaced by another '
         "address); another number of workers adds the clients' sums in "
         'another order, so the numbers may then differ in their last bits '
-        '(docs/design.md sec. 6.5)'
+        "(docs/runtime.md, 'Several workers')"
     ),
     'worker_bind': 'which interfaces local workers listen on',
     'shared_dir': (
