@@ -277,7 +277,7 @@ def start_local_worker(
     max_concurrent_computation_calls: Passed to the worker; non-positive means
       no limit (TFF's default). `None`: the number of CPUs this process may
       run on, so that concurrent client computations do not oversubscribe
-      the cores (docs/design.md sec. 7.4).
+      the cores (docs/performance.md, 'The client loop and the worker').
     ready_timeout_seconds: How long to wait for the worker's gRPC service.
     loopback_only: Serve on the loopback interface only (default): the worker
       runs with the `tff_fedwin.runtime.loopback` shim preloaded, and once it
