@@ -9,7 +9,7 @@ and checkpoint (both also run every `sample_every` rounds). The growth after
 round 100 (`growth`, `level_growth`) is what issue 15 item 4 bounds (<= 10%);
 `tff_fedavg`, TFF's own `build_weighted_fed_avg` through
 the same loop, is the baseline measured in the same run
-(scripts/benchmark_memory.py, docs/performance.md sec. 9).
+(scripts/benchmark_memory.py, results/performance_history.md sec. 9).
 """
 
 import statistics

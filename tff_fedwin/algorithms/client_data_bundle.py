@@ -20,7 +20,7 @@ client with no examples has `[0, *shape_j]` tensors.
 
 Measured 2026-11-28 (AVX-512 machine, one local worker, EMNIST-62
 cnn_dropout, 10 clients x 10 steps of batch 20, the two forms of a row
-interleaved with the bound, 30 cycles; docs/performance.md
+interleaved with the bound, 30 cycles; results/performance_history.md
 sec. 6.15): median paired difference FedAvg (server state in files) 87 ms a
 round, SCAFFOLD (states in files) 25 ms. An ad-hoc probe read 10 clients a
 round from a 3,400-client, 2.1 GB bundle as fast as from a 10-client one.

@@ -19,9 +19,10 @@ import tensorflow_federated as tff
 
 from tff_fedwin.losses import labels as labels_lib
 
-# Our loop form: the client's dataset is read once, with an iterator, into
-# flat tensors (`hold`), and the steps run in a `tf.range` loop over slices
-# of those, with no `tf.data` between steps (docs/design.md sec. 7.4).
+# Our loop form: the client's dataset is read once, with an iterator, into flat
+# tensors (`hold`), and the steps run in a `tf.range` loop over slices of those,
+# with no `tf.data` between steps (docs/performance.md, 'The client loop and the
+# worker').
 HELD_BATCHES = 'held_batches'
 # Every loop form a client can run, ours first.
 LOOP_FORMS = (HELD_BATCHES, *tff.learning.LoopImplementation)
@@ -33,8 +34,8 @@ def client_loop(loop_implementation: Any) -> LoopForm:
   """The loop a client runs over its batches.
 
   `None` picks `HELD_BATCHES`, faster here than TFF's two forms
-  (docs/performance.md sec. 6.3). Every form is repeatable with both losses:
-  WSM clients count their classes on the held pass or on a `replayable`
+  (results/performance_history.md sec. 6.3). Every form is repeatable with both
+  losses: WSM clients count their classes on the held pass or on a `replayable`
   copy of their dataset.
 
   Args:
@@ -254,12 +255,11 @@ def replayable(dataset: tf.data.Dataset) -> tf.data.Dataset:
 def without_tf_data_rewrites(dataset: tf.data.Dataset) -> tf.data.Dataset:
   """`dataset` with tf.data's default graph rewrites and autotuning off.
 
-  The same elements in the same order. Creating an iterator otherwise
-  rewrites the dataset's whole graph (upstream included) and starts the
-  autotuner, once per client per round in the worker: about 3.5 ms per
-  client dataset of 20 EMNIST examples, as much as reading them
-  (docs/performance.md sec. 6.16). A client's few hundred examples gain nothing
-  from either.
+  The same elements in the same order. Creating an iterator otherwise rewrites
+  the dataset's whole graph (upstream included) and starts the autotuner, once
+  per client per round in the worker: about 3.5 ms per client dataset of 20
+  EMNIST examples, as much as reading them (results/performance_history.md sec.
+  6.16). A client's few hundred examples gain nothing from either.
   """
   options = tf.data.Options()
   options.experimental_optimization.apply_default_optimizations = False

@@ -1,17 +1,17 @@
 """The model a client computation trains, built without random initial values.
 
 A client computation builds its model (`model_fn()`) inside a
-`tff.tensorflow.computation`, and TFF runs the graph's variable initializers
-on every call, i.e. for every client of every round. The client then assigns
-the broadcast global weights to every trainable variable before it reads
-one (`client_training.build_client_training`'s `client_init`), so the
-initializers' values are never used, yet a Keras model's random initializers
-(Glorot uniform for `cnn_dropout`'s 1.2M weights) draw a Philox random number
-for each weight. Measured 2026-11-27 (AVX2 machine, `perf record` of the TFF
-worker during SCAFFOLD rounds of 10 clients x 1 step): 9.3% of the worker's
-samples were Philox fills; one in-process graph drawing the model's shapes
-takes 5.1-5.6 ms against 0.4 ms filling them with zeros (docs/performance.md
-sec. 6.11).
+`tff.tensorflow.computation`, and TFF runs the graph's variable initializers on
+every call, i.e. for every client of every round. The client then assigns the
+broadcast global weights to every trainable variable before it reads one
+(`client_training.build_client_training`'s `client_init`), so the initializers'
+values are never used, yet a Keras model's random initializers (Glorot uniform
+for `cnn_dropout`'s 1.2M weights) draw a Philox random number for each weight.
+Measured 2026-11-27 (AVX2 machine, `perf record` of the TFF worker during
+SCAFFOLD rounds of 10 clients x 1 step): 9.3% of the worker's samples were
+Philox fills; one in-process graph drawing the model's shapes takes 5.1-5.6 ms
+against 0.4 ms filling them with zeros (results/performance_history.md sec.
+6.11).
 
 `build_client_model` builds the model with every trainable variable whose
 shape and dtype are known at creation started at zeros instead. Every other

@@ -106,7 +106,7 @@ def build_fed_win(
       `DATASET_REDUCE`), or `client_loop.HELD_BATCHES`; the same arithmetic
       either way. `None` (default) is `HELD_BATCHES`: one pass over the
       client's dataset into tensors, then the steps over those (faster here,
-      docs/performance.md sec. 6.3; `client_loop.client_loop`).
+      results/performance_history.md sec. 6.3; `client_loop.client_loop`).
 
   Returns:
     A `tff.learning.templates.LearningProcess`.

@@ -2,8 +2,8 @@
 
 Each `next` call returns the whole server state to Python and sends it back;
 running E rounds in one computation pays that round trip once per E rounds
-(docs/design.md sec. 7.3). With `window_read_every=E` the window model is exact
-at the end of every call.
+(docs/performance.md, 'Several rounds per call'). With `window_read_every=E` the
+window model is exact at the end of every call.
 """
 
 import tensorflow_federated as tff

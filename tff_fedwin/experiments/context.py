@@ -18,7 +18,7 @@ def execution_context(
   '' runs one local worker, 'N' N local workers, 'host:port,...' the running
   workers at those addresses. Workers this run starts listen on loopback only
   unless `worker_bind` is `'all'` (then a warning says they serve every
-  interface unauthenticated; docs/design.md sec. 6).
+  interface unauthenticated; docs/runtime.md, 'Loopback confinement').
   """
   num_workers, addresses = parse_workers(workers)
   loopback_only = worker_bind == 'loopback'

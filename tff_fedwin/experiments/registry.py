@@ -306,12 +306,12 @@ def window_location(
 ) -> Optional[str]:
   """`'state'` or `'program'` for a run with a window; None without one.
 
-  `'auto'` keeps the window in the process state while its slots (ceil(W/E),
-  W for SCAFFOLD and IMA) take at most `AUTO_PROGRAM_WINDOW_BYTES`, and in
-  the program above: a state window's bytes cross the Python boundary twice
-  a round (docs/design.md sec. 7.2). With extra `--window_sizes`, `'auto'`
-  picks the program, which keeps any sizes; the state keeps only sizes its
-  window holds (sec. 1.11).
+  `'auto'` keeps the window in the process state while its slots (ceil(W/E), W
+  for SCAFFOLD and IMA) take at most `AUTO_PROGRAM_WINDOW_BYTES`, and in the
+  program above: a state window's bytes cross the Python boundary twice a round
+  (docs/performance.md, 'The window: segment sums instead of a ring buffer').
+  With extra `--window_sizes`, `'auto'` picks the program, which keeps any
+  sizes; the state keeps only sizes its window holds (docs/design.md sec. 1.11).
   """
   if not config.window_size:
     return None

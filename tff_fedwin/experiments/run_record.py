@@ -45,12 +45,14 @@ MAY_DIFFER: Mapping[str, str] = {
         '(docs/design.md sec. 3.3); per-round files, not checkpoints'
     ),
     'server_state_transfer': (
-        'how the server state travels, bit for bit the same (docs/design.md '
-        'sec. 7.4); per-round files, not checkpoints'
+        'how the server state travels, bit for bit the same '
+        "(docs/performance.md, 'The client loop and the worker'); per-round "
+        'files, not checkpoints'
     ),
     'client_data_transfer': (
         "how the clients' data reach the workers, the same datasets "
-        '(docs/design.md sec. 7.4); rewritten at every start'
+        "(docs/performance.md, 'The client loop and the worker'); rewritten at "
+        'every start'
     ),
     'cache_dir': "where TFF's published dataset files are read from",
     'max_npz_bytes': 'a cap on what is read, not on what is trained',
@@ -60,7 +62,7 @@ MAY_DIFFER: Mapping[str, str] = {
         'where the run is computed (a dead worker can be replaced by another '
         "address); another number of workers adds the clients' sums in "
         'another order, so the numbers may then differ in their last bits '
-        '(docs/design.md sec. 6.5)'
+        "(docs/runtime.md, 'Several workers')"
     ),
     'worker_bind': 'which interfaces local workers listen on',
     'shared_dir': (

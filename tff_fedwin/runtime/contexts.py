@@ -2,7 +2,8 @@
 
 `create_remote_execution_context` connects to a running TFF worker;
 `local_execution_context` starts a local worker, installs a context on it and
-stops the worker on exit (docs/design.md sec. 6.2).
+stops the worker on exit (docs/runtime.md, 'Why we manage the worker
+ourselves').
 """
 
 import contextlib

@@ -2,9 +2,10 @@
 
 At exit, before module teardown, the default context is replaced and the old
 one garbage-collected, so that its `__del__` stops any worker TFF started and
-prints no spurious traceback (docs/design.md sec. 6.2). The `atexit` hook that
-calls `release_default_context` is registered by `tff_fedwin/__init__.py`, so
-that any import of the package installs it, not only `tff_fedwin.runtime`'s.
+prints no spurious traceback (docs/runtime.md, 'Why we manage the worker
+ourselves'). The `atexit` hook that calls `release_default_context` is
+registered by `tff_fedwin/__init__.py`, so that any import of the package
+installs it, not only `tff_fedwin.runtime`'s.
 """
 
 import gc

@@ -5,10 +5,10 @@ client states through TFF's value serialization in the driver; glibc keeps the
 freed copies in its heaps and the driver's peak climbs with the rounds (2.41 GB
 after 20 rounds, 2.66 GB after 62). A daemon thread calling `malloc_trim(0)`
 every 2 s kept it at 2.39 GB after 62 rounds, at no measurable cost (7.85
-against 7.95 s/round; docs/design.md sec. 7.9). The managed execution contexts
-(`local_execution_context`, `multi_worker_execution_context`) run it while
-they are open; `TFF_FEDWIN_DRIVER_TRIM_SECONDS` sets the interval (0
-disables). A C library without `malloc_trim` (not glibc) means no trimming
+against 7.95 s/round; docs/performance.md, 'Memory over long runs'). The managed
+execution contexts (`local_execution_context`, `multi_worker_execution_context`)
+run it while they are open; `TFF_FEDWIN_DRIVER_TRIM_SECONDS` sets the interval
+(0 disables). A C library without `malloc_trim` (not glibc) means no trimming
 and a logged warning: a memory economy, not a protection.
 """
 

@@ -7,7 +7,7 @@
  * malloc_trim(0) releases every free page of every arena (madvise DONTNEED),
  * so the worker's RSS stays at what it actually holds. Calling it every few
  * seconds costs almost nothing; trimming on every free (MALLOC_TRIM_THRESHOLD_)
- * costs 15-30% round time (docs/performance.md sec. 9).
+ * costs 15-30% round time (results/performance_history.md sec. 9).
  * tff_fedwin.runtime.worker_memory preloads it into TFF's worker_binary.
  */
 #define _GNU_SOURCE

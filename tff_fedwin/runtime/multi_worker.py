@@ -4,7 +4,8 @@
 across running workers through TFF's mergeable-computation context, with each
 worker driven from its own thread; `multi_worker_execution_context` starts
 local workers, installs such a context and undoes everything on exit. What
-runs, in which order, and how failures surface: docs/design.md sec. 6.5.
+runs, in which order, and how failures surface: docs/runtime.md, 'Several
+workers'.
 
 Usage:
 
@@ -142,7 +143,9 @@ class MultiWorkerContext(tff.framework.SyncContext):
     return self._recorder.max_in_flight
 
   def invoke(self, comp: Any, arg: Any) -> Any:
-    """Runs `comp` on `arg` split across the workers (docs/design.md sec. 6.5).
+    """Runs `comp` on `arg` split across the workers.
+
+    How the clients are split and merged: docs/runtime.md, 'Several workers'.
 
     Args:
       comp: A `tff.framework.ConcreteComputation`, or an already compiled
@@ -290,7 +293,7 @@ def create_multi_worker_context(
   (in client order, sizes differing by at most one; fewer slices than workers
   when there are fewer clients), one per worker, and the workers run in
   parallel. Only computations whose aggregations do not depend on one another
-  can run (docs/design.md sec. 6.5). Install the context with
+  can run (docs/runtime.md, 'Several workers'). Install the context with
   `tff.framework.get_context_stack().install(context)` and `close()` it when
   done, or use `multi_worker_execution_context`.
 

@@ -6,7 +6,8 @@ installed; `tff.program.NativeFederatedContext` is TFF's own, over an async
 execution context. `local_federated_context` starts a local worker and
 installs one over it, with `local_execution_context`'s lifecycle guarantees;
 `remote_federated_context` does the same over running workers
-(docs/program_api.md, docs/design.md sec. 6.2, 6.5).
+(docs/program_api.md, docs/runtime.md, 'Why we manage the worker ourselves',
+'Several workers').
 
 Usage:
 
@@ -205,11 +206,11 @@ def remote_federated_context(
 
   One address: TFF's async remote context on that worker. Several: each
   computation's clients are split across the workers as in
-  `create_multi_worker_context` (docs/design.md sec. 6.5), which runs only
-  computations whose aggregations do not depend on one another (one training
-  or evaluation round per call, as `train_model` makes). The workers are left
-  running; on exit the context is removed and its channels closed, also on
-  an exception or KeyboardInterrupt.
+  `create_multi_worker_context` (docs/runtime.md, 'Several workers'), which runs
+  only computations whose aggregations do not depend on one another (one
+  training or evaluation round per call, as `train_model` makes). The workers
+  are left running; on exit the context is removed and its channels closed, also
+  on an exception or KeyboardInterrupt.
 
   Args:
     addresses: `'host:port,...'` (the `--workers` syntax) or a sequence of

@@ -2,7 +2,8 @@
 
 TFF's async remote contexts block inside their coroutines, so contexts sharing
 one event loop run one after another; `ThreadedAsyncContext` gives each its own
-thread so that several workers run in parallel (docs/design.md sec. 6.5).
+thread so that several workers run in parallel (docs/runtime.md, 'Several
+workers').
 """
 
 import asyncio
@@ -91,12 +92,12 @@ class OrderedPhase:
   """Runs the invocations of one computation one at a time, in call order.
 
   Used for the after-merge part of computations with CLIENTS-placed results
-  (docs/design.md sec. 6.5, "Client order"). TFF's pool starts the subround
-  tasks in subround order and `asyncio.Lock` is FIFO-fair, so holding the lock
-  during each invocation makes the subrounds run and complete in subround
-  order. The pool collects each result before the next can complete: the next
-  one needs a round trip through its worker thread and worker, the pool only
-  two event-loop steps.
+  (docs/runtime.md, 'Several workers', "Client order"). TFF's pool starts the
+  subround tasks in subround order and `asyncio.Lock` is FIFO-fair, so holding
+  the lock during each invocation makes the subrounds run and complete in
+  subround order. The pool collects each result before the next can complete:
+  the next one needs a round trip through its worker thread and worker, the pool
+  only two event-loop steps.
   """
 
   def __init__(self):

@@ -1,8 +1,9 @@
 """Memory settings for TFF workers: glibc's arena cap and a periodic trim.
 
 Over 1,000 rounds a TFF worker's resident memory creeps up, largely because
-glibc keeps the round buffers it frees in its heaps (docs/design.md sec. 7.9).
-Two settings, each applied unless the environment sets it:
+glibc keeps the round buffers it frees in its heaps (docs/performance.md,
+'Memory over long runs'). Two settings, each applied unless the environment sets
+it:
 
 * `MALLOC_ARENA_MAX=2`: one heap per thread pool spreads the freed buffers over
   many arenas; two arenas keep them together.

@@ -2,7 +2,8 @@
 
 `WorkerStub` is TFF's `tff.framework.RemoteExecutorGrpcStub` with one change:
 an UNAVAILABLE worker that does not come back raises `WorkerUnavailableError`
-instead of being retried forever (docs/design.md sec. 6.3).
+instead of being retried forever (docs/runtime.md, 'A dead worker fails
+instead of hanging').
 """
 
 import grpc

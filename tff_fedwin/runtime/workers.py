@@ -2,7 +2,8 @@
 
 A worker started here dies with the thread that started it, writes to a log
 file instead of the parent's streams, and is confined to loopback by default
-(docs/design.md sec. 6.2, 6.4). Start workers from the main thread.
+(docs/runtime.md, 'Why we manage the worker ourselves',
+'Loopback confinement'). Start workers from the main thread.
 """
 
 import atexit
@@ -178,7 +179,8 @@ WorkerCrashedError = errors.WorkerCrashedError
 
 
 # Attempts to start a worker that a signal kills before it serves (a start-up
-# crash in gRPC's epoll poller was seen once; docs/design.md sec. 6.2).
+# crash in gRPC's epoll poller was seen once; docs/runtime.md, 'Why we manage
+# the worker ourselves').
 STARTUP_ATTEMPTS = 2
 
 
@@ -275,7 +277,7 @@ def start_local_worker(
     max_concurrent_computation_calls: Passed to the worker; non-positive means
       no limit (TFF's default). `None`: the number of CPUs this process may
       run on, so that concurrent client computations do not oversubscribe
-      the cores (docs/design.md sec. 7.4).
+      the cores (docs/performance.md, 'The client loop and the worker').
     ready_timeout_seconds: How long to wait for the worker's gRPC service.
     loopback_only: Serve on the loopback interface only (default): the worker
       runs with the `tff_fedwin.runtime.loopback` shim preloaded, and once it

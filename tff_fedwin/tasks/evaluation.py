@@ -1,12 +1,12 @@
 """`TestSetEvaluator`: loss and accuracy of several models in one test pass.
 
 The loop evaluates the window model and the global model (and, with several
-windows, one model per window) on the same centralized test set each eval
-round. `TestSetEvaluator.evaluate_all` reads the test set once for all of
-them: one traced call per evaluation, the batches looped over in the graph,
-every model's forward pass on each batch, per-batch sums accumulated in
-float64 in the batches' order. A model's numbers are those of evaluating it
-alone, batch by batch (docs/performance.md sec. 8 has the measurements).
+windows, one model per window) on the same centralized test set each eval round.
+`TestSetEvaluator.evaluate_all` reads the test set once for all of them: one
+traced call per evaluation, the batches looped over in the graph, every model's
+forward pass on each batch, per-batch sums accumulated in float64 in the
+batches' order. A model's numbers are those of evaluating it alone, batch by
+batch (results/performance_history.md sec. 8 has the measurements).
 """
 
 import collections

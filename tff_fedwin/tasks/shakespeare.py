@@ -1,9 +1,9 @@
 """Next-character prediction model for federated Shakespeare.
 
 `create_char_model` follows TFF's Shakespeare baseline
-(`tff.simulation.baselines.shakespeare`, after McMahan et al. 2017), smaller
-by default (docs/design.md sec. 7.8). The masked loss and accuracy skip the
-padding targets of `tff_fedwin.data.shakespeare` examples.
+(`tff.simulation.baselines.shakespeare`, after McMahan et al. 2017), smaller by
+default (docs/performance.md, 'The Shakespeare model'). The masked loss and
+accuracy skip the padding targets of `tff_fedwin.data.shakespeare` examples.
 """
 
 import collections

@@ -294,8 +294,8 @@ def build_scaffold(
       max(W, window_start_round) on.
     loop_implementation: The clients' loop over their batches, a form of
       `client_loop.LOOP_FORMS` (the same arithmetic either way); `None`
-      (default) is `client_loop.HELD_BATCHES` (faster here, docs/performance.md
-      sec. 6.3; `client_loop.client_loop`).
+      (default) is `client_loop.HELD_BATCHES` (faster here,
+      results/performance_history.md sec. 6.3; `client_loop.client_loop`).
     client_state_transfer: `'values'` (default: the states are TFF values)
       or `'files'` (files the driver and the workers share: several times
       faster and lighter in the driver, `state_files`; local workers or a

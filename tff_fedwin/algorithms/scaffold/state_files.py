@@ -6,7 +6,7 @@ files, the client's computation in the TFF worker reads them, runs the
 client step and writes c_i+ next to them, and the driver reads that back.
 Only a path (a string per client) crosses TFF's value serialization.
 
-Why (docs/design.md sec. 7.6): TFF 0.87 copies a CLIENTS-placed value
+Why (docs/performance.md, 'SCAFFOLD'): TFF 0.87 copies a CLIENTS-placed value
 several times in the driver on its way to the worker and back (protobuf
 encoding). Measured 2026-11-26 on this machine (a federated map that adds 1
 to 1.2M-parameter float32 states, 6 calls, median, beside one training run):
@@ -120,7 +120,7 @@ def write_inputs(prefixes: Sequence[str], states: Sequence[Any]) -> None:
   2026-11-27 on ext4 (10 clients, 46 MB, 1 step each, 14 alternating rounds,
   medians): removing the outputs and rewriting the inputs through
   `open(..., 'wb')` took 131 ms and made a round 0.88 s; writing in place
-  took 29 ms and made it 0.76 s (docs/performance.md sec. 6.9).
+  took 29 ms and made it 0.76 s (results/performance_history.md sec. 6.9).
   """
   for prefix, state in zip(prefixes, states, strict=True):
     leaves = tf.nest.flatten(state)
