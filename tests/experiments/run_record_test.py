@@ -263,6 +263,21 @@ def test_a_record_without_run_id_gets_one_at_its_resume(tmp_path):
   assert run_record.check_or_write(_BASE, str(tmp_path)) == run_id
 
 
+@pytest.mark.parametrize('run_id', ['../other', '', 7, 'A' * 32])
+def test_a_damaged_run_id_is_one_line(tmp_path, run_id):
+  _started(tmp_path)
+  path = tmp_path / 'run_config.json'
+  record = json.loads(path.read_text())
+  record['run_id'] = run_id
+  path.write_text(json.dumps(record))
+  with pytest.raises(experiments.RunConfigMismatchError) as info:
+    run_record.check_or_write(_BASE, str(tmp_path))
+  assert str(info.value) == (
+      f'{path} records run_id {run_id!r}, not 32 hex digits; restore it, or '
+      'delete it to give the run a new one.'
+  )
+
+
 def test_a_run_without_record_gets_a_new_id_at_each_start(tmp_path):
   # Checkpoints but no record (started before runs recorded their flags):
   # nothing is written, so each start has an id of its own.

@@ -15,6 +15,7 @@ turns a dead worker into one line saying from which round a rerun goes on.
 
 import json
 import os
+import re
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
@@ -31,6 +32,7 @@ from tff_fedwin.training import outputs
 RECORD_JSON = 'run_config.json'
 # The record's key of the run id: a run's own, kept on resume, new for a fork.
 RUN_ID_KEY = 'run_id'
+_RUN_ID = re.compile('[0-9a-f]{32}')
 
 # The `ExperimentConfig` fields a resume may change, with the reason. Every
 # other field must equal the recorded one.
@@ -312,7 +314,8 @@ def check_or_write(config: Any, run_dir: str) -> str:
   Raises:
     RunConfigMismatchError: If a field outside `MAY_DIFFER` differs, or
       a rule of `RULES` that touches the run differs from the recorded one
-      (a record without it, or no record: the rule's `absent` value).
+      (a record without it, or no record: the rule's `absent` value), or
+      the recorded run id is not 32 hex digits.
   """
   path = record_path(run_dir)
   if os.path.exists(path):
@@ -321,8 +324,13 @@ def check_or_write(config: Any, run_dir: str) -> str:
     if found:
       raise RunConfigMismatchError(mismatch_message(run_dir, found))
     _check_rules(record, config, run_dir)
-    run_id = record.get(RUN_ID_KEY)
-    if isinstance(run_id, str) and run_id:
+    if RUN_ID_KEY in record:
+      run_id = record[RUN_ID_KEY]
+      if not isinstance(run_id, str) or not _RUN_ID.fullmatch(run_id):
+        raise RunConfigMismatchError(
+            f'{path} records run_id {run_id!r}, not 32 hex digits; restore '
+            'it, or delete it to give the run a new one.'
+        )
       return run_id
     run_id = new_run_id()
     outputs.write_json_atomically({**record, RUN_ID_KEY: run_id}, path)
