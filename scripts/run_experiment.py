@@ -477,8 +477,10 @@ flags.DEFINE_string(
     'A directory the driver and every worker see at this path (a shared '
     'mount), where the files transfer modes put their files (client and '
     'server states, client data; default: the run directory, fine for the '
-    'workers this run starts). Checked before the first round. With it, '
-    'auto transfers are files also with --workers=host:port,...',
+    'workers this run starts), in <experiment_name>-<run_id of '
+    "run_config.json>, the run's own, held while it runs. Checked before the "
+    'first round. With it, auto transfers are files also with '
+    '--workers=host:port,...',
 )
 
 

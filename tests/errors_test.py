@@ -60,6 +60,9 @@ PLACES = {
     'training.divergence.TrainingDivergedError': errors.TrainingStoppedError,
     'training.metrics_rows.RowsFileError': errors.RunDirectoryError,
     'training.run_lock.RunDirectoryLockedError': errors.RunDirectoryError,
+    'training.run_lock.TransferDirectoryLockedError': (
+        errors.RunDirectoryError
+    ),
 }
 # Worker failures the runtime raises: not the user's to fix as they are
 # (the run turns them into `WorkerLostError`).
@@ -109,6 +112,7 @@ def test_class_is_under_its_base(defined, name):
         ('experiments.config.InputDataError', ValueError),
         ('training.checkpoints.CheckpointMismatchError', ValueError),
         ('training.run_lock.RunDirectoryLockedError', RuntimeError),
+        ('training.run_lock.TransferDirectoryLockedError', RuntimeError),
         ('runtime.shared_dir.SharedDirError', RuntimeError),
         ('errors.WorkerLostError', RuntimeError),
     ],

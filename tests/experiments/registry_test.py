@@ -6,6 +6,7 @@ choices and that `build_runner` dispatches on `config.algorithm`.
 """
 
 import os
+import re
 
 import attrs
 import pytest
@@ -23,6 +24,50 @@ def test_registry_has_a_builder_for_every_algorithm_flag_value():
   assert tuple(registry.RUNNER_BUILDERS) == experiments.ALGORITHMS
 
 
+def test_transfer_dirs_without_shared_dir_are_in_the_run_directory():
+  config = experiments.ExperimentConfig(
+      root_output_dir='/out', experiment_name='run'
+  )
+  # The run id does not matter there: the run directory is the run's own.
+  for run_id in (None, 'a' * 32):
+    assert registry.transfer_dirs(config, run_id) == registry.TransferDirs(
+        root='/out/run',
+        client_state_files='/out/run/client_state_files',
+        server_state_files='/out/run/server_state_files',
+        client_data='/out/run/client_data',
+    )
+
+
+def test_runs_sharing_shared_dir_and_name_get_their_own_dirs():
+  # Two drivers on two hosts: the same default root, name and shared mount.
+  config = experiments.ExperimentConfig(
+      root_output_dir='/tmp/fedwin',
+      experiment_name='run',
+      shared_dir='/mnt/shared',
+  )
+  one = registry.transfer_dirs(config, '0123456789abcdef0123456789abcdef')
+  other = registry.transfer_dirs(config, 'fedcba9876543210fedcba9876543210')
+  root = '/mnt/shared/run-0123456789abcdef0123456789abcdef'
+  assert one == registry.TransferDirs(
+      root=root,
+      client_state_files=f'{root}/client_state_files',
+      server_state_files=f'{root}/server_state_files',
+      client_data=f'{root}/client_data',
+  )
+  assert other.root == '/mnt/shared/run-fedcba9876543210fedcba9876543210'
+  assert not set(one) & set(other)
+
+
+@pytest.mark.parametrize('run_id', [None, '', '../x', '..'])
+def test_transfer_dirs_in_shared_dir_need_a_run_id(run_id):
+  config = experiments.ExperimentConfig(shared_dir='/mnt/shared')
+  with pytest.raises(
+      ValueError,
+      match=f'named by its run id .*; got {re.escape(repr(run_id))}[.]$',
+  ):
+    registry.transfer_dirs(config, run_id)
+
+
 def test_registry_is_read_only():
   with pytest.raises(TypeError, match='does not support item assignment'):
     registry.RUNNER_BUILDERS['fedsgd'] = None
@@ -35,8 +80,8 @@ def test_build_runner_calls_the_builder_of_the_algorithm(
   calls = []
 
   def builder_of(name):
-    def build(config, task, num_train_clients):
-      calls.append((name, config, task, num_train_clients))
+    def build(config, task, num_train_clients, dirs):
+      calls.append((name, config, task, num_train_clients, dirs))
       return f'runner of {name}'
 
     return build
@@ -53,14 +98,16 @@ def test_build_runner_calls_the_builder_of_the_algorithm(
   runner = registry.build_runner(config, 'task', 7)
 
   assert runner == f'runner of {algorithm}'
-  assert calls == [(algorithm, config, 'task', 7)]
+  assert calls == [
+      (algorithm, config, 'task', 7, registry.transfer_dirs(config))
+  ]
   # Unset rates reach the builder as the task's defaults (an image task's:
   # 0.05 and 1.0, task_defaults).
   calls.clear()
   registry.build_runner(
       experiments.ExperimentConfig(algorithm=algorithm), 'task', 7
   )
-  ((_, built, _, _),) = calls
+  ((_, built, _, _, _),) = calls
   assert (built.client_learning_rate, built.server_learning_rate) == (0.05, 1.0)
 
 

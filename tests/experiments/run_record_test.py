@@ -8,6 +8,7 @@ tests/scripts/run_directory_test.py.
 import json
 import logging
 import os
+import re
 
 import attrs
 import pytest
@@ -210,6 +211,86 @@ def test_unreadable_record_is_one_line(tmp_path):
       match=f'Cannot read the run record {tmp_path}/run_config.json',
   ):
     run_record.check_or_write(_BASE, str(tmp_path))
+
+
+def test_first_start_records_a_new_run_id(tmp_path):
+  run_id = run_record.check_or_write(_BASE, str(tmp_path / 'a'))
+  with open(tmp_path / 'a' / 'run_config.json') as f:
+    record = json.load(f)
+  assert record['run_id'] == run_id
+  assert re.fullmatch('[0-9a-f]{32}', run_id)
+  assert 'run_id' not in record['config']  # Not a flag.
+  # Another run, the same flags: another id.
+  other = run_record.check_or_write(_BASE, str(tmp_path / 'b'))
+  assert re.fullmatch('[0-9a-f]{32}', other)
+  assert other != run_id
+
+
+def test_resume_keeps_the_run_id(tmp_path):
+  run_id = run_record.check_or_write(_BASE, str(tmp_path))
+  before = (tmp_path / 'run_config.json').read_bytes()
+  # A resume, also with every flag that may change (a moved run, another
+  # --shared_dir): the same id, the record unchanged.
+  assert run_record.check_or_write(_BASE, str(tmp_path)) == run_id
+  assert (
+      run_record.check_or_write(
+          attrs.evolve(_BASE, **ALLOWED_CHANGES), str(tmp_path)
+      )
+      == run_id
+  )
+  assert (tmp_path / 'run_config.json').read_bytes() == before
+
+
+def test_a_refused_resume_names_no_run_id(tmp_path):
+  _started(tmp_path)
+  with pytest.raises(
+      experiments.RunConfigMismatchError,
+      match='^[^\n]*[(]--seed 0 there, 7 now[)]',
+  ) as info:
+    run_record.check_or_write(attrs.evolve(_BASE, seed=7), str(tmp_path))
+  assert 'run_id' not in str(info.value)
+
+
+def test_a_record_without_run_id_gets_one_at_its_resume(tmp_path):
+  # A record written before runs had an id: it resumes, and from then on
+  # keeps the id it got; nothing else of the record changes.
+  _started(tmp_path)
+  path = tmp_path / 'run_config.json'
+  old = json.loads(path.read_text())
+  del old['run_id']
+  path.write_text(json.dumps(old))
+  run_id = run_record.check_or_write(_BASE, str(tmp_path))
+  assert re.fullmatch('[0-9a-f]{32}', run_id)
+  assert json.loads(path.read_text()) == dict(old, run_id=run_id)
+  assert run_record.check_or_write(_BASE, str(tmp_path)) == run_id
+
+
+@pytest.mark.parametrize('run_id', ['../other', '', 7, 'A' * 32])
+def test_a_damaged_run_id_is_one_line(tmp_path, run_id):
+  _started(tmp_path)
+  path = tmp_path / 'run_config.json'
+  record = json.loads(path.read_text())
+  record['run_id'] = run_id
+  path.write_text(json.dumps(record))
+  with pytest.raises(experiments.RunConfigMismatchError) as info:
+    run_record.check_or_write(_BASE, str(tmp_path))
+  assert str(info.value) == (
+      f'{path} records run_id {run_id!r}, not 32 hex digits; restore it, or '
+      'delete it to give the run a new one.'
+  )
+
+
+def test_a_run_without_record_gets_a_new_id_at_each_start(tmp_path):
+  # Checkpoints but no record (started before runs recorded their flags):
+  # nothing is written, so each start has an id of its own.
+  (tmp_path / 'checkpoints' / 'program_state_4').mkdir(parents=True)
+  config = attrs.evolve(_BASE, client_shuffle_buffer=1)
+  first = run_record.check_or_write(config, str(tmp_path))
+  second = run_record.check_or_write(config, str(tmp_path))
+  assert re.fullmatch('[0-9a-f]{32}', first)
+  assert re.fullmatch('[0-9a-f]{32}', second)
+  assert first != second
+  assert not (tmp_path / 'run_config.json').exists()
 
 
 def test_old_run_directory_resumes_with_a_warning(tmp_path, caplog):

@@ -25,7 +25,7 @@ would be added in another order and differ in the last bits (float32: relative
 ~1e-7 per addition).
 """
 
-import hashlib
+import json
 import os
 import re
 
@@ -201,10 +201,11 @@ def test_killed_worker_on_another_host_then_the_rerun_equals_local(
 
 
 def _transfer_root(shared, run_dir, name):
-  """Where the run's files go in --shared_dir: <name>-<sha256(run dir)[:12]>
-  (as registry.transfer_dirs documents it), derived here with hashlib."""
-  digest = hashlib.sha256(os.path.abspath(run_dir).encode()).hexdigest()
-  return os.path.join(shared, f'{name}-{digest[:12]}')
+  """Where the run's files go in --shared_dir: <name>-<run id> (as
+  registry.transfer_dirs documents it), the id read from run_config.json."""
+  with open(os.path.join(run_dir, 'run_config.json')) as f:
+    run_id = json.load(f)['run_id']
+  return os.path.join(shared, f'{name}-{run_id}')
 
 
 def test_scaffold_with_shared_dir_on_other_hosts_equals_local(

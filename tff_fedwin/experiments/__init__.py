@@ -43,6 +43,7 @@ if typing.TYPE_CHECKING:  # The names imported on first use, for type checkers.
   from tff_fedwin.experiments.run_record import RunConfigMismatchError
   from tff_fedwin.experiments.run_record import WorkerLostError
   from tff_fedwin.training.run_lock import RunDirectoryLockedError
+  from tff_fedwin.training.run_lock import TransferDirectoryLockedError
 
 # name -> the module that defines it; imported on first use (TensorFlow and
 # TFF; numpy for `read_data_files`, so a bad flag needs neither).
@@ -56,6 +57,7 @@ _HEAVY = {
     'RunConfigMismatchError': 'tff_fedwin.experiments.run_record',
     'WorkerLostError': 'tff_fedwin.experiments.run_record',
     'RunDirectoryLockedError': 'tff_fedwin.training.run_lock',
+    'TransferDirectoryLockedError': 'tff_fedwin.training.run_lock',
 }
 
 

@@ -157,8 +157,9 @@ def fork_config_run(
   """Writes `target`'s run directory from `trunk`'s checkpoint of round k.
 
   The target's directory is held (`training.run_lock`) and gets the
-  target's `run_config.json` (`run_record`), so that its resume checks
-  its flags as any run's.
+  target's `run_config.json` (`run_record`) with its own run id, so that
+  its resume checks its flags as any run's and has its own transfer
+  directory in `--shared_dir`.
 
   Raises:
     ValueError: If k is not `fork_round(trunk, target)`, or a window is kept
@@ -197,8 +198,15 @@ def _fork_held(
   with context.execution_context(trunk.workers, trunk.worker_bind):
     initial_states = []
     for config in (trunk, target):
-      # Only `initialize` runs: no client data bundle is written.
-      config = attrs.evolve(config, client_data_transfer='values')
+      # Only `initialize` runs: no transfer file or directory is made (each
+      # run's own, named by its run id, are its resume's).
+      config = attrs.evolve(
+          config,
+          client_data_transfer='values',
+          server_state_transfer='values',
+          client_state_transfer='values',
+          shared_dir=None,
+      )
       runner = registry.build_runner(config, task, num_clients)
       if not isinstance(runner, runners.LearningProcessRunner):
         raise ValueError(

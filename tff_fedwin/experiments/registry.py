@@ -1,11 +1,11 @@
 """The algorithm registry: `--algorithm` name -> builder of its round runner.
 
-A builder takes the validated `ExperimentConfig`, the task and the number of
-training clients and returns a `tff_fedwin.training.RoundRunner`.
+A builder takes the validated `ExperimentConfig`, the task, the number of
+training clients and the run's `TransferDirs` and returns a
+`tff_fedwin.training.RoundRunner`.
 """
 
 from collections.abc import Callable, Mapping
-import hashlib
 import math
 import os
 import time
@@ -36,7 +36,7 @@ SERVER_MOMENTUM = 0.9  # FedAvgM (Hsu et al. 2019).
 AUTO_PROGRAM_WINDOW_BYTES = 32 * 2**20
 
 RunnerBuilder = Callable[
-    [config_lib.ExperimentConfig, tasks_registry.Task, int],
+    [config_lib.ExperimentConfig, tasks_registry.Task, int, 'TransferDirs'],
     runner_lib.RoundRunner,
 ]
 
@@ -91,7 +91,7 @@ class TransferDirs(NamedTuple):
 
   Attributes:
     root: Their parent: the run directory, or the run's directory in
-      `--shared_dir`.
+      `--shared_dir`. The run holds it for its life (`training.run_lock`).
     client_state_files: SCAFFOLD's sampled client states, every round.
     server_state_files: The server state between rounds.
     client_data: The training examples' bundle, written at every start.
@@ -103,24 +103,33 @@ class TransferDirs(NamedTuple):
   client_data: str
 
 
-def transfer_dirs(config: config_lib.ExperimentConfig) -> TransferDirs:
+def transfer_dirs(
+    config: config_lib.ExperimentConfig, run_id: Optional[str] = None
+) -> TransferDirs:
   """The directories of the files transfer modes of `config`.
 
   Without `--shared_dir`, the run directory's `client_state_files/`,
   `server_state_files/` and `client_data/` (seen by the workers this run
   starts). With it, the same names under `<shared_dir>/<experiment_name>-
-  <12 hex digits of the SHA-256 of the run directory's absolute path>`: one
-  directory per run directory, so runs sharing a `--shared_dir` and an
-  `--experiment_name` under other roots do not meet.
+  <run_id>`: one directory per run (`run_record.check_or_write` returns its
+  id), so runs sharing a `--shared_dir` and an `--experiment_name` never
+  meet, wherever their run directories are.
+
+  Raises:
+    ValueError: With `--shared_dir` and no `run_id`, or a `run_id` that is
+      not one path component.
   """
-  run_dir = outputs.RunPaths(config.root_output_dir, config.experiment_name)
   if config.shared_dir is None:
-    root = run_dir.root
+    root = outputs.RunPaths(config.root_output_dir, config.experiment_name).root
   else:
-    digest = hashlib.sha256(os.path.abspath(run_dir.root).encode()).hexdigest()
+    if not run_id or os.sep in run_id or run_id in (os.curdir, os.pardir):
+      raise ValueError(
+          "A run's directory in --shared_dir is named by its run id "
+          f'(run_record.check_or_write); got {run_id!r}.'
+      )
     root = os.path.join(
         os.path.abspath(config.shared_dir),
-        f'{config.experiment_name}-{digest[:12]}',
+        f'{config.experiment_name}-{run_id}',
     )
   return TransferDirs(
       root=root,
@@ -130,16 +139,20 @@ def transfer_dirs(config: config_lib.ExperimentConfig) -> TransferDirs:
   )
 
 
-def _server_state_dir(config: config_lib.ExperimentConfig) -> Optional[str]:
-  """`transfer_dirs(config).server_state_files` if `--server_state_transfer`
-  resolves to files (the state between rounds; not a checkpoint), else None."""
+def _server_state_dir(
+    config: config_lib.ExperimentConfig, dirs: TransferDirs
+) -> Optional[str]:
+  """`dirs.server_state_files` if `--server_state_transfer` resolves to
+  files (the state between rounds; not a checkpoint), else None."""
   if config_lib.server_state_transfer(config) != 'files':
     return None
-  return transfer_dirs(config).server_state_files
+  return dirs.server_state_files
 
 
 def _dataset_computation(
-    config: config_lib.ExperimentConfig, task: tasks_registry.Task
+    config: config_lib.ExperimentConfig,
+    task: tasks_registry.Task,
+    dirs: TransferDirs,
 ) -> Optional[tff.Computation]:
   """With `--client_data_transfer` resolving to files: `(client key ->
   preprocessed dataset)` (`sampling.keyed_dataset_computation`: the round's
@@ -148,15 +161,15 @@ def _dataset_computation(
   no examples (`client_data_bundle.builds_datasets_from_ids`: EMNIST and
   StackOverflow's `SqlClientData`, a query per id; synthetic populations)
   is used as it is; any other is first written to the run's `client_data/`
-  (`transfer_dirs`) as a tensor bundle (`run_experiment` removes it when the
-  run ends)."""
+  (`dirs.client_data`) as a tensor bundle (`run_experiment` removes it when
+  the run ends)."""
   if config_lib.client_data_transfer(config) != 'files':
     return None
   if client_data_bundle.builds_datasets_from_ids(task.train_data):
     return sampling.keyed_dataset_computation(
         task.train_data, task.preprocess_fn
     )
-  directory = transfer_dirs(config).client_data
+  directory = dirs.client_data
   os.makedirs(directory, mode=0o700, exist_ok=True)
   start = time.monotonic()
   bundle = client_data_bundle.write_client_data_bundle(
@@ -196,6 +209,7 @@ def _fed_win_runner(
     config: config_lib.ExperimentConfig,
     task: tasks_registry.Task,
     num_train_clients: int,
+    dirs: TransferDirs,
 ) -> runners.LearningProcessRunner:
   """`build_fed_win` (FedAvg family, FedProx, WSM, IMA schedule)."""
   del num_train_clients  # Unused.
@@ -215,8 +229,8 @@ def _fed_win_runner(
   return runners.LearningProcessRunner(
       process,
       extra_window_sizes=config_lib.parse_window_sizes(config),
-      server_state_dir=_server_state_dir(config),
-      dataset_computation=_dataset_computation(config, task),
+      server_state_dir=_server_state_dir(config, dirs),
+      dataset_computation=_dataset_computation(config, task, dirs),
   )
 
 
@@ -224,6 +238,7 @@ def _mime_lite_runner(
     config: config_lib.ExperimentConfig,
     task: tasks_registry.Task,
     num_train_clients: int,
+    dirs: TransferDirs,
 ) -> runners.LearningProcessRunner:
   """TFF's Mime Lite with the window as aggregator (cross-entropy only)."""
   del num_train_clients  # Unused.
@@ -236,8 +251,8 @@ def _mime_lite_runner(
   return runners.LearningProcessRunner(
       process,
       extra_window_sizes=config_lib.parse_window_sizes(config),
-      server_state_dir=_server_state_dir(config),
-      dataset_computation=_dataset_computation(config, task),
+      server_state_dir=_server_state_dir(config, dirs),
+      dataset_computation=_dataset_computation(config, task, dirs),
   )
 
 
@@ -245,12 +260,13 @@ def _scaffold_runner(
     config: config_lib.ExperimentConfig,
     task: tasks_registry.Task,
     num_train_clients: int,
+    dirs: TransferDirs,
 ) -> runners.ScaffoldRunner:
   """`build_scaffold` with its window; the clients start from c_i = 0.
 
   With `client_state_transfer` 'files' the round's client states go through
-  the run's `client_state_files/` (`transfer_dirs`; rewritten every round;
-  not a checkpoint).
+  the run's `client_state_files/` (`dirs`; rewritten every round; not a
+  checkpoint).
   """
   transfer = config_lib.client_state_transfer(config)
   process = scaffold.build_scaffold(
@@ -270,12 +286,10 @@ def _scaffold_runner(
       process,
       scaffold.initial_client_state(task.model_fn),
       extra_window_sizes=config_lib.parse_window_sizes(config),
-      server_state_dir=_server_state_dir(config),
-      dataset_computation=_dataset_computation(config, task),
+      server_state_dir=_server_state_dir(config, dirs),
+      dataset_computation=_dataset_computation(config, task, dirs),
       state_files_dir=(
-          transfer_dirs(config).client_state_files
-          if transfer == 'files'
-          else None
+          dirs.client_state_files if transfer == 'files' else None
       ),
   )
 
@@ -330,10 +344,14 @@ def build_runner(
     config: config_lib.ExperimentConfig,
     task: tasks_registry.Task,
     num_train_clients: int,
+    *,
+    run_id: Optional[str] = None,
 ) -> runner_lib.RoundRunner:
   """The runner of `config.algorithm` (a validated config) on `task`.
 
-  Unset learning rates take `task`'s defaults (`task_defaults`).
+  Unset learning rates take `task`'s defaults (`task_defaults`). Its files
+  go to `transfer_dirs(config, run_id)` (`run_id` is needed with
+  `--shared_dir`).
 
   With the window kept by the program, the algorithm's runner is built
   without a window and wrapped in a `ProgramWindowRunner`. With
@@ -341,14 +359,16 @@ def build_runner(
   to the run's `client_data/` (`run_experiment` removes it at the end).
   """
   config = task_defaults.with_defaults_of_task(config, task)
+  dirs = transfer_dirs(config, run_id)
   build = RUNNER_BUILDERS[config.algorithm]
   if window_location(config, task) != 'program':
-    return build(config, task, num_train_clients)
+    return build(config, task, num_train_clients, dirs)
   # Only the window is dropped: the IMA schedule still reads its start round.
   runner = build(
       attrs.evolve(config, window_size=0, window_sizes=''),
       task,
       num_train_clients,
+      dirs,
   )
   return program_window_runner.ProgramWindowRunner(
       runner,

@@ -2,7 +2,7 @@
 
 import contextlib
 import shutil
-from typing import Any
+from typing import Any, Optional
 
 from absl import logging
 
@@ -70,19 +70,43 @@ def create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
 
 
 @contextlib.contextmanager
-def client_data_removed_at_exit(config: config_lib.ExperimentConfig):
+def client_data_removed_at_exit(
+    config: config_lib.ExperimentConfig, run_id: Optional[str] = None
+):
   """Removes the run's `client_data/` when the block exits.
 
   It is derived data: the training examples' bundle that
   `registry.build_runner` writes at every start when the clients' data go
   by id (`--client_data_transfer`); a resumed run writes it again. It is in
-  `registry.transfer_dirs` (under `--shared_dir` when that is given).
+  `registry.transfer_dirs(config, run_id)` (under `--shared_dir`, in the
+  run's own directory there, when that is given): nothing outside the run's
+  own directory is removed.
   """
-  directory = registry.transfer_dirs(config).client_data
+  directory = registry.transfer_dirs(config, run_id).client_data
   try:
     yield
   finally:
     shutil.rmtree(directory, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def transfer_dir_held(config: config_lib.ExperimentConfig, run_id: str):
+  """Holds the run's transfer directory while the block runs.
+
+  `registry.transfer_dirs(config, run_id).root`: with `--shared_dir`,
+  `<shared_dir>/<experiment_name>-<run_id>`, locked (`training.run_lock`,
+  its `.lock`) for the block, released at its exit, also on failure;
+  without, the run directory, which the run holds already.
+
+  Raises:
+    TransferDirectoryLockedError: One line naming the directory, if another
+      process holds it (a driver of the same run id).
+  """
+  with run_lock.hold(
+      registry.transfer_dirs(config, run_id).root,
+      run_lock.TransferDirectoryLockedError,
+  ):
+    yield
 
 
 def run_experiment(
@@ -96,8 +120,11 @@ def run_experiment(
   (`training.run_lock`: `RunDirectoryLockedError` if another process does)
   and writes or checks its record (`run_record.check_or_write`:
   `RunConfigMismatchError` for a resume with other flags), both before any
-  TFF work; a worker lost mid-run raises `run_record.WorkerLostError`, one
-  line naming it and the round a rerun resumes from.
+  TFF work, and holds its transfer directory (`transfer_dir_held`:
+  `TransferDirectoryLockedError` if another driver of the same run id
+  does) before any worker starts; a worker lost mid-run raises
+  `run_record.WorkerLostError`, one line naming it and the round a rerun
+  resumes from.
 
   Args:
     config: The experiment.
@@ -122,9 +149,10 @@ def run_experiment(
   with run_lock.hold(run_dir.root):
     # Before any TFF work or change in the run directory but its lock.
     with disk_full.as_one_line(None):
-      run_record.check_or_write(config, run_dir.root)
+      run_id = run_record.check_or_write(config, run_dir.root)
     try:
-      return _train(config, task, total_rounds)
+      with transfer_dir_held(config, run_id):
+        return _train(config, task, total_rounds, run_id)
     except runtime.WorkerUnavailableError as e:
       _, addresses = context.parse_workers(config.workers)
       raise run_record.worker_lost(
@@ -133,7 +161,9 @@ def run_experiment(
 
 
 def check_shared_dir(
-    config: config_lib.ExperimentConfig, execution_context: Any
+    config: config_lib.ExperimentConfig,
+    execution_context: Any,
+    run_id: Optional[str] = None,
 ) -> None:
   """With `--shared_dir` (and a files mode), every worker must see it.
 
@@ -152,7 +182,7 @@ def check_shared_dir(
   logging.info(
       'Transfers: %s files (in %s), the rest values.',
       ', '.join(files_flags),
-      registry.transfer_dirs(config).root,
+      registry.transfer_dirs(config, run_id).root,
   )
   if config.shared_dir is None:
     return
@@ -171,6 +201,7 @@ def _train(
     config: config_lib.ExperimentConfig,
     task: tasks_registry.Task,
     total_rounds: int,
+    run_id: str,
 ) -> dict[str, Any]:
   """Starts the workers, builds the runner, runs the round loop."""
   num_train_clients = len(task.train_data.client_ids)
@@ -178,11 +209,13 @@ def _train(
       context.execution_context(
           config.workers, config.worker_bind
       ) as execution_context,
-      client_data_removed_at_exit(config),
+      client_data_removed_at_exit(config, run_id),
   ):
-    check_shared_dir(config, execution_context)
+    check_shared_dir(config, execution_context, run_id)
     with disk_full.as_one_line(None):  # It may write client_data/.
-      runner = registry.build_runner(config, task, num_train_clients)
+      runner = registry.build_runner(
+          config, task, num_train_clients, run_id=run_id
+      )
     return loop.run_training(
         runner,
         train_client_data=task.train_data,

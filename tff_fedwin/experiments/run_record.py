@@ -6,12 +6,17 @@ its flags: dropout masks, client shuffles, LEAF class counts); every resume
 compares its configuration with it (`check_or_write`) before any TFF work,
 and refuses a field that changes the numbers with one line naming every
 differing flag, and a run trained under another of those rules. The fields that may differ are `MAY_DIFFER`, each with its reason.
+The record also holds the run's id (`RUN_ID_KEY`, a uuid4 hex made at the
+first start and kept by every resume; not a flag, never compared): it names
+the run's transfer directory in `--shared_dir` (`registry.transfer_dirs`).
 `checkpoint_rounds` reads the rounds a rerun can resume from; `worker_lost`
 turns a dead worker into one line saying from which round a rerun goes on.
 """
 
 import json
 import os
+import re
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -25,6 +30,9 @@ from tff_fedwin.training import checkpoint_manifest as manifest
 from tff_fedwin.training import outputs
 
 RECORD_JSON = 'run_config.json'
+# The record's key of the run id: a run's own, kept on resume, new for a fork.
+RUN_ID_KEY = 'run_id'
+_RUN_ID = re.compile('[0-9a-f]{32}')
 
 # The `ExperimentConfig` fields a resume may change, with the reason. Every
 # other field must equal the recorded one.
@@ -113,12 +121,19 @@ def _as_json(value: Any) -> Any:
   return json.loads(json.dumps(value))
 
 
-def record_of(config: Any) -> dict[str, Any]:
-  """The record of `config` (an attrs instance): every field, the versions."""
+def new_run_id() -> str:
+  """A fresh run id: 32 hex digits (uuid4, 122 random bits)."""
+  return uuid.uuid4().hex
+
+
+def record_of(config: Any, run_id: str) -> dict[str, Any]:
+  """The record of `config` (an attrs instance): every field, the versions
+  and the run id."""
   return dict(
       config=_as_json(attrs.asdict(config)),
       tff_fedwin_version=version.__version__,
       **{rule.field: rule.current for rule in RULES},
+      **{RUN_ID_KEY: run_id},
   )
 
 
@@ -286,18 +301,23 @@ def _read(run_dir: str) -> Mapping[str, Any]:
     ) from None
 
 
-def check_or_write(config: Any, run_dir: str) -> None:
+def check_or_write(config: Any, run_dir: str) -> str:
   """At a first start writes the record; at a resume compares with it.
 
-  A run directory with checkpoints but no record (written before the record
-  existed) resumes with a warning that only the seed, clients per round and
-  population are checked (by `training.checkpoints`); no record is written
-  then, as its first configuration is not known.
+  Returns the run's id (`RUN_ID_KEY`): a new one written with the record at
+  a first start, the recorded one at a resume. A record written before runs
+  had an id gets a new one, added to it (nothing else of it changes): the
+  id names only per-round files no checkpoint needs. A run directory with
+  checkpoints but no record (written before the record existed) resumes
+  with a warning that only the seed, clients per round and population are
+  checked (by `training.checkpoints`); no record is written then, as its
+  first configuration is not known, and each start gets a new id.
 
   Raises:
     RunConfigMismatchError: If a field outside `MAY_DIFFER` differs, or
       a rule of `RULES` that touches the run differs from the recorded one
-      (a record without it, or no record: the rule's `absent` value).
+      (a record without it, or no record: the rule's `absent` value), or
+      the recorded run id is not 32 hex digits.
   """
   path = record_path(run_dir)
   if os.path.exists(path):
@@ -306,7 +326,22 @@ def check_or_write(config: Any, run_dir: str) -> None:
     if found:
       raise RunConfigMismatchError(mismatch_message(run_dir, found))
     _check_rules(record, config, run_dir)
-    return
+    if RUN_ID_KEY in record:
+      run_id = record[RUN_ID_KEY]
+      if not isinstance(run_id, str) or not _RUN_ID.fullmatch(run_id):
+        raise RunConfigMismatchError(
+            f'{path} records run_id {run_id!r}, not 32 hex digits; restore '
+            'it, or delete it to give the run a new one.'
+        )
+      return run_id
+    run_id = new_run_id()
+    outputs.write_json_atomically({**record, RUN_ID_KEY: run_id}, path)
+    logging.info(
+        '%s had no run id (started before runs recorded one): it is now %s.',
+        path,
+        run_id,
+    )
+    return run_id
   if checkpoint_rounds(run_dir):
     _check_rules({}, config, run_dir)
     logging.warning(
@@ -316,9 +351,11 @@ def check_or_write(config: Any, run_dir: str) -> None:
         run_dir,
         RECORD_JSON,
     )
-    return
+    return new_run_id()
   os.makedirs(run_dir, exist_ok=True)
-  outputs.write_json_atomically(record_of(config), path)
+  run_id = new_run_id()
+  outputs.write_json_atomically(record_of(config, run_id), path)
+  return run_id
 
 
 def worker_lost(error: Exception, address: str, run_dir: str, remote: bool):

@@ -9,6 +9,10 @@ killed run never leaves a stale lock. A nested `hold` of the same directory
 in the same process is a no-op (a fork trains its trunk under its own lock).
 Every writer of a run directory holds it: `experiments.run_experiment`, the
 forks, the benchmarks that train.
+
+`hold(directory, locked_error=TransferDirectoryLockedError)` holds a run's
+transfer directory in `--shared_dir` the same way (`experiments.run`), with
+its own one line.
 """
 
 import contextlib
@@ -40,14 +44,45 @@ class RunDirectoryLockedError(errors.RunDirectoryError, RuntimeError):
   """
 
   def __init__(self, run_dir: str, pid):
+    super().__init__(self.message(run_dir, pid))
+    self.run_dir = run_dir
+    self.pid = pid
+
+  @staticmethod
+  def message(run_dir: str, pid) -> str:
     holder = f'pid {pid}' if pid is not None else 'a process'
-    super().__init__(
+    return (
         f'{run_dir} is in use by another run ({holder} holds '
         f'{os.path.join(run_dir, LOCK_FILE)}); one process at a time writes '
         'a run directory: wait for it to end, or use another --experiment_name.'
     )
-    self.run_dir = run_dir
-    self.pid = pid
+
+
+class TransferDirectoryLockedError(RunDirectoryLockedError):
+  """Another driver holds a run's transfer directory in `--shared_dir`.
+
+  The directory is named by the run id of the run directory's
+  `run_config.json`: two drivers of one run (one run directory resumed twice
+  at once, e.g. from two hosts, or a copy of it) would read each other's
+  per-round files.
+
+  Attributes:
+    run_dir: The transfer directory.
+    pid: The holder's pid as its lock file says (on the holder's host), or
+      None if unknown.
+  """
+
+  @staticmethod
+  def message(run_dir: str, pid) -> str:
+    holder = f'pid {pid} on its host' if pid is not None else 'a process'
+    return (
+        f'{run_dir} is in use by another driver ({holder} holds '
+        f'{os.path.join(run_dir, LOCK_FILE)}): it holds the transfer files '
+        'of one run, named by the run_id in its run_config.json, and that run '
+        'is running elsewhere (the same run directory resumed twice, or a '
+        'copy of it); stop the other driver, or give a copy its own id by '
+        'deleting run_id from its run_config.json.'
+    )
 
 
 def holder_pid(run_dir: str):
@@ -70,8 +105,11 @@ def _same_file(fd: int, path: str) -> bool:
   return (on_disk.st_dev, on_disk.st_ino) == (held.st_dev, held.st_ino)
 
 
-def _acquire(run_dir: str) -> int:
-  """Locks `run_dir/.lock`; returns its descriptor, the pid written in it."""
+def _acquire(run_dir: str, locked_error) -> int:
+  """Locks `run_dir/.lock`; returns its descriptor, the pid written in it.
+
+  `locked_error(run_dir, pid)` is raised if another process holds it.
+  """
   path = os.path.join(run_dir, LOCK_FILE)
   for _ in range(_ATTEMPTS):
     os.makedirs(run_dir, exist_ok=True)
@@ -82,7 +120,7 @@ def _acquire(run_dir: str) -> int:
       os.close(fd)
       if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
         raise
-      raise RunDirectoryLockedError(run_dir, holder_pid(run_dir)) from None
+      raise locked_error(run_dir, holder_pid(run_dir)) from None
     if _same_file(fd, path):
       os.ftruncate(fd, 0)
       os.pwrite(fd, f'{os.getpid()}\n'.encode(), 0)
@@ -101,15 +139,21 @@ def _release(fd: int) -> None:
 
 
 @contextlib.contextmanager
-def hold(run_dir: str) -> Iterator[None]:
+def hold(
+    run_dir: str,
+    locked_error: type[RunDirectoryLockedError] = RunDirectoryLockedError,
+) -> Iterator[None]:
   """Holds `run_dir` for this process while the block runs.
 
   Args:
-    run_dir: The run directory; it and its `.lock` are created if missing.
+    run_dir: The run directory (or a run's transfer directory); it and its
+      `.lock` are created if missing.
+    locked_error: The class raised if another process holds it, called
+      with the directory and the holder's pid.
 
   Raises:
-    RunDirectoryLockedError: If another process holds it (nothing in the
-      directory is changed then).
+    RunDirectoryLockedError: (`locked_error`) If another process holds it
+      (nothing in the directory is changed then).
   """
   run_dir = os.fspath(run_dir)
   key = os.path.realpath(run_dir)
@@ -117,7 +161,7 @@ def hold(run_dir: str) -> Iterator[None]:
     if key in _HELD:
       _HELD[key][1] += 1
     else:
-      _HELD[key] = [_acquire(run_dir), 1]
+      _HELD[key] = [_acquire(run_dir, locked_error), 1]
   try:
     yield
   finally:
