@@ -1,8 +1,10 @@
 """Local TFF C++ worker processes that never outlive their owner.
 
 A worker started here dies with the thread that started it, writes to a log
-file instead of the parent's streams, and is confined to loopback by default
-(docs/design.md sec. 6.2, 6.4). Start workers from the main thread.
+file instead of the parent's streams, and by default is confined to loopback
+and to its user: it refuses other users' connections, and the driver reaches
+it at exactly the address it listens on (docs/design.md sec. 6.2, 6.4). Start
+workers from the main thread.
 """
 
 import atexit
@@ -120,20 +122,30 @@ class LocalWorker:
 
   Attributes:
     port: The TCP port the worker serves on.
+    host: The host part of `address`: for a loopback-only worker, the address
+      it listens on (`[::1]`, or `127.0.0.1` without IPv6), set once it
+      listens; `localhost` for a worker on all interfaces.
     log_path: The file receiving the worker's stdout and stderr.
     pid: The worker's process id.
   """
 
-  def __init__(self, process: subprocess.Popen, port: int, log_path: str):
+  def __init__(
+      self,
+      process: subprocess.Popen,
+      port: int,
+      log_path: str,
+      host: str = 'localhost',
+  ):
     self._process = process
     self.port = port
+    self.host = host
     self.log_path = log_path
     self.pid = process.pid
 
   @property
   def address(self) -> str:
     """`host:port` to reach the worker from this machine."""
-    return f'localhost:{self.port}'
+    return f'{self.host}:{self.port}'
 
   @property
   def returncode(self) -> Optional[int]:
@@ -245,9 +257,10 @@ def _wait_until_confined_and_serving(
 ) -> None:
   """Waits for the worker; on any failure no worker is left running."""
   try:
-    _wait_until_serving(worker, timeout_seconds)
+    _wait_until_serving(worker, timeout_seconds, find_listener=loopback_only)
     if loopback_only:
       loopback.check_loopback_only(worker.pid)
+      loopback.check_shim_loaded(worker.pid, loopback.loopback_bind_library())
   except loopback.WorkerConfinementError as e:
     worker.kill()
     raise loopback.WorkerConfinementError(
@@ -277,11 +290,14 @@ def start_local_worker(
       run on, so that concurrent client computations do not oversubscribe
       the cores (docs/design.md sec. 7.4).
     ready_timeout_seconds: How long to wait for the worker's gRPC service.
-    loopback_only: Serve on the loopback interface only (default): the worker
-      runs with the `tff_fedwin.runtime.loopback` shim preloaded, and once it
-      serves, its listening sockets are checked; a worker found listening
-      elsewhere is killed. `False` keeps TFF's behaviour: all interfaces,
-      without authentication (a warning is logged).
+    loopback_only: Serve on the loopback interface and this user only
+      (default): the worker runs with the `tff_fedwin.runtime.loopback` shim
+      preloaded, which also closes every connection from a socket of another
+      uid before the worker reads it; once it serves, its listening sockets
+      and its memory map are checked, and a worker listening elsewhere or
+      without the shim is killed. `address` is then the exact address it
+      listens on (`[::1]:port`). `False` keeps TFF's behaviour: all
+      interfaces, any user, without authentication (a warning is logged).
 
   Returns:
     A running `LocalWorker`. The caller must `stop()` it (or use
@@ -289,7 +305,8 @@ def start_local_worker(
 
   Raises:
     WorkerConfinementError: With `loopback_only`, if the worker cannot be
-      confined to loopback or proven to be; no worker is left running.
+      confined to loopback and its user or proven to be; no worker is left
+      running.
     WorkerCrashedError: If the worker is killed by a signal before serving
       `STARTUP_ATTEMPTS` times in a row (a first crash is retried once).
     RuntimeError: If the worker exits or does not serve within the timeout;
@@ -350,8 +367,61 @@ def _stop_all_workers() -> None:
     worker.stop()
 
 
-def _wait_until_serving(worker: LocalWorker, timeout_seconds: float) -> None:
+def _check_alive_and_in_time(
+    worker: LocalWorker, deadline: float, timeout_seconds: float
+) -> None:
+  if not worker.is_running():
+    error = WorkerCrashedError if worker.returncode < 0 else RuntimeError
+    raise error(
+        f'The TFF worker on port {worker.port} exited with code '
+        f'{worker.returncode} before serving. '
+        f'Last lines of {worker.log_path}:\n{_tail(worker.log_path)}'
+    )
+  if time.monotonic() > deadline:
+    raise RuntimeError(
+        f'The TFF worker on port {worker.port} did not serve within '
+        f'{timeout_seconds} s. Last lines of {worker.log_path}:\n'
+        f'{_tail(worker.log_path)}'
+    )
+
+
+def _find_listener(worker: LocalWorker) -> bool:
+  """Sets `worker.host` to where it listens on its port; False if nowhere yet.
+
+  `::1` is preferred; every listener must be loopback.
+
+  Raises:
+    WorkerConfinementError: If a listener is not loopback, or /proc cannot
+      tell while the worker runs.
+  """
+  try:
+    addresses = sorted(
+        a for a, p in loopback.listening_sockets(worker.pid) if p == worker.port
+    )
+  except loopback.WorkerConfinementError:
+    if not worker.is_running():
+      return False  # Reported by _check_alive_and_in_time.
+    raise
+  if not addresses:
+    return False
+  loopback.check_loopback_only(worker.pid)
+  address = '::1' if '::1' in addresses else addresses[0]
+  worker.host = loopback.connect_host(address)
+  return True
+
+
+def _wait_until_serving(
+    worker: LocalWorker, timeout_seconds: float, *, find_listener: bool
+) -> None:
+  """Waits until the worker answers gRPC at `worker.address`.
+
+  With `find_listener`, first waits until it listens, and connects to exactly
+  that address (`_find_listener`), never to a name such as `localhost`.
+  """
   deadline = time.monotonic() + timeout_seconds
+  while find_listener and not _find_listener(worker):
+    _check_alive_and_in_time(worker, deadline, timeout_seconds)
+    time.sleep(0.05)
   with grpc.insecure_channel(
       worker.address, worker_stub.GRPC_CHANNEL_OPTIONS
   ) as channel:
@@ -362,16 +432,4 @@ def _wait_until_serving(worker: LocalWorker, timeout_seconds: float) -> None:
         return
       except grpc.FutureTimeoutError:
         pass
-      if not worker.is_running():
-        error = WorkerCrashedError if worker.returncode < 0 else RuntimeError
-        raise error(
-            f'The TFF worker on port {worker.port} exited with code '
-            f'{worker.returncode} before serving. '
-            f'Last lines of {worker.log_path}:\n{_tail(worker.log_path)}'
-        )
-      if time.monotonic() > deadline:
-        raise RuntimeError(
-            f'The TFF worker on port {worker.port} did not serve within '
-            f'{timeout_seconds} s. Last lines of {worker.log_path}:\n'
-            f'{_tail(worker.log_path)}'
-        )
+      _check_alive_and_in_time(worker, deadline, timeout_seconds)
