@@ -2,7 +2,8 @@
 
 Connections from a socket of another uid (`nobody`, via setpriv) are closed by
 the loopback shim before the worker reads them; the driver connects to exactly
-the address the worker listens on.
+the address the worker listens on; the log directory is private and never
+reached through a symlink.
 """
 
 import os
@@ -10,6 +11,7 @@ import pathlib
 import re
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -20,6 +22,7 @@ import tensorflow_federated as tff
 
 from tff_fedwin import runtime
 from tff_fedwin.runtime import loopback
+from tff_fedwin.runtime import workers
 
 _NOBODY = 65534
 _SETPRIV = shutil.which('setpriv')
@@ -256,3 +259,78 @@ def open_tmp():
     yield pathlib.Path(path)
   finally:
     shutil.rmtree(path)
+
+
+@pytest.fixture
+def shared_tmp(open_tmp, monkeypatch):
+  """A sticky, world-writable temp dir (as /tmp) used as `$TMPDIR`."""
+  shared = open_tmp / 'shared'
+  shared.mkdir()
+  os.chmod(shared, 0o1777)
+  monkeypatch.setattr(tempfile, 'tempdir', str(shared))
+  return shared
+
+
+def test_default_log_dir_is_private_per_user(shared_tmp):
+  default = shared_tmp / f'tff_fedwin_workers-{os.geteuid()}'
+  default.mkdir(mode=0o755)  # As an older version created it: tightened.
+  os.chmod(default, 0o755)
+  # pylint: disable-next=protected-access
+  fd = workers._open_log(workers._default_log_dir(), 'w.log', tighten=True)
+  os.close(fd)
+  assert stat.S_IMODE(os.lstat(default).st_mode) == 0o700
+  assert stat.S_IMODE(os.lstat(default / 'w.log').st_mode) == 0o600
+
+
+def _start_fails(match, **kwargs):
+  before = runtime.running_workers()
+  with pytest.raises(runtime.WorkerConfinementError, match=match) as error:
+    runtime.start_local_worker(**kwargs)
+  assert '\n' not in str(error.value)
+  assert runtime.running_workers() == before
+
+
+@_needs_other_user
+def test_log_dir_symlink_planted_by_another_user_is_not_followed(shared_tmp):
+  default = shared_tmp / f'tff_fedwin_workers-{os.geteuid()}'
+  target = shared_tmp / 'nobody_logs'
+  _as_nobody('mkdir', '-m', '0777', str(target))
+  _as_nobody('ln', '-s', str(target), str(default))
+  _start_fails(
+      f'^Refusing TFF worker log directory {default}: it is a symlink.$'
+  )
+  assert os.listdir(target) == []
+
+
+@_needs_other_user
+def test_log_dir_owned_by_another_user_is_refused(shared_tmp):
+  default = shared_tmp / f'tff_fedwin_workers-{os.geteuid()}'
+  _as_nobody('mkdir', '-m', '0700', str(default))
+  _start_fails(
+      f'^Refusing TFF worker log directory {default}: owned by uid {_NOBODY}, '
+      rf'not by the current user \(uid {os.geteuid()}\).$'
+  )
+  assert os.listdir(default) == []
+
+
+def test_writable_log_dir_is_refused(tmp_path):
+  os.chmod(tmp_path, 0o777)
+  _start_fails(
+      f'^Refusing TFF worker log directory {tmp_path}: writable by group or '
+      r'others \(mode 0777\).$',
+      log_dir=str(tmp_path),
+  )
+
+
+def test_log_file_symlink_is_not_followed(tmp_path):
+  port = 1  # Never bound: the start fails before the worker is spawned.
+  victim = tmp_path / 'victim'
+  victim.write_text('untouched')
+  log = tmp_path / f'worker-{os.getpid()}-{port}.log'
+  log.symlink_to(victim)
+  _start_fails(
+      f'^Refusing TFF worker log file {log}: it is a symlink.$',
+      port=port,
+      log_dir=str(tmp_path),
+  )
+  assert victim.read_text() == 'untouched'
