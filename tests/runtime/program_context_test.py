@@ -1,6 +1,7 @@
 """Tests for tff_fedwin.runtime.program_context: TFF program contexts."""
 
 import asyncio
+import re
 
 import numpy as np
 import pytest
@@ -118,6 +119,6 @@ def test_unreachable_worker_is_named(tmp_path):
   worker = runtime.start_local_worker(log_dir=str(tmp_path))
   address = worker.address
   worker.stop()
-  with pytest.raises(runtime.WorkerUnavailableError, match=address):
+  with pytest.raises(runtime.WorkerUnavailableError, match=re.escape(address)):
     with runtime.remote_federated_context(address, ready_timeout_seconds=1):
       pass

@@ -1,10 +1,13 @@
-"""Confine a TFF worker to the loopback interface, or refuse to start it.
+"""Confine a TFF worker to loopback and to its user, or refuse to start it.
 
 TFF's `worker_binary` serves unauthenticated gRPC on every interface and has no
 flag for the address. This module builds and verifies an LD_PRELOAD shim
-(`loopback_bind.c`) that rebinds wildcard addresses to loopback, and reads a
-process's listening TCP sockets from /proc to check that they are loopback only.
-Every failure raises `WorkerConfinementError`, with a one-line message.
+(`loopback_bind.c`) that rebinds wildcard addresses to loopback and closes,
+before the worker reads a byte, every accepted connection whose other end is
+not a socket of the worker's own uid; it reads a process's listening TCP
+sockets from /proc to check that they are loopback only, and its memory map to
+check that the shim is loaded. Every failure raises `WorkerConfinementError`,
+with a one-line message.
 """
 
 import errno
@@ -38,7 +41,10 @@ _INSTALL_HINT = (
 
 
 class WorkerConfinementError(errors.EnvironmentProblemError):
-  """A TFF worker cannot be confined, or proven confined, to loopback."""
+  """A TFF worker cannot be confined, or proven confined, to loopback and user.
+
+  Raised for the shim, the worker's listening sockets and its log directory.
+  """
 
 
 def _fail(message: str) -> WorkerConfinementError:
@@ -384,3 +390,42 @@ def check_loopback_only(pid: int) -> None:
           f'{address}, which is not loopback (the LD_PRELOAD shim did '
           f'not take effect).'
       )
+
+
+def check_shim_loaded(pid: int, library: str) -> None:
+  """Raises unless `library` (the shim) is mapped into process `pid`.
+
+  A preloaded library's `accept4` comes before libc's for every dynamically
+  linked call, so this proves that the worker refuses other users'
+  connections.
+
+  Raises:
+    WorkerConfinementError: If /proc cannot tell, or the shim is not mapped.
+  """
+  try:
+    with open(f'/proc/{pid}/maps') as f:
+      mapped = {line.split(maxsplit=5)[-1].strip() for line in f}
+  except OSError as e:
+    raise _fail(
+        f'Cannot read the memory map of process {pid} from /proc ({e}), so '
+        f"whether it refuses other users' connections cannot be checked."
+    ) from None
+  if os.path.realpath(library) not in mapped:
+    raise _fail(
+        f'TFF worker pid {pid} did not load the LD_PRELOAD shim {library}, '
+        f'so it would serve connections from other users.'
+    )
+
+
+def connect_host(address: str) -> str:
+  """The host part of `host:port` reaching a socket listening on `address`.
+
+  `::1` -> `[::1]`; `::ffff:127.0.0.1` (a v4-mapped listener, reached over
+  IPv4) -> `127.0.0.1`; an IPv4 address is returned as is.
+  """
+  ip = ipaddress.ip_address(address)
+  if isinstance(ip, ipaddress.IPv6Address):
+    if ip.ipv4_mapped is not None:
+      return str(ip.ipv4_mapped)
+    return f'[{ip}]'
+  return str(ip)

@@ -1,18 +1,22 @@
 """Local TFF C++ worker processes that never outlive their owner.
 
 A worker started here dies with the thread that started it, writes to a log
-file instead of the parent's streams, and is confined to loopback by default
-(docs/runtime.md, 'Why we manage the worker ourselves',
-'Loopback confinement'). Start workers from the main thread.
+file in a private directory instead of the parent's streams, and by default is
+confined to loopback and to its user: it refuses other users' connections, and
+the driver reaches it at exactly the address it listens on (docs/runtime.md,
+'Why we manage the worker ourselves', 'Loopback confinement'). Start workers
+from the main thread.
 """
 
 import atexit
 import collections
 import ctypes
+import errno
 import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -67,12 +71,108 @@ def _pick_loopback_port() -> int:
 
 
 def _default_log_dir() -> str:
-  return os.path.join(tempfile.gettempdir(), 'tff_fedwin_workers')
+  return os.path.join(
+      tempfile.gettempdir(), f'tff_fedwin_workers-{os.geteuid()}'
+  )
+
+
+def _refuse_log(path: str, problem: str) -> loopback.WorkerConfinementError:
+  return loopback.WorkerConfinementError(
+      f'Refusing TFF worker log directory {path}: {problem}.'
+  )
+
+
+def _open_log_dir(log_dir: str, *, tighten: bool) -> int:
+  """Opens `log_dir` (created with mode 0700 if missing), never via a symlink.
+
+  Args:
+    log_dir: The directory.
+    tighten: Remove group and other read access (the default directory).
+
+  Returns:
+    A file descriptor of the directory, owned by the caller.
+
+  Raises:
+    WorkerConfinementError: If `log_dir` is a symlink, not a directory, owned
+      by another user, or writable by group or others.
+  """
+  parent = os.path.dirname(os.path.abspath(log_dir))
+  os.makedirs(parent, exist_ok=True)
+  try:
+    os.mkdir(log_dir, 0o700)
+  except FileExistsError:
+    pass
+  try:
+    fd = os.open(
+        log_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    )
+  except OSError as e:
+    if os.path.islink(log_dir):
+      raise _refuse_log(log_dir, 'it is a symlink') from None
+    raise _refuse_log(log_dir, e.strerror or str(e)) from None
+  try:
+    st = os.fstat(fd)
+    mode = stat.S_IMODE(st.st_mode)
+    if st.st_uid != os.geteuid():
+      problem = (
+          f'owned by uid {st.st_uid}, not by the current user '
+          f'(uid {os.geteuid()})'
+      )
+    elif mode & 0o022:
+      problem = f'writable by group or others (mode {mode:04o})'
+    else:
+      if tighten and mode & 0o077:
+        os.fchmod(fd, 0o700)
+      return fd
+  except BaseException:
+    os.close(fd)
+    raise
+  os.close(fd)
+  raise _refuse_log(log_dir, problem)
+
+
+def _open_log(log_dir: str, name: str, *, tighten: bool) -> int:
+  """Opens `log_dir/name` to append (mode 0600), never via a symlink.
+
+  Returns:
+    A file descriptor, owned by the caller.
+
+  Raises:
+    WorkerConfinementError: As `_open_log_dir`, or if `name` there is a
+      symlink, not a regular file or not owned by this user.
+  """
+  dir_fd = _open_log_dir(log_dir, tighten=tighten)
+  path = os.path.join(log_dir, name)
+  try:
+    fd = os.open(
+        name,
+        os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+        0o600,
+        dir_fd=dir_fd,
+    )
+  except OSError as e:
+    reason = 'it is a symlink' if e.errno == errno.ELOOP else e.strerror
+    raise loopback.WorkerConfinementError(
+        f'Refusing TFF worker log file {path}: {reason}.'
+    ) from None
+  finally:
+    os.close(dir_fd)
+  st = os.fstat(fd)
+  if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid():
+    if stat.S_IMODE(st.st_mode) & 0o077:
+      os.fchmod(fd, 0o600)
+    return fd
+  os.close(fd)
+  raise loopback.WorkerConfinementError(
+      f'Refusing TFF worker log file {path}: not a regular file owned by the '
+      f'current user (uid {os.geteuid()}).'
+  )
 
 
 def _tail(path: str, lines: int = _LOG_TAIL_LINES) -> str:
   try:
-    with open(path, errors='replace') as f:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with open(fd, errors='replace') as f:
       return ''.join(collections.deque(f, maxlen=lines))
   except OSError:
     return '<no log>'
@@ -121,20 +221,30 @@ class LocalWorker:
 
   Attributes:
     port: The TCP port the worker serves on.
+    host: The host part of `address`: for a loopback-only worker, the address
+      it listens on (`[::1]`, or `127.0.0.1` without IPv6), set once it
+      listens; `localhost` for a worker on all interfaces.
     log_path: The file receiving the worker's stdout and stderr.
     pid: The worker's process id.
   """
 
-  def __init__(self, process: subprocess.Popen, port: int, log_path: str):
+  def __init__(
+      self,
+      process: subprocess.Popen,
+      port: int,
+      log_path: str,
+      host: str = 'localhost',
+  ):
     self._process = process
     self.port = port
+    self.host = host
     self.log_path = log_path
     self.pid = process.pid
 
   @property
   def address(self) -> str:
     """`host:port` to reach the worker from this machine."""
-    return f'localhost:{self.port}'
+    return f'{self.host}:{self.port}'
 
   @property
   def returncode(self) -> Optional[int]:
@@ -206,37 +316,37 @@ def _spawn(
     port: int,
     max_concurrent_computation_calls: int,
     log_path: str,
+    log_fd: int,
     env: dict[str, str],
 ) -> LocalWorker:
-  """Starts `worker_binary` on `port`, tied to this thread, logs to a file."""
+  """Starts `worker_binary` on `port`, tied to this thread, logs to `log_fd`."""
   args = [
       worker_binary_path(),
       f'--port={port}',
       f'--max_concurrent_computation_calls={max_concurrent_computation_calls}',
   ]
   launcher = _pdeathsig_launcher(os.getpid())
-  with open(log_path, 'ab') as log_file:
-    if launcher:
-      # No preexec_fn: CPython then spawns without running Python code in a
-      # forked copy of this multithreaded (TF, gRPC) process.
-      process = subprocess.Popen(
-          launcher + args,
-          env=env,
-          stdin=subprocess.DEVNULL,
-          stdout=log_file,
-          stderr=subprocess.STDOUT,
-          close_fds=True,
-      )
-    else:
-      process = subprocess.Popen(  # pylint: disable=subprocess-popen-preexec-fn
-          args,
-          env=env,
-          stdin=subprocess.DEVNULL,
-          stdout=log_file,
-          stderr=subprocess.STDOUT,
-          close_fds=True,
-          preexec_fn=_make_preexec_fn(os.getpid()),
-      )
+  if launcher:
+    # No preexec_fn: CPython then spawns without running Python code in a
+    # forked copy of this multithreaded (TF, gRPC) process.
+    process = subprocess.Popen(
+        launcher + args,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=log_fd,
+        stderr=subprocess.STDOUT,
+        close_fds=True,
+    )
+  else:
+    process = subprocess.Popen(  # pylint: disable=subprocess-popen-preexec-fn
+        args,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=log_fd,
+        stderr=subprocess.STDOUT,
+        close_fds=True,
+        preexec_fn=_make_preexec_fn(os.getpid()),
+    )
   worker = LocalWorker(process, port, log_path)
   _RUNNING_WORKERS[worker.pid] = worker
   return worker
@@ -247,9 +357,10 @@ def _wait_until_confined_and_serving(
 ) -> None:
   """Waits for the worker; on any failure no worker is left running."""
   try:
-    _wait_until_serving(worker, timeout_seconds)
+    _wait_until_serving(worker, timeout_seconds, find_listener=loopback_only)
     if loopback_only:
       loopback.check_loopback_only(worker.pid)
+      loopback.check_shim_loaded(worker.pid, loopback.loopback_bind_library())
   except loopback.WorkerConfinementError as e:
     worker.kill()
     raise loopback.WorkerConfinementError(
@@ -272,26 +383,33 @@ def start_local_worker(
 
   Args:
     port: The port to serve on; a free one is picked when `None`.
-    log_dir: Directory for the worker's log file (created if needed); defaults
-      to `$TMPDIR/tff_fedwin_workers`.
+    log_dir: Directory for the worker's log file, created (mode 0700) if
+      needed; it must be a directory, not a symlink, owned by this user and
+      not writable by group or others. Defaults to
+      `$TMPDIR/tff_fedwin_workers-<euid>` (also made unreadable to others).
+      The log file is opened without following symlinks, mode 0600.
     max_concurrent_computation_calls: Passed to the worker; non-positive means
       no limit (TFF's default). `None`: the number of CPUs this process may
       run on, so that concurrent client computations do not oversubscribe
       the cores (docs/performance.md, 'The client loop and the worker').
     ready_timeout_seconds: How long to wait for the worker's gRPC service.
-    loopback_only: Serve on the loopback interface only (default): the worker
-      runs with the `tff_fedwin.runtime.loopback` shim preloaded, and once it
-      serves, its listening sockets are checked; a worker found listening
-      elsewhere is killed. `False` keeps TFF's behaviour: all interfaces,
-      without authentication (a warning is logged).
+    loopback_only: Serve on the loopback interface and this user only
+      (default): the worker runs with the `tff_fedwin.runtime.loopback` shim
+      preloaded, which also closes every connection from a socket of another
+      uid before the worker reads it; once it serves, its listening sockets
+      and its memory map are checked, and a worker listening elsewhere or
+      without the shim is killed. `address` is then the exact address it
+      listens on (`[::1]:port`). `False` keeps TFF's behaviour: all
+      interfaces, any user, without authentication (a warning is logged).
 
   Returns:
     A running `LocalWorker`. The caller must `stop()` it (or use
     `local_execution_context`); it is also killed when this process dies.
 
   Raises:
-    WorkerConfinementError: With `loopback_only`, if the worker cannot be
-      confined to loopback or proven to be; no worker is left running.
+    WorkerConfinementError: If the log directory or file is refused; with
+      `loopback_only`, if the worker cannot be confined to loopback and its
+      user or proven to be; no worker is left running.
     WorkerCrashedError: If the worker is killed by a signal before serving
       `STARTUP_ATTEMPTS` times in a row (a first crash is retried once).
     RuntimeError: If the worker exits or does not serve within the timeout;
@@ -304,17 +422,23 @@ def start_local_worker(
         if loopback_only
         else (portpicker.pick_unused_port())
     )
+  tighten = not log_dir
   log_dir = log_dir or _default_log_dir()
-  os.makedirs(log_dir, exist_ok=True)
+  log_name = f'worker-{os.getpid()}-{port}.log'
   if max_concurrent_computation_calls is None:
     max_concurrent_computation_calls = len(os.sched_getaffinity(0))
   for attempt in range(1, STARTUP_ATTEMPTS + 1):
-    worker = _spawn(
-        port=port,
-        max_concurrent_computation_calls=max_concurrent_computation_calls,
-        log_path=os.path.join(log_dir, f'worker-{os.getpid()}-{port}.log'),
-        env=env,
-    )
+    log_fd = _open_log(log_dir, log_name, tighten=tighten)
+    try:
+      worker = _spawn(
+          port=port,
+          max_concurrent_computation_calls=max_concurrent_computation_calls,
+          log_path=os.path.join(log_dir, log_name),
+          log_fd=log_fd,
+          env=env,
+      )
+    finally:
+      os.close(log_fd)
     try:
       _wait_until_confined_and_serving(
           worker,
@@ -352,8 +476,61 @@ def _stop_all_workers() -> None:
     worker.stop()
 
 
-def _wait_until_serving(worker: LocalWorker, timeout_seconds: float) -> None:
+def _check_alive_and_in_time(
+    worker: LocalWorker, deadline: float, timeout_seconds: float
+) -> None:
+  if not worker.is_running():
+    error = WorkerCrashedError if worker.returncode < 0 else RuntimeError
+    raise error(
+        f'The TFF worker on port {worker.port} exited with code '
+        f'{worker.returncode} before serving. '
+        f'Last lines of {worker.log_path}:\n{_tail(worker.log_path)}'
+    )
+  if time.monotonic() > deadline:
+    raise RuntimeError(
+        f'The TFF worker on port {worker.port} did not serve within '
+        f'{timeout_seconds} s. Last lines of {worker.log_path}:\n'
+        f'{_tail(worker.log_path)}'
+    )
+
+
+def _find_listener(worker: LocalWorker) -> bool:
+  """Sets `worker.host` to where it listens on its port; False if nowhere yet.
+
+  `::1` is preferred; every listener must be loopback.
+
+  Raises:
+    WorkerConfinementError: If a listener is not loopback, or /proc cannot
+      tell while the worker runs.
+  """
+  try:
+    addresses = sorted(
+        a for a, p in loopback.listening_sockets(worker.pid) if p == worker.port
+    )
+  except loopback.WorkerConfinementError:
+    if not worker.is_running():
+      return False  # Reported by _check_alive_and_in_time.
+    raise
+  if not addresses:
+    return False
+  loopback.check_loopback_only(worker.pid)
+  address = '::1' if '::1' in addresses else addresses[0]
+  worker.host = loopback.connect_host(address)
+  return True
+
+
+def _wait_until_serving(
+    worker: LocalWorker, timeout_seconds: float, *, find_listener: bool
+) -> None:
+  """Waits until the worker answers gRPC at `worker.address`.
+
+  With `find_listener`, first waits until it listens, and connects to exactly
+  that address (`_find_listener`), never to a name such as `localhost`.
+  """
   deadline = time.monotonic() + timeout_seconds
+  while find_listener and not _find_listener(worker):
+    _check_alive_and_in_time(worker, deadline, timeout_seconds)
+    time.sleep(0.05)
   with grpc.insecure_channel(
       worker.address, worker_stub.GRPC_CHANNEL_OPTIONS
   ) as channel:
@@ -364,16 +541,4 @@ def _wait_until_serving(worker: LocalWorker, timeout_seconds: float) -> None:
         return
       except grpc.FutureTimeoutError:
         pass
-      if not worker.is_running():
-        error = WorkerCrashedError if worker.returncode < 0 else RuntimeError
-        raise error(
-            f'The TFF worker on port {worker.port} exited with code '
-            f'{worker.returncode} before serving. '
-            f'Last lines of {worker.log_path}:\n{_tail(worker.log_path)}'
-        )
-      if time.monotonic() > deadline:
-        raise RuntimeError(
-            f'The TFF worker on port {worker.port} did not serve within '
-            f'{timeout_seconds} s. Last lines of {worker.log_path}:\n'
-            f'{_tail(worker.log_path)}'
-        )
+      _check_alive_and_in_time(worker, deadline, timeout_seconds)
