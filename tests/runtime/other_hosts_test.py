@@ -269,7 +269,12 @@ def test_shared_dir_a_worker_does_not_see_is_one_line(
       r'--client_data_transfer to values\.',
       lines[0],
   ), lines[0]
-  assert os.listdir(shared) == []  # The check file is removed.
+  # The check file is removed; what is left is the run's own transfer
+  # directory (<experiment_name>-<run_id>, docs/runtime.md sec. 7) with only
+  # the lock it held: no transfer file was written.
+  (own,) = os.listdir(shared)
+  assert re.fullmatch(r'run-[0-9a-f]{32}', own), own
+  assert os.listdir(os.path.join(shared, own)) == ['.lock']
   # Before any training: no round was run or written.
   assert not os.path.exists(tmp_path / 'run' / 'metrics.csv')
   assert 'round 1/' not in result.stdout

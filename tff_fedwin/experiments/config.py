@@ -19,6 +19,7 @@ from tff_fedwin import errors
 from tff_fedwin.experiments import data_flags
 from tff_fedwin.experiments import problems as problems_lib
 from tff_fedwin.experiments import schedule_flags
+from tff_fedwin.experiments import transfer_modes
 from tff_fedwin.experiments import window_flags
 from tff_fedwin.experiments import worker_flags
 
@@ -312,59 +313,6 @@ def _check_data(config: ExperimentConfig, problems: Problems) -> None:
     )
 
 
-def client_state_transfer(config: ExperimentConfig) -> str:
-  """`'values'` or `'files'`: `--client_state_transfer`, `auto` resolved.
-
-  `auto` is `'files'` when this run starts its workers (they share its file
-  system) or `--shared_dir` names a directory every worker sees (checked
-  before the first round), and `'values'` when `--workers` lists running
-  ones, which may be on other machines, without `--shared_dir`.
-  """
-  return _resolve_transfer(config.client_state_transfer, config)
-
-
-def server_state_transfer(config: ExperimentConfig) -> str:
-  """`'values'` or `'files'`: `--server_state_transfer`, `auto` resolved
-  as `--client_state_transfer`'s (files with the workers this run starts)."""
-  return _resolve_transfer(config.server_state_transfer, config)
-
-
-def client_data_transfer(config: ExperimentConfig) -> str:
-  """`'values'` or `'files'`: `--client_data_transfer`, `auto` resolved as
-  `--client_state_transfer`'s (files with the workers this run starts)."""
-  return _resolve_transfer(config.client_data_transfer, config)
-
-
-def _resolve_transfer(transfer: str, config: ExperimentConfig) -> str:
-  """`transfer`, or for `'auto'` `'files'` unless `--workers` lists running
-  workers (which may be on other machines) and no `--shared_dir` is given;
-  `run_experiment` checks a `--shared_dir` before the first round."""
-  if transfer != 'auto':
-    return transfer
-  _, addresses = worker_flags.parse_workers(config.workers)
-  return 'values' if addresses and config.shared_dir is None else 'files'
-
-
-def files_transfer_flags(config: ExperimentConfig) -> tuple[str, ...]:
-  """The `--*_transfer` flags of `config` that resolve to `'files'`.
-
-  `--client_state_transfer` counts only with `--algorithm=scaffold`, the one
-  algorithm with client states.
-  """
-  found = []
-  if config.algorithm == 'scaffold' and client_state_transfer(config) == (
-      'files'
-  ):
-    found.append('--client_state_transfer')
-  for flag, resolve in (
-      ('--server_state_transfer', server_state_transfer),
-      ('--client_data_transfer', client_data_transfer),
-  ):
-    if resolve(config) == 'files':
-      found.append(flag)
-  return tuple(found)
-
-
 def _check_workers(config: ExperimentConfig, problems: Problems) -> None:
   """`--worker_bind` and `--shared_dir` fit `--workers` and the transfers
   (`worker_flags.check_shared_dir_flags`)."""
@@ -377,7 +325,9 @@ def _check_workers(config: ExperimentConfig, problems: Problems) -> None:
       )
   with problems.check():
     worker_flags.check_shared_dir_flags(
-        config.workers, config.shared_dir, files_transfer_flags(config)
+        config.workers,
+        config.shared_dir,
+        transfer_modes.files_transfer_flags(config),
     )
 
 

@@ -25,6 +25,7 @@ from tff_fedwin.algorithms import scaffold
 from tff_fedwin.algorithms import scheduled_client_work
 from tff_fedwin.experiments import config as config_lib
 from tff_fedwin.experiments import task_defaults
+from tff_fedwin.experiments import transfer_modes
 from tff_fedwin.tasks import registry as tasks_registry
 from tff_fedwin.training import outputs
 from tff_fedwin.training import runner as runner_lib
@@ -144,7 +145,7 @@ def _server_state_dir(
 ) -> Optional[str]:
   """`dirs.server_state_files` if `--server_state_transfer` resolves to
   files (the state between rounds; not a checkpoint), else None."""
-  if config_lib.server_state_transfer(config) != 'files':
+  if transfer_modes.server_state_transfer(config) != 'files':
     return None
   return dirs.server_state_files
 
@@ -163,7 +164,7 @@ def _dataset_computation(
   is used as it is; any other is first written to the run's `client_data/`
   (`dirs.client_data`) as a tensor bundle (`run_experiment` removes it when
   the run ends)."""
-  if config_lib.client_data_transfer(config) != 'files':
+  if transfer_modes.client_data_transfer(config) != 'files':
     return None
   if client_data_bundle.builds_datasets_from_ids(task.train_data):
     return sampling.keyed_dataset_computation(
@@ -268,7 +269,7 @@ def _scaffold_runner(
   the run's `client_state_files/` (`dirs`; rewritten every round; not a
   checkpoint).
   """
-  transfer = config_lib.client_state_transfer(config)
+  transfer = transfer_modes.client_state_transfer(config)
   process = scaffold.build_scaffold(
       task.model_fn,
       client_learning_rate=config.client_learning_rate,

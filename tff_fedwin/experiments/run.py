@@ -13,6 +13,7 @@ from tff_fedwin.experiments import data_files as data_files_lib
 from tff_fedwin.experiments import registry
 from tff_fedwin.experiments import run_record
 from tff_fedwin.experiments import task_defaults
+from tff_fedwin.experiments import transfer_modes
 from tff_fedwin.runtime import shared_dir
 from tff_fedwin.tasks import registry as tasks_registry
 from tff_fedwin.tasks import task as task_lib
@@ -175,7 +176,7 @@ def check_shared_dir(
   Raises:
     SharedDirError: One line naming the worker, the directory, the way out.
   """
-  files_flags = config_lib.files_transfer_flags(config)
+  files_flags = transfer_modes.files_transfer_flags(config)
   if not files_flags:
     logging.info('Transfers: all values.')
     return
