@@ -1,11 +1,11 @@
-"""Tests for tff_fedwin.experiments.config.client_state_transfer,
+"""Tests for tff_fedwin.experiments.transfer_modes.client_state_transfer,
 server_state_transfer and client_data_transfer: what `auto` becomes for each
 kind of `--workers`."""
 
 import pytest
 
 from tff_fedwin import experiments
-from tff_fedwin.experiments import config as config_lib
+from tff_fedwin.experiments import transfer_modes
 
 
 @pytest.mark.parametrize(
@@ -30,4 +30,4 @@ def test_transfer_resolves_auto_by_the_workers(
   config = experiments.ExperimentConfig(
       algorithm='scaffold', workers=workers, **{flag: transfer}
   )
-  assert getattr(config_lib, flag)(config) == expected
+  assert getattr(transfer_modes, flag)(config) == expected
