@@ -9,9 +9,6 @@ transfer directory's lock.
 
 import json
 import os
-import subprocess
-import sys
-import textwrap
 
 import attrs
 import pytest
@@ -25,23 +22,8 @@ from tff_fedwin.experiments import task_defaults
 from tff_fedwin.training import run_lock
 
 from tests.experiments import tiny_data
+from tests.training import lock_holder
 
-_HOLDER = textwrap.dedent("""
-    import importlib.util, sys, time
-    spec = importlib.util.spec_from_file_location('run_lock', sys.argv[1])
-    run_lock = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(run_lock)
-    if sys.argv[3] == 'hold':
-      with run_lock.hold(sys.argv[2]):
-        print('held', flush=True)
-        time.sleep(600)
-    else:
-      try:
-        with run_lock.hold(sys.argv[2]):
-          print('took it', flush=True)
-      except run_lock.RunDirectoryLockedError:
-        print('refused', flush=True)
-""")
 _ID_A = '0123456789abcdef0123456789abcdef'
 _ID_B = 'fedcba9876543210fedcba9876543210'
 
@@ -55,32 +37,14 @@ def _config(root, shared, **overrides):
   )
 
 
-def _other_process(directory, action):
-  return [sys.executable, '-c', _HOLDER, run_lock.__file__, directory, action]
-
-
-def _try_in_other_process(directory) -> str:
-  """'took it' or 'refused': another process tries the directory's lock."""
-  return subprocess.run(
-      _other_process(directory, 'try'),
-      capture_output=True,
-      text=True,
-      timeout=60,
-      check=True,
-  ).stdout.strip()
-
-
 @pytest.fixture
 def other_driver():
   """`hold(directory)`: another process holds it until the test ends."""
   started = []
 
   def hold(directory):
-    process = subprocess.Popen(
-        _other_process(directory, 'hold'), stdout=subprocess.PIPE, text=True
-    )
+    process = lock_holder.start_holder(directory)
     started.append(process)
-    assert process.stdout.readline().strip() == 'held'
     return process
 
   yield hold
@@ -146,10 +110,12 @@ def test_the_transfer_directory_is_held_for_the_block_and_released_on_error(
   with pytest.raises(RuntimeError, match='^the round failed$'):
     with run_lib.transfer_dir_held(config, _ID_A):
       assert run_lock.is_held(root)
-      assert _try_in_other_process(root) == 'refused'
+      assert lock_holder.try_in_other_process(root).startswith(
+          f'{root} is in use by another run'
+      )
       raise RuntimeError('the round failed')
   assert not run_lock.is_held(root)
-  assert _try_in_other_process(root) == 'took it'
+  assert lock_holder.try_in_other_process(root) == 'took it'
 
 
 def test_without_shared_dir_the_run_directory_lock_is_the_one(tmp_path):

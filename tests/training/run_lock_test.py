@@ -1,62 +1,25 @@
 """Tests for tff_fedwin.training.run_lock: one process per run directory.
 
-The other process is a small Python subprocess that loads run_lock.py by its
-path (stdlib only, so it starts in well under a second) and holds or tries
-the lock.
+The other process is `tests/training/lock_holder.py`'s small subprocess,
+which holds or tries the lock.
 """
 
 import os
 import signal
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
 from tff_fedwin.training import run_lock
 
-_MODULE = run_lock.__file__
-_HOLDER = textwrap.dedent("""
-    import importlib.util, sys, time
-    spec = importlib.util.spec_from_file_location('run_lock', sys.argv[1])
-    run_lock = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(run_lock)
-    if sys.argv[3] == 'hold':
-      with run_lock.hold(sys.argv[2]):
-        print('held', flush=True)
-        time.sleep(600)
-    else:
-      try:
-        with run_lock.hold(sys.argv[2]):
-          print('took it', flush=True)
-      except run_lock.RunDirectoryLockedError as e:
-        print(e, flush=True)
-""")
-
-
-def _try_in_other_process(run_dir) -> str:
-  """The line another process prints when it tries to take the lock."""
-  result = subprocess.run(
-      [sys.executable, '-c', _HOLDER, _MODULE, str(run_dir), 'try'],
-      capture_output=True,
-      text=True,
-      timeout=60,
-      check=True,
-  )
-  return result.stdout.strip()
+from tests.training import lock_holder
 
 
 @pytest.fixture
 def holder(tmp_path):
   """Starts a process holding `tmp_path / 'run'`; kills it at the end."""
   run_dir = tmp_path / 'run'
-  process = subprocess.Popen(
-      [sys.executable, '-c', _HOLDER, _MODULE, str(run_dir), 'hold'],
-      stdout=subprocess.PIPE,
-      text=True,
-  )
+  process = lock_holder.start_holder(run_dir)
   try:
-    assert process.stdout.readline().strip() == 'held'
     yield process, run_dir
   finally:
     process.kill()
@@ -74,13 +37,13 @@ def test_hold_creates_the_directory_and_writes_the_pid(tmp_path):
   # Released: no stale pid is left, and another process takes it.
   assert (run_dir / '.lock').read_text() == ''
   assert not run_lock.is_held(str(run_dir))
-  assert _try_in_other_process(run_dir) == 'took it'
+  assert lock_holder.try_in_other_process(run_dir) == 'took it'
 
 
 def test_another_process_is_refused_with_directory_and_pid(tmp_path):
   run_dir = tmp_path / 'run'
   with run_lock.hold(str(run_dir)):
-    line = _try_in_other_process(run_dir)
+    line = lock_holder.try_in_other_process(run_dir)
   assert line == (
       f'{run_dir} is in use by another run (pid {os.getpid()} holds '
       f'{run_dir}/.lock); one process at a time writes a run directory: wait '
@@ -121,8 +84,10 @@ def test_nested_hold_is_a_no_op_until_the_outer_one_ends(tmp_path):
     with run_lock.hold(str(tmp_path / '.' / 'run')):
       pass
     assert run_lock.is_held(str(run_dir))
-    assert _try_in_other_process(run_dir).startswith(f'{run_dir} is in use')
-  assert _try_in_other_process(run_dir) == 'took it'
+    assert lock_holder.try_in_other_process(run_dir).startswith(
+        f'{run_dir} is in use'
+    )
+  assert lock_holder.try_in_other_process(run_dir) == 'took it'
 
 
 def test_released_when_the_block_raises(tmp_path):
@@ -131,7 +96,7 @@ def test_released_when_the_block_raises(tmp_path):
     with run_lock.hold(str(run_dir)):
       _ = 1 / 0
   assert not run_lock.is_held(str(run_dir))
-  assert _try_in_other_process(run_dir) == 'took it'
+  assert lock_holder.try_in_other_process(run_dir) == 'took it'
 
 
 def test_clear_held_keeps_only_the_lock(tmp_path):
@@ -144,4 +109,6 @@ def test_clear_held_keeps_only_the_lock(tmp_path):
   with run_lock.hold(str(run_dir)):
     run_lock.clear_held(str(run_dir))
     assert os.listdir(run_dir) == ['.lock']
-    assert _try_in_other_process(run_dir).startswith(f'{run_dir} is in use')
+    assert lock_holder.try_in_other_process(run_dir).startswith(
+        f'{run_dir} is in use'
+    )
