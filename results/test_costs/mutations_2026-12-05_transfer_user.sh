@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Issue 65 items 3 (a transfer directory per run) and 4 (workers serve only their user): one known defect at a time applied to a copy
+# of HEAD of ${REPO:-/work/main}, and the tests that must catch it (-x: the first failure).
+set -u
+REPO=${REPO:-/work/main}
+cd "$REPO"
+py=${PY:-/work/main/.venv/bin/python}
+apply() {  # name, file, old, new, test args...
+  local name=$1 file=$2 old=$3 new=$4; shift 4
+  local dir=/tmp/mutation/$name
+  rm -rf "$dir"; mkdir -p "$dir"
+  git archive HEAD | tar -x -C "$dir"
+  $py - "$dir/$file" "$old" "$new" <<'PY'
+import sys
+path, old, new = sys.argv[1:]
+text = open(path).read()
+assert text.count(old) == 1, (path, old, text.count(old))
+open(path, 'w').write(text.replace(old, new))
+PY
+  diff <(git show HEAD:"$file") "$dir/$file"
+  echo "=== $name: $(date +%T) running $*"
+  (cd "$dir" && PYTHONPATH="$dir" timeout 1800 $py -m pytest -q -x -n 0 -p no:cacheprovider "$@" 2>&1 | grep -E '^(FAILED|ERROR)|[0-9]+ (passed|failed)' | tail -3)
+  echo "=== $name done $(date +%T)"
+}
+apply transfer_dir_not_per_run tff_fedwin/experiments/registry.py "        f'{config.experiment_name}-{run_id}'," "        f'{config.experiment_name}'," tests/experiments/run_transfer_dir_test.py
+apply transfer_dir_not_locked tff_fedwin/experiments/run.py $'      run_lock.TransferDirectoryLockedError,\n  ):\n    yield' $'      run_lock.TransferDirectoryLockedError,\n  ) if False else contextlib.nullcontext():\n    yield' tests/experiments/run_transfer_dir_test.py -k refused
+apply exit_removes_all_client_data tff_fedwin/experiments/run.py "  directory = registry.transfer_dirs(config, run_id).client_data" "  directory = registry.transfer_dirs(config, run_id).root + '/..'" tests/experiments/run_transfer_dir_test.py -k only_its_own
+apply shim_accepts_any_tcp_uid tff_fedwin/runtime/loopback_bind.c "  return owner == (unsigned long)uid;" "  return 1;" tests/runtime/worker_user_test.py -k "refused_before or only_connections"
+apply shim_not_verified_in_maps tff_fedwin/runtime/loopback.py "  if os.path.realpath(library) not in mapped:" "  if False:" tests/runtime/worker_user_test.py -k without_the_shim
+apply driver_connects_to_localhost tff_fedwin/runtime/workers.py "  worker.host = loopback.connect_host(address)" "  worker.host = 'localhost'" tests/runtime/worker_user_test.py -k driver_address
+apply log_dir_owner_unchecked tff_fedwin/runtime/workers.py $'    if st.st_uid != os.geteuid():\n      problem = (' $'    if False:\n      problem = (' tests/runtime/worker_user_test.py -k owned_by_another
+apply log_dir_group_writable_accepted tff_fedwin/runtime/workers.py "    elif mode & 0o022:" "    elif False:" tests/runtime/worker_user_test.py -k writable_log_dir
+apply log_dir_symlink_followed tff_fedwin/runtime/workers.py "os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC" "os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC" tests/runtime/worker_user_test.py -k symlink_planted
+apply log_file_symlink_followed tff_fedwin/runtime/workers.py "os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC" "os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC" tests/runtime/worker_user_test.py -k log_file_symlink
