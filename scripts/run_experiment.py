@@ -305,6 +305,14 @@ flags.DEFINE_string(
     'program, one set of round files for all.',
 )
 flags.DEFINE_enum(
+    'window_part',
+    _DEFAULTS.window_part,
+    list(experiments.WINDOW_PARTS),
+    "Which part of the evaluated window model is the window's (WiMA Table "
+    '5): all; classifier, the last layer only; features, all but the last '
+    "layer. The rest is the round's global model. Evaluate mode only.",
+)
+flags.DEFINE_enum(
     'client_lr_schedule',
     _DEFAULTS.client_lr_schedule,
     list(experiments.LR_SCHEDULES),

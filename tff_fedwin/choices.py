@@ -78,5 +78,9 @@ MNIST_HELD_OUT_SPLITS = ('test', 'validation')
 CLIENT_LOSSES = ('ce', 'wsm')
 # --window_mode: 'evaluate' (WiMA), 'broadcast' (IMA).
 WINDOW_MODES = ('evaluate', 'broadcast')
+# --window_part: which part of the evaluated model is the window's (WiMA
+# Table 5): all of it, the classifier (last layer) only, or the feature
+# extractor (all but the last layer) only; the rest is the global model's.
+WINDOW_PARTS = ('all', 'classifier', 'features')
 # --client_states: where SCAFFOLD's per-client states live.
 CLIENT_STATE_KINDS = ('auto', 'memory', 'disk')

@@ -473,6 +473,24 @@ BAD_CONFIGS = [
         window_sizes='2,3',
     ),
     _fails(
+        'window_part_without_window_size',
+        ['--window_part', '--window_size >= 1'],
+        window_part='classifier',
+    ),
+    _fails(
+        'window_part_with_broadcast',
+        ['--window_part=features needs --window_mode=evaluate', 'IMA'],
+        window_size=2,
+        window_mode='broadcast',
+        window_part='features',
+    ),
+    _fails(
+        'window_part_unknown',
+        ['--window_part', 'classifier'],
+        window_size=2,
+        window_part='head',
+    ),
+    _fails(
         'window_sizes_not_integers',
         ['--window_sizes', 'comma list of distinct integers 1-10'],
         window_size=2,

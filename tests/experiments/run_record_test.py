@@ -63,6 +63,7 @@ CHANGES = dict(
     window_read_every=2,
     window_location='program',
     window_sizes='5,20',
+    window_part='classifier',
     client_lr_schedule='ima',
     clients_per_round=5,
     client_epochs=2,

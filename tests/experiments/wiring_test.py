@@ -511,6 +511,30 @@ CASES = [
         _fedavg_family(lambda: ref.Sgd(1.0), ima_window=(2, IMA_START)),
         id='fedavg_ima_broadcast_program_window',
     ),
+    # The window on part of the model (WiMA Table 5): the evaluated model's
+    # classifier, or everything but it, is the window's; the rest w^t.
+    pytest.param(
+        dict(
+            algorithm='fedavg',
+            window_size=2,
+            window_part='classifier',
+            server_learning_rate=0.7,
+        ),
+        _fedavg_family(lambda: ref.Sgd(0.7)),
+        id='fedavg_window_classifier_only',
+    ),
+    pytest.param(
+        dict(
+            algorithm='scaffold',
+            window_size=2,
+            window_sizes='1',
+            window_location='program',
+            window_part='features',
+            server_learning_rate=0.9,
+        ),
+        _scaffold(0.9),
+        id='scaffold_program_window_features_only',
+    ),
 ]
 
 
@@ -524,16 +548,34 @@ def _read_csv(path):
     return list(csv.DictReader(f))
 
 
-def _window_models(models, window_size, start_round):
-  """WiMA Eq. 4: the mean of the last W models from round max(W, t_s) on."""
+# The classifier (the MLP's last layer, W2 and b2) is the flat weights' tail
+# from here (wiring_reference.unflatten's order).
+CLASSIFIER_START = INPUT_DIM * HIDDEN + HIDDEN
+
+
+def _window_models(models, window_size, start_round, part='all'):
+  """WiMA Eq. 4: the mean of the last W models from round max(W, t_s) on.
+
+  With `part` (WiMA Table 5) only the classifier's ('classifier') or only
+  the other weights ('features') are the window's, the rest w^t's.
+  """
   if not window_size:
     return models[1:]
-  return [
+  means = [
       np.mean(models[t - window_size + 1 : t + 1], axis=0)
       if t >= max(window_size, start_round)
       else models[t]
       for t in range(1, ROUNDS + 1)
   ]
+  window_part = {
+      'all': slice(None),
+      'classifier': slice(CLASSIFIER_START, None),
+      'features': slice(None, CLASSIFIER_START),
+  }[part]
+  mixed = [np.array(model) for model in models[1:]]
+  for mean, model in zip(means, mixed):
+    model[window_part] = mean[window_part]
+  return mixed
 
 
 @pytest.mark.parametrize('flags, expected_fn', CASES)
@@ -560,7 +602,9 @@ def test_run_matches_numpy_of_the_algorithm(
   np.testing.assert_allclose(
       summary['global']['loss']['values'], losses(models[1:]), rtol=RTOL
   )
-  window = _window_models(models, config.window_size, config.window_start_round)
+  window = _window_models(
+      models, config.window_size, config.window_start_round, config.window_part
+  )
   if config.window_mode == 'broadcast':
     window = models[1:]  # The global model is the window model sent.
   np.testing.assert_allclose(
@@ -580,7 +624,11 @@ def test_run_matches_numpy_of_the_algorithm(
   for size in experiments.parse_window_sizes(config):
     np.testing.assert_allclose(
         [float(row[f'window_{size}/loss']) for row in rows],
-        losses(_window_models(models, size, config.window_start_round)),
+        losses(
+            _window_models(
+                models, size, config.window_start_round, config.window_part
+            )
+        ),
         rtol=RTOL,
     )
   if config.client_lr_schedule != 'constant':

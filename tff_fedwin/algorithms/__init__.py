@@ -8,6 +8,7 @@ from tff_fedwin.algorithms.client_work import build_client_work
 from tff_fedwin.algorithms.fed_win import build_fed_win
 from tff_fedwin.algorithms.mime_lite import build_mime_lite_with_window
 from tff_fedwin.algorithms.multi_round import build_multi_round_process
+from tff_fedwin.algorithms.partial_window_runner import PartialWindowRunner
 from tff_fedwin.algorithms.program_window_runner import ProgramWindowRunner
 from tff_fedwin.algorithms.runners import LearningProcessRunner
 from tff_fedwin.algorithms.runners import ScaffoldRunner

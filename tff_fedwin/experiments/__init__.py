@@ -30,6 +30,7 @@ from tff_fedwin.experiments.config import TEXT_TOKENIZERS
 from tff_fedwin.experiments.config import validate_config
 from tff_fedwin.experiments.config import WINDOW_LOCATIONS
 from tff_fedwin.experiments.config import WINDOW_MODES
+from tff_fedwin.experiments.config import WINDOW_PARTS
 from tff_fedwin.experiments.config import WORKER_BINDS
 from tff_fedwin.experiments.worker_flags import parse_workers
 

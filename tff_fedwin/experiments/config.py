@@ -52,6 +52,7 @@ WEIGHT_DECAY_ALGORITHMS = tuple(a for a in ALGORITHMS if a != 'mime_lite')
 ADAPTIVE_SERVER_ALGORITHMS = ('fedadam', 'fedyogi')
 CLIENT_LOSSES = choices.CLIENT_LOSSES
 WINDOW_MODES = choices.WINDOW_MODES
+WINDOW_PARTS = choices.WINDOW_PARTS
 # Where the window lives: 'state' (the process state: the window finalizer,
 # aggregator or SCAFFOLD's), 'program' (kept by the round loop,
 # tff_fedwin.algorithms.ProgramWindowRunner), 'auto' (by its size).
@@ -151,6 +152,7 @@ class ExperimentConfig:
   window_read_every: int = 1
   window_location: str = 'auto'
   window_sizes: str = ''
+  window_part: str = 'all'
   client_lr_schedule: str = 'constant'
   # IMA Table 3's small constant rate and the bottom of each cyclic decay.
   client_lr_low: float = 5e-5
@@ -193,6 +195,7 @@ def _check_values(config: ExperimentConfig, problems: Problems) -> None:
       ('client_loss', CLIENT_LOSSES),
       ('window_mode', WINDOW_MODES),
       ('window_location', WINDOW_LOCATIONS),
+      ('window_part', WINDOW_PARTS),
       ('client_lr_schedule', LR_SCHEDULES),
       ('worker_bind', WORKER_BINDS),
       ('client_states', CLIENT_STATES),

@@ -19,6 +19,7 @@ import tensorflow_federated as tff
 from tff_fedwin.algorithms import client_data_bundle
 from tff_fedwin.algorithms import fed_win
 from tff_fedwin.algorithms import mime_lite
+from tff_fedwin.algorithms import partial_window_runner
 from tff_fedwin.algorithms import program_window_runner
 from tff_fedwin.algorithms import runners
 from tff_fedwin.algorithms import scaffold
@@ -355,12 +356,33 @@ def build_runner(
   `--shared_dir`).
 
   With the window kept by the program, the algorithm's runner is built
-  without a window and wrapped in a `ProgramWindowRunner`. With
+  without a window and wrapped in a `ProgramWindowRunner`; with
+  `--window_part` other than all, the runner is wrapped in a
+  `PartialWindowRunner` (WiMA Table 5). With
   `--client_data_transfer` resolving to files, writes the training examples
   to the run's `client_data/` (`run_experiment` removes it at the end).
   """
   config = task_defaults.with_defaults_of_task(config, task)
-  dirs = transfer_dirs(config, run_id)
+  runner = _windowed_runner(
+      config, task, num_train_clients, transfer_dirs(config, run_id)
+  )
+  if config.window_part == 'all':
+    return runner
+  names = [v.name for v in task.model_fn().trainable_variables]
+  return partial_window_runner.PartialWindowRunner(
+      runner,
+      config.window_part,
+      partial_window_runner.classifier_variable_count(names),
+  )
+
+
+def _windowed_runner(
+    config: config_lib.ExperimentConfig,
+    task: tasks_registry.Task,
+    num_train_clients: int,
+    dirs: TransferDirs,
+) -> runner_lib.RoundRunner:
+  """The algorithm's runner with its window in the state or the program."""
   build = RUNNER_BUILDERS[config.algorithm]
   if window_location(config, task) != 'program':
     return build(config, task, num_train_clients, dirs)

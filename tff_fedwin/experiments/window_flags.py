@@ -1,8 +1,8 @@
 """The window flags of an experiment and how they fit together.
 
 `--window_size`, `--window_mode`, `--window_start_round`,
-`--window_read_every`, `--window_location` and `--window_sizes` (docs/
-design.md sec. 1); checked before any TFF work, every misfit reported,
+`--window_read_every`, `--window_location`, `--window_sizes` and
+`--window_part` (docs/design.md sec. 1); checked before any TFF work, every misfit reported,
 each naming its flags. `config` is an `ExperimentConfig`.
 """
 
@@ -94,10 +94,18 @@ def check_window(config: Any, problems: Any) -> None:
       or config.window_read_every != 1
       or config.window_location != 'auto'
       or config.window_sizes.strip()
+      or config.window_part != 'all'
   ):
     problems.add(
         '--window_mode, --window_start_round, --window_read_every, '
-        '--window_location and --window_sizes need --window_size >= 1.'
+        '--window_location, --window_sizes and --window_part need '
+        '--window_size >= 1.'
+    )
+  if config.window_part != 'all' and config.window_mode == 'broadcast':
+    problems.add(
+        f'--window_part={config.window_part} needs --window_mode=evaluate: it '
+        'evaluates the window on part of the model (WiMA Table 5), while '
+        'under IMA the clients train from the whole window model.'
     )
   with problems.check():  # The state's sizes need the parsed list.
     parse_window_sizes(config)
