@@ -312,7 +312,7 @@ flags.DEFINE_enum(
     'schemes, 0.99^t before --window_start_round and from it on: ima, 0.97 '
     'per round; ima_constant, --client_lr_low; ima_cyclic, from the rate at '
     '--window_start_round down to --client_lr_low over every '
-    '--client_lr_cycle rounds; or swa_cyclic, FedSWA\'s cyclic rate from '
+    "--client_lr_cycle rounds; or swa_cyclic, FedSWA's cyclic rate from "
     '--swa_start_round on: (1 - a) lr + a --client_lr_low, a = ((t - 1) mod '
     '--swa_cycle + 1) / --swa_cycle. With '
     f'{", ".join(config_lib.CLIENT_OPTIMIZER_ALGORITHMS)}.',

@@ -59,7 +59,11 @@ def _authors_swa(swa_start, cycle):
     w = GLOBAL_MODELS[i + 1]  # After their update_model() of round i.
     if i > swa_start and (i - swa_start) % cycle == 0:
       alpha = 1.0 / (n + 1)
-      swa = w if swa is None else [s * (1 - alpha) + x * alpha for s, x in zip(swa, w)]
+      swa = (
+          w
+          if swa is None
+          else [s * (1 - alpha) + x * alpha for s, x in zip(swa, w)]
+      )
       n += 1
     out.append((n, swa))
   return out
@@ -108,7 +112,9 @@ def test_swa_model_is_the_authors_running_mean_at_each_round(
       np.testing.assert_allclose(a, e, rtol=1e-6, atol=1e-7)
       np.testing.assert_allclose(a, np.mean(m, axis=0), rtol=1e-6, atol=1e-7)
     # The clients' (global) model stays the wrapped runner's w^t.
-    for a, e in zip(runner.global_model_weights(state).trainable, GLOBAL_MODELS[t]):
+    for a, e in zip(
+        runner.global_model_weights(state).trainable, GLOBAL_MODELS[t]
+    ):
       np.testing.assert_array_equal(a, e)
     assert runner.has_window(state)
 

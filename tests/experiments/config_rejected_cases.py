@@ -190,7 +190,11 @@ BAD_CONFIGS = [
         swa_start_round=-1,
     ),
     _fails('swa_cycle_zero', ['--swa_cycle'], swa_start_round=2, swa_cycle=0),
-    _fails('swa_cycle_without_swa', ['--swa_cycle', '--swa_start_round'], swa_cycle=2),
+    _fails(
+        'swa_cycle_without_swa',
+        ['--swa_cycle', '--swa_start_round'],
+        swa_cycle=2,
+    ),
     _fails(
         'swa_with_a_window',
         ['--swa_start_round', '--window_size'],

@@ -183,15 +183,11 @@ class SwaRunner(round_runner.RoundRunner):
       weights = self._runner.global_model_weights(process_state)
       swa_model = _running_mean(swa_model, weights, swa_count)
       swa_count = swa_count + 1
-    measurements = collections.OrderedDict(
-        [(
-            SWA_METRICS,
-            collections.OrderedDict(
-                swa_count=np.int64(swa_count),
-                swa_updated=np.int64(updated),
-            ),
-        )]
-    )
+    measurements = {
+        SWA_METRICS: collections.OrderedDict(
+            swa_count=np.int64(swa_count), swa_updated=np.int64(updated)
+        )
+    }
     new_state = SwaRunnerState(
         process_state,
         swa_model,
