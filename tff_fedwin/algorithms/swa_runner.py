@@ -96,7 +96,8 @@ class SwaRunner(round_runner.RoundRunner):
   its training) from S until the first update; here `window_model_weights` is
   w^t until n >= 1 (their first update, alpha = 1, overwrites that copy with
   the global model anyway). The round's metrics gain `swa` (`swa_count`: n,
-  `swa_updated`: 1 if this round updated it).
+  `swa_updated`: 1 if this round updated it). It keeps `RoundRunner`'s
+  `set_global_model_weights` (none): an IMA window cannot wrap it.
   """
 
   def __init__(self, runner: Any, start_round: int, cycle: int = 1):
@@ -224,11 +225,3 @@ class SwaRunner(round_runner.RoundRunner):
     """
     del state  # Unused.
     return True
-
-  def set_global_model_weights(
-      self, state: SwaRunnerState, weights: ModelWeights
-  ) -> SwaRunnerState:
-    """`state` with the wrapped process's global model replaced."""
-    return state._replace(
-        process=self._runner.set_global_model_weights(state.process, weights)
-    )
