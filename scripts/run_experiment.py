@@ -320,18 +320,37 @@ flags.DEFINE_enum(
     'schemes, 0.99^t before --window_start_round and from it on: ima, 0.97 '
     'per round; ima_constant, --client_lr_low; ima_cyclic, from the rate at '
     '--window_start_round down to --client_lr_low over every '
-    f'--client_lr_cycle rounds. With {", ".join(config_lib.CLIENT_OPTIMIZER_ALGORITHMS)}.',
+    "--client_lr_cycle rounds; or swa_cyclic, FedSWA's cyclic rate from "
+    '--swa_start_round on: (1 - a) lr + a --client_lr_low, a = ((t - 1) mod '
+    '--swa_cycle + 1) / --swa_cycle. With '
+    f'{", ".join(config_lib.CLIENT_OPTIMIZER_ALGORITHMS)}.',
 )
 flags.DEFINE_float(
     'client_lr_low',
     _DEFAULTS.client_lr_low,
     'The client rate of --client_lr_schedule=ima_constant and the bottom '
-    "of each cycle of ima_cyclic (IMA Table 3's 5e-5).",
+    "of each cycle of ima_cyclic (IMA Table 3's 5e-5) and of swa_cyclic "
+    "(FedSWA's --swa-lr, 1e-4 in its code).",
 )
 flags.DEFINE_integer(
     'client_lr_cycle',
     _DEFAULTS.client_lr_cycle,
     'Rounds per cycle of --client_lr_schedule=ima_cyclic (>= 2).',
+)
+flags.DEFINE_integer(
+    'swa_start_round',
+    _DEFAULTS.swa_start_round,
+    "Server-side SWA (FedSWA, WiMA's comparison) from this round t_s on: the "
+    'global models of rounds t_s + k --swa_cycle (k >= 1) are averaged and '
+    'evaluated as the window/ model; the clients keep the global model. '
+    "t_s = the authors' swa_start + 1 (their default: int(0.75 "
+    '--total_rounds) + 1). 0 = off; not with --window_size.',
+)
+flags.DEFINE_integer(
+    'swa_cycle',
+    _DEFAULTS.swa_cycle,
+    'c >= 1: rounds between two models SWA averages, and the cycle of '
+    "--client_lr_schedule=swa_cyclic (>= 2 there); FedSWA's --swa-c.",
 )
 # Training.
 flags.DEFINE_integer('total_rounds', _DEFAULTS.total_rounds, 'Rounds.')

@@ -199,3 +199,44 @@ class TestImaDecaySchemes:
   def test_constant_bad_low_rate_names_it(self):
     with pytest.raises(ValueError, match='`low_rate` must be'):
       scheduled_client_work.ima_constant_client_learning_rate_fn(0.1, 3, -1.0)
+
+
+class TestSwaCyclic:
+  """FedSWA's cyclic rate, by hand from the authors' schedule_cycling_lr."""
+
+  def test_values_follow_the_authors_formula_from_the_start_round(self):
+    # lr1 = 0.1, lr2 = 0.01, c = 3, t_s = 4 (the authors' S = 3). Before t_s:
+    # 0.1. From it, their round i = t - 1, a = (i mod 3 + 1) / 3,
+    # lr = (1 - a) 0.1 + a 0.01: t = 4 (i = 3): a = 1/3, 0.07; t = 5: a = 2/3,
+    # 0.04; t = 6: a = 1, 0.01; t = 7: 0.07 again.
+    fn = scheduled_client_work.swa_cyclic_client_learning_rate_fn(
+        0.1, 4, 0.01, 3
+    )
+    np.testing.assert_allclose(
+        _values(fn, range(1, 10)),
+        [0.1, 0.1, 0.1, 0.07, 0.04, 0.01, 0.07, 0.04, 0.01],
+        rtol=1e-6,
+    )
+
+  def test_the_cycle_counts_from_the_absolute_round(self):
+    # t_s = 3, c = 2: i = 2 -> a = 1/2 (0.055), i = 3 -> a = 1 (0.01): the
+    # phase is the round's, not t - t_s's.
+    fn = scheduled_client_work.swa_cyclic_client_learning_rate_fn(
+        0.1, 3, 0.01, 2
+    )
+    np.testing.assert_allclose(
+        _values(fn, [2, 3, 4, 5]), [0.1, 0.055, 0.01, 0.055], rtol=1e-6
+    )
+
+  @pytest.mark.parametrize(
+      'args,message',
+      [
+          ((0.1, 3, 0.0, 4), '`low_rate` must be'),
+          ((0.1, 3, 0.02, 1), '`cycle` must be .* >= 2'),
+          ((0.1, 0, 0.02, 4), '`start_round` must be .* >= 1'),
+          ((0.0, 3, 0.02, 4), '`initial_learning_rate` must be'),
+      ],
+  )
+  def test_bad_arguments_name_the_argument(self, args, message):
+    with pytest.raises(ValueError, match=message):
+      scheduled_client_work.swa_cyclic_client_learning_rate_fn(*args)

@@ -68,6 +68,20 @@ GOOD_CONFIGS = [
         ),
         id='ima_broadcast',
     ),
+    pytest.param(dict(swa_start_round=9), id='swa_last_round'),
+    pytest.param(
+        dict(
+            swa_start_round=4,
+            swa_cycle=3,
+            client_lr_schedule='swa_cyclic',
+            client_lr_low=1e-4,
+        ),
+        id='swa_cyclic',
+    ),
+    pytest.param(
+        dict(algorithm='scaffold', swa_start_round=2, swa_cycle=2),
+        id='scaffold_swa',
+    ),
     pytest.param(
         dict(
             algorithm='scaffold',

@@ -183,6 +183,57 @@ BAD_CONFIGS = [
     ),
     _fails('client_lr_low_zero', ['--client_lr_low'], client_lr_low=0.0),
     _fails('client_lr_cycle_one', ['--client_lr_cycle'], client_lr_cycle=1),
+    # Server-side SWA (BASE: 10 rounds).
+    _fails(
+        'swa_start_round_negative',
+        ['--swa_start_round'],
+        swa_start_round=-1,
+    ),
+    _fails('swa_cycle_zero', ['--swa_cycle'], swa_start_round=2, swa_cycle=0),
+    _fails(
+        'swa_cycle_without_swa',
+        ['--swa_cycle', '--swa_start_round'],
+        swa_cycle=2,
+    ),
+    _fails(
+        'swa_with_a_window',
+        ['--swa_start_round', '--window_size'],
+        swa_start_round=2,
+        window_size=2,
+    ),
+    _fails(
+        'swa_averaging_nothing',
+        ['--swa_start_round', '--swa_cycle', '--total_rounds'],
+        swa_start_round=8,
+        swa_cycle=3,
+    ),
+    _fails(
+        'swa_cyclic_without_swa',
+        ['--client_lr_schedule=swa_cyclic', '--swa_start_round'],
+        client_lr_schedule='swa_cyclic',
+    ),
+    _fails(
+        'swa_cyclic_with_cycle_one',
+        ['--client_lr_schedule=swa_cyclic', '--swa_cycle >= 2'],
+        client_lr_schedule='swa_cyclic',
+        swa_start_round=2,
+    ),
+    _fails(
+        'swa_cyclic_with_scaffold',
+        ['--client_lr_schedule', '--algorithm'],
+        algorithm='scaffold',
+        client_lr_schedule='swa_cyclic',
+        swa_start_round=2,
+        swa_cycle=2,
+    ),
+    _fails(
+        'client_lr_cycle_with_swa_cyclic',
+        ['--client_lr_cycle', '--client_lr_schedule=ima_cyclic'],
+        client_lr_schedule='swa_cyclic',
+        swa_start_round=2,
+        swa_cycle=2,
+        client_lr_cycle=10,
+    ),
     _fails(
         'mime_lite_with_wsm',
         ['--algorithm', '--client_loss'],

@@ -264,6 +264,8 @@ def test_fork_at_another_round_is_refused(data_npz, tmp_path):
         (NO_WINDOW, dict(), None),
         (dict(window_location='program'), dict(NO_WINDOW), None),
         (dict(algorithm='scaffold'), dict(NO_WINDOW), None),
+        # Server-side SWA (no window, swa_* not fork fields): no fork.
+        (dict(), dict(NO_WINDOW, swa_start_round=4), None),
         # Both windows act from max(2, 0) = 2 (the schedules are the same):
         # k = 1.
         (dict(window_start_round=0), dict(window_mode='evaluate'), 1),

@@ -16,6 +16,8 @@ import tensorflow_federated as tff
 from tests.experiments import tiny_data
 from tff_fedwin import data
 from tff_fedwin import experiments
+from tff_fedwin import round_runner
+from tff_fedwin.algorithms import swa_runner
 from tff_fedwin.experiments import registry
 from tff_fedwin.experiments import run as run_lib
 
@@ -220,3 +222,48 @@ def test_database_client_data_is_read_by_id_without_a_bundle(
   # Its datasets are queries the workers run by id; nothing is copied.
   assert runner.takes_client_ids
   assert not (tmp_path / 'run' / 'client_data').exists()
+
+
+def test_build_runner_wraps_the_runner_in_swa_with_swa_start_round(
+    monkeypatch,
+):
+  class Runner(round_runner.ForwardingRunner):
+
+    def __init__(self):  # pylint: disable=super-init-not-called
+      pass
+
+  built = []
+  monkeypatch.setattr(
+      registry,
+      'RUNNER_BUILDERS',
+      {'fedavg': lambda *args: built.append(Runner()) or built[-1]},
+  )
+  config = experiments.ExperimentConfig(swa_start_round=4, swa_cycle=3)
+
+  runner = registry.build_runner(config, 'task', 7)
+
+  assert isinstance(runner, swa_runner.SwaRunner)
+  assert (runner.runner, runner.start_round, runner.cycle) == (built[0], 4, 3)
+  assert not isinstance(
+      registry.build_runner(experiments.ExperimentConfig(), 'task', 7),
+      swa_runner.SwaRunner,
+  )
+
+
+def test_swa_cyclic_schedule_reads_the_swa_flags():
+  # lr 0.3, low 0.1, t_s = 2, c = 2: 0.3 at t = 1; then (their i = t - 1)
+  # a = (i mod 2 + 1) / 2: t = 2 (i = 1) -> 1, 0.1; t = 3 (i = 2) -> 1/2,
+  # 0.5 * 0.3 + 0.5 * 0.1 = 0.2.
+  config = experiments.ExperimentConfig(
+      client_learning_rate=0.3,
+      client_lr_schedule='swa_cyclic',
+      client_lr_low=0.1,
+      swa_start_round=2,
+      swa_cycle=2,
+  )
+  fn = registry._client_learning_rate_fn(config)  # pylint: disable=protected-access
+  assert [round(float(fn(tf.constant(t))), 6) for t in (1, 2, 3)] == [
+      0.3,
+      0.1,
+      0.2,
+  ]

@@ -195,11 +195,17 @@ IMA_CONSTANT_LEARNING_RATES = [CLIENT_LR * 0.99, IMA_LOW, IMA_LOW]
 # 0.1 at round 3.
 IMA_CYCLIC_LOW = 0.1
 IMA_CYCLIC_LEARNING_RATES = [CLIENT_LR * 0.99, CLIENT_LR * 0.99**2, 0.1]
+# swa_cyclic, low 0.1, cycle 2, from t_s = 1 (FedSWA's schedule_cycling_lr,
+# their round i = t - 1): a = (i mod 2 + 1) / 2 = 1/2, 1, 1/2; (1 - a) 0.3 +
+# a 0.1 = 0.2, 0.1, 0.2.
+SWA_CYCLIC_LOW = 0.1
+SWA_CYCLIC_LEARNING_RATES = [0.2, 0.1, 0.2]
 SCHEDULE_LEARNING_RATES = {
     'ima': IMA_LEARNING_RATES,
     'decay': DECAY_LEARNING_RATES,
     'ima_constant': IMA_CONSTANT_LEARNING_RATES,
     'ima_cyclic': IMA_CYCLIC_LEARNING_RATES,
+    'swa_cyclic': SWA_CYCLIC_LEARNING_RATES,
 }
 
 # Every case sets its own server learning rate (none is 1.0, the default), so
@@ -538,6 +544,32 @@ CASES = [
 ]
 
 
+# Server-side SWA (SwaRunner) read out of FedAvg: t_s = 1, c = 1 averages
+# w^2 and w^3; with swa_cyclic (c = 2) only w^3, trained with the cyclic rate.
+CASES += [
+    pytest.param(
+        dict(algorithm='fedavg', swa_start_round=1, server_learning_rate=0.7),
+        _fedavg_family(lambda: ref.Sgd(0.7)),
+        id='fedavg_swa',
+    ),
+    pytest.param(
+        dict(
+            algorithm='fedavgm',
+            swa_start_round=1,
+            swa_cycle=2,
+            client_lr_schedule='swa_cyclic',
+            client_lr_low=SWA_CYCLIC_LOW,
+            server_learning_rate=0.5,
+        ),
+        _fedavg_family(
+            lambda: ref.Sgd(0.5, momentum=0.9),
+            client_learning_rates=SWA_CYCLIC_LEARNING_RATES,
+        ),
+        id='fedavgm_swa_cyclic',
+    ),
+]
+
+
 def test_cases_cover_every_algorithm():
   algorithms = {case.values[0]['algorithm'] for case in CASES}
   assert algorithms == set(experiments.ALGORITHMS)
@@ -546,6 +578,18 @@ def test_cases_cover_every_algorithm():
 def _read_csv(path):
   with open(path, newline='') as f:
     return list(csv.DictReader(f))
+
+
+def _swa_models(models, start_round, cycle):
+  """FedSWA (the authors' main.py, round i = t - 1, S = t_s - 1): after
+  rounds i > S with (i - S) % c == 0 the running mean takes w^t; w^t while
+  none is averaged."""
+  out, averaged = [], []
+  for i in range(ROUNDS):
+    if i > start_round - 1 and (i - start_round + 1) % cycle == 0:
+      averaged.append(models[i + 1])
+    out.append(np.mean(averaged, axis=0) if averaged else models[i + 1])
+  return out
 
 
 # The classifier (the MLP's last layer, W2 and b2) is the flat weights' tail
@@ -607,6 +651,8 @@ def test_run_matches_numpy_of_the_algorithm(
   )
   if config.window_mode == 'broadcast':
     window = models[1:]  # The global model is the window model sent.
+  if config.swa_start_round:
+    window = _swa_models(models, config.swa_start_round, config.swa_cycle)
   np.testing.assert_allclose(
       summary['window']['loss']['values'], losses(window), rtol=RTOL
   )

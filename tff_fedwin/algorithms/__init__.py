@@ -19,4 +19,6 @@ from tff_fedwin.algorithms.scheduled_client_work import exponential_client_learn
 from tff_fedwin.algorithms.scheduled_client_work import ima_client_learning_rate_fn
 from tff_fedwin.algorithms.scheduled_client_work import ima_constant_client_learning_rate_fn
 from tff_fedwin.algorithms.scheduled_client_work import ima_cyclic_client_learning_rate_fn
+from tff_fedwin.algorithms.scheduled_client_work import swa_cyclic_client_learning_rate_fn
+from tff_fedwin.algorithms.swa_runner import SwaRunner
 from tff_fedwin.algorithms.wsm_client_work import build_wsm_client_work

@@ -5,7 +5,9 @@ optimizer's `learning_rate` each round; `ima_client_learning_rate_fn` is IMA's
 schedule, `exponential_client_learning_rate_fn` the round-exponential decay
 of IMA's baselines, and `ima_constant_client_learning_rate_fn` and
 `ima_cyclic_client_learning_rate_fn` the other decay schemes of IMA's Table 3
-(docs/design.md, "IMA's client learning-rate schedule").
+(docs/design.md, "IMA's client learning-rate schedule"), and
+`swa_cyclic_client_learning_rate_fn` FedSWA's cyclic rate (docs/design.md,
+"Server-side SWA (WiMA's comparison)").
 """
 
 import collections
@@ -283,3 +285,46 @@ def ima_cyclic_client_learning_rate_fn(
   return _from_start_round(
       initial_learning_rate, start_round, decay_before, after
   )
+
+
+def swa_cyclic_client_learning_rate_fn(
+    initial_learning_rate: float,
+    start_round: int,
+    low_rate: float,
+    cycle: int,
+) -> ClientLearningRateFn:
+  """FedSWA's cyclic client rate (Caldarola et al. 2022, after SWA's).
+
+  The authors' `schedule_cycling_lr(round, c, lr1, lr2)`
+  (debcaldarola/fedsam, `models/utils/main_utils.py`, applied in
+  `models/main.py` `main()` from `swa_start` on) with their 0-based round
+  i = t - 1 of our rounds t = 1, 2, ...:
+
+  lr_t = lr1                                    for t < t_s,
+  lr_t = (1 - a_t) * lr1 + a_t * lr2            for t >= t_s,
+  a_t = ((t - 1) mod c + 1) / c,
+
+  lr1 = `initial_learning_rate`, lr2 = `low_rate`, t_s = S + 1 for their
+  `swa_start` S (`tff_fedwin.algorithms.SwaRunner`). a_t counts from the
+  absolute round, not from t_s, as theirs: lr2 is reached at the rounds t
+  with t mod c = 0. (They cycle only with c > 1; with c = 1 the rate stays
+  lr1: use a constant rate.)
+
+  Args:
+    initial_learning_rate: lr1 > 0, the rate before t_s.
+    start_round: t_s >= 1, the first round of the cyclic rate.
+    low_rate: lr2 > 0 (the authors' `--swa-lr`, default 1e-4).
+    cycle: c >= 2, rounds per cycle (the authors' `--swa-c`).
+
+  Returns:
+    A function of the round number usable as `client_learning_rate_fn`.
+  """
+  checks.check_number('low_rate', low_rate, positive=True)
+  checks.check_int('cycle', cycle, minimum=2)
+  checks.check_int('start_round', start_round, minimum=1)
+
+  def after(t):
+    a = (tf.math.floormod(t - 1.0, float(cycle)) + 1.0) / float(cycle)
+    return (1.0 - a) * initial_learning_rate + a * low_rate
+
+  return _from_start_round(initial_learning_rate, start_round, 1.0, after)

@@ -19,6 +19,7 @@ from tff_fedwin import errors
 from tff_fedwin.experiments import data_flags
 from tff_fedwin.experiments import problems as problems_lib
 from tff_fedwin.experiments import schedule_flags
+from tff_fedwin.experiments import swa_flags
 from tff_fedwin.experiments import transfer_modes
 from tff_fedwin.experiments import window_flags
 from tff_fedwin.experiments import worker_flags
@@ -157,6 +158,9 @@ class ExperimentConfig:
   # IMA Table 3's small constant rate and the bottom of each cyclic decay.
   client_lr_low: float = 5e-5
   client_lr_cycle: int = 20
+  # Server-side SWA (FedSWA, WiMA's comparison): start round, 0 = off; cycle.
+  swa_start_round: int = 0
+  swa_cycle: int = 1
   total_rounds: int = 50
   clients_per_round: int = 10
   client_epochs: int = 1
@@ -226,6 +230,7 @@ def _check_values(config: ExperimentConfig, problems: Problems) -> None:
       'num_clients',
       'window_read_every',
       'summary_last_n',
+      'swa_cycle',
   ):
     with problems.check():
       checks.check_int(f'--{flag}', getattr(config, flag), minimum=1)
@@ -234,6 +239,7 @@ def _check_values(config: ExperimentConfig, problems: Problems) -> None:
   for flag in (
       'window_size',
       'window_start_round',
+      'swa_start_round',
       'seed',
       'client_max_elements',
       'stackoverflow_test_batches',
@@ -407,7 +413,7 @@ def validate_config(config: ExperimentConfig) -> None:
 
   Every flag's own value is checked first (choices, ranges, names), each on
   its own; the checks of how the flags fit together (data, window,
-  algorithm, workers) then run if all values passed, since they compare and
+  SWA, algorithm, workers) then run if all values passed, since they compare and
   divide them, and report every misfit. Each line names its flags.
   """
   problems = Problems()
@@ -416,6 +422,7 @@ def validate_config(config: ExperimentConfig) -> None:
   _check_data(config, problems)
   window_flags.check_window(config, problems)
   schedule_flags.check_schedule_flags(config, ExperimentConfig(), problems)
+  swa_flags.check_swa_flags(config, ExperimentConfig(), problems)
   _check_algorithm(config, problems)
   _check_workers(config, problems)
   problems.raise_if_any()

@@ -24,6 +24,7 @@ from tff_fedwin.algorithms import program_window_runner
 from tff_fedwin.algorithms import runners
 from tff_fedwin.algorithms import scaffold
 from tff_fedwin.algorithms import scheduled_client_work
+from tff_fedwin.algorithms import swa_runner
 from tff_fedwin.experiments import config as config_lib
 from tff_fedwin.experiments import task_defaults
 from tff_fedwin.experiments import transfer_modes
@@ -202,6 +203,10 @@ def _client_learning_rate_fn(
     return scheduled_client_work.ima_constant_client_learning_rate_fn(
         lr0, t_s, config.client_lr_low
     )
+  if schedule == 'swa_cyclic':
+    return scheduled_client_work.swa_cyclic_client_learning_rate_fn(
+        lr0, config.swa_start_round, config.client_lr_low, config.swa_cycle
+    )
   return scheduled_client_work.ima_cyclic_client_learning_rate_fn(
       lr0, t_s, config.client_lr_low, config.client_lr_cycle
   )
@@ -357,15 +362,20 @@ def build_runner(
 
   With the window kept by the program, the algorithm's runner is built
   without a window and wrapped in a `ProgramWindowRunner`; with
-  `--window_part` other than all, the runner is wrapped in a
-  `PartialWindowRunner` (WiMA Table 5). With
-  `--client_data_transfer` resolving to files, writes the training examples
-  to the run's `client_data/` (`run_experiment` removes it at the end).
+  `--window_part` other than all, in a `PartialWindowRunner` (WiMA
+  Table 5); with `--swa_start_round`, in a `SwaRunner` (server-side SWA).
+  With `--client_data_transfer` resolving to files, writes the training
+  examples to the run's `client_data/` (`run_experiment` removes it at the
+  end).
   """
   config = task_defaults.with_defaults_of_task(config, task)
   runner = _windowed_runner(
       config, task, num_train_clients, transfer_dirs(config, run_id)
   )
+  if config.swa_start_round:  # Never with a window (swa_flags).
+    runner = swa_runner.SwaRunner(
+        runner, start_round=config.swa_start_round, cycle=config.swa_cycle
+    )
   if config.window_part == 'all':
     return runner
   names = [v.name for v in task.model_fn().trainable_variables]
@@ -382,7 +392,7 @@ def _windowed_runner(
     num_train_clients: int,
     dirs: TransferDirs,
 ) -> runner_lib.RoundRunner:
-  """The algorithm's runner with its window in the state or the program."""
+  """The algorithm's runner with its window where `window_location` says."""
   build = RUNNER_BUILDERS[config.algorithm]
   if window_location(config, task) != 'program':
     return build(config, task, num_train_clients, dirs)

@@ -6,20 +6,30 @@ baselines, and IMA Table 3's "NA decay"); or one of IMA's decay schemes from
 IMA's start round t_s = `--window_start_round` on (`IMA_SCHEDULES`, 0.99^t
 before it): `ima` (0.97 a round, IMA's own), `ima_constant` (the small
 constant `--client_lr_low`) and `ima_cyclic` (falling from the rate reached
-at t_s to `--client_lr_low` over every `--client_lr_cycle` rounds). Checked before
+at t_s to `--client_lr_low` over every `--client_lr_cycle` rounds); or
+`swa_cyclic`, FedSWA's cyclic rate between the run's rate and
+`--client_lr_low` over every `--swa_cycle` rounds from `--swa_start_round`
+on (`swa_flags`, which checks it fits SWA). Checked before
 any TFF work, every misfit reported, each naming its flags; the schedules
 themselves are `tff_fedwin.algorithms.scheduled_client_work`'s.
 """
 
 from typing import Any
 
-LR_SCHEDULES = ('constant', 'decay', 'ima', 'ima_constant', 'ima_cyclic')
+LR_SCHEDULES = (
+    'constant',
+    'decay',
+    'ima',
+    'ima_constant',
+    'ima_cyclic',
+    'swa_cyclic',
+)
 # The schedules that turn at IMA's start round.
 IMA_SCHEDULES = ('ima', 'ima_constant', 'ima_cyclic')
 # Flag -> the schedules that read it; a non-default value with another
 # schedule is refused (nothing silently ignored).
 SCHEDULE_FLAGS = {
-    'client_lr_low': ('ima_constant', 'ima_cyclic'),
+    'client_lr_low': ('ima_constant', 'ima_cyclic', 'swa_cyclic'),
     'client_lr_cycle': ('ima_cyclic',),
 }
 
