@@ -397,6 +397,27 @@ flags.DEFINE_float(
     "gradient before its optimizer, as PyTorch's SGD weight_decay (the IMA "
     f'authors use 0.001); {", ".join(config_lib.WEIGHT_DECAY_ALGORITHMS)}.',
 )
+flags.DEFINE_enum(
+    'client_sharpness',
+    _DEFAULTS.client_sharpness,
+    list(config_lib.CLIENT_SHARPNESS),
+    'Sharpness-aware client steps: sam (FedSAM) or asam (FedASAM, '
+    'Caldarola et al. 2022): each step takes the gradient at w + e, e the '
+    'ascent step of radius --sam_rho; none: plain steps. With '
+    f'{", ".join(config_lib.WEIGHT_DECAY_ALGORITHMS)}.',
+)
+flags.DEFINE_float(
+    'sam_rho',
+    _DEFAULTS.sam_rho,
+    "SAM's radius rho > 0, required with --client_sharpness (IMA Table 5's "
+    'FedASAM: 0.2; SAM: 0.05).',
+)
+flags.DEFINE_float(
+    'sam_eta',
+    _DEFAULTS.sam_eta,
+    "ASAM's eta >= 0 in T_w = |w| + eta (--client_sharpness=asam; IMA "
+    "Table 5's FedASAM: 0.05).",
+)
 flags.DEFINE_float(
     'server_learning_rate',
     _DEFAULTS.server_learning_rate,

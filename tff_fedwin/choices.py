@@ -82,5 +82,8 @@ WINDOW_MODES = ('evaluate', 'broadcast')
 # Table 5): all of it, the classifier (last layer) only, or the feature
 # extractor (all but the last layer) only; the rest is the global model's.
 WINDOW_PARTS = ('all', 'classifier', 'features')
+# --client_sharpness (besides 'none'): the clients' sharpness-aware step,
+# SAM (FedSAM) or ASAM (FedASAM) (`tff_fedwin.algorithms.sharpness`).
+SHARPNESS_KINDS = ('sam', 'asam')
 # --client_states: where SCAFFOLD's per-client states live.
 CLIENT_STATE_KINDS = ('auto', 'memory', 'disk')

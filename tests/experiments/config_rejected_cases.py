@@ -524,6 +524,42 @@ BAD_CONFIGS = [
         window_sizes='2,3',
     ),
     _fails(
+        'client_sharpness_without_rho',
+        ['--client_sharpness=asam needs --sam_rho > 0', 'got 0.0'],
+        client_sharpness='asam',
+    ),
+    _fails(
+        'client_sharpness_with_mime_lite',
+        ['--client_sharpness is supported with --algorithm=', "'mime_lite'"],
+        algorithm='mime_lite',
+        client_sharpness='sam',
+        sam_rho=0.1,
+    ),
+    _fails(
+        'sam_rho_without_client_sharpness',
+        ['--sam_rho and --sam_eta need --client_sharpness'],
+        sam_rho=0.1,
+    ),
+    _fails(
+        'sam_eta_with_sam',
+        ['--sam_eta is read by --client_sharpness=asam only'],
+        client_sharpness='sam',
+        sam_rho=0.1,
+        sam_eta=0.2,
+    ),
+    _fails(
+        'sam_rho_negative',
+        ['--sam_rho'],
+        client_sharpness='sam',
+        sam_rho=-0.1,
+    ),
+    _fails(
+        'client_sharpness_unknown',
+        ['--client_sharpness', 'none, sam, asam'],
+        client_sharpness='adam',
+        sam_rho=0.1,
+    ),
+    _fails(
         'window_part_without_window_size',
         ['--window_part', '--window_size >= 1'],
         window_part='classifier',

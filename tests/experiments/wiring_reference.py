@@ -85,6 +85,28 @@ def batch_gradient(model, w, x, y, class_proportions=None):
   return model.gradient(w, x, dlogits / len(x))
 
 
+def sam_step(model, w, g, kind, rho, eta):
+  """e of SAM (Foret et al. 2021) or ASAM (Kwon et al. 2021) on flat w.
+
+  SAM: e = rho g / ||g||. ASAM: e = rho T^2 g / ||T g|| with T = |w| + eta on
+  the kernels W1, W2 and T = 1 on the biases b1, b2 (the FedSAM authors'
+  minimizers.py scales the parameters named 'weight' only).
+  """
+  if kind == 'sam':
+    t = np.ones_like(w)
+  else:
+    w1, b1, w2, b2 = unflatten(w, *model.shape)
+    t = np.concatenate(
+        [
+            np.abs(w1).ravel() + eta,
+            np.ones_like(b1),
+            np.abs(w2).ravel() + eta,
+            np.ones_like(b2),
+        ]
+    )
+  return rho * t * t * g / (np.linalg.norm(t * g) + 1e-16)
+
+
 def client_sgd(
     model,
     w_global,
@@ -96,6 +118,7 @@ def client_sgd(
     correction=None,
     momentum=0.0,
     weight_decay=0.0,
+    sharpness=None,
 ):
   """One SGD step per batch from w_global; returns (trained w, K batches).
 
@@ -106,6 +129,9 @@ def client_sgd(
   term with the opposite sign, mu' (w_global - w) with mu' = -mu. With
   `momentum` m (TFF's SGDM, a fresh accumulator per client and round):
   a = m a + step, w -= lr a.
+
+  With `sharpness` = (kind, rho, eta), g is the batch gradient at w + e
+  instead (`sam_step`): FedSAM / FedASAM clients.
   """
   beta = None
   if client_loss == 'wsm':
@@ -115,7 +141,12 @@ def client_sgd(
   w = w_global.copy()
   accumulator = 0.0
   for x, y in batches:
-    step = batch_gradient(model, w, x, y, beta) + weight_decay * w
+    if sharpness is None:
+      gradient = batch_gradient(model, w, x, y, beta)
+    else:
+      e = sam_step(model, w, batch_gradient(model, w, x, y, beta), *sharpness)
+      gradient = batch_gradient(model, w + e, x, y, beta)
+    step = gradient + weight_decay * w
     step = step + proximal_strength * (w - w_global)
     if correction is not None:
       step = step + correction
@@ -188,6 +219,7 @@ def fedavg_family(
     proximal_strength=0.0,
     client_momentum=0.0,
     weight_decay=0.0,
+    sharpness=None,
     ima_window=None,
     aggregates=None,
 ):
@@ -217,6 +249,7 @@ def fedavg_family(
           proximal_strength=proximal_strength,
           momentum=client_momentum,
           weight_decay=weight_decay,
+          sharpness=sharpness,
       )
       updates.append(w - trained)
       weights.append(sum(len(y) for _, y in batches))
@@ -238,6 +271,7 @@ def scaffold(
     server_learning_rate,
     client_loss='ce',
     weight_decay=0.0,
+    sharpness=None,
 ):
   """SCAFFOLD, all N clients every round: [x^0, ..., x^rounds].
 
@@ -260,6 +294,7 @@ def scaffold(
           client_loss=client_loss,
           correction=c - c_clients[i],
           weight_decay=weight_decay,
+          sharpness=sharpness,
       )
       new_c_i = c_clients[i] - c + (x - y) / (k * client_learning_rate)
       deltas.append(y - x)

@@ -136,6 +136,7 @@ def _fedavg_family(
     client_momentum=0.0,
     weight_decay=0.0,
     ima_window=None,
+    sharpness=None,
 ):
   """`inputs -> ([w^0, ..., w^T], IMA's aggregates a^1..a^T or None)`."""
 
@@ -152,6 +153,7 @@ def _fedavg_family(
         proximal_strength=proximal_strength,
         client_momentum=client_momentum,
         weight_decay=weight_decay,
+        sharpness=sharpness,
         ima_window=ima_window,
         aggregates=aggregates,
     )
@@ -160,7 +162,9 @@ def _fedavg_family(
   return expected
 
 
-def _scaffold(server_learning_rate, client_loss='ce', weight_decay=0.0):
+def _scaffold(
+    server_learning_rate, client_loss='ce', weight_decay=0.0, sharpness=None
+):
   def expected(inputs):
     models = ref.scaffold(
         inputs.model,
@@ -171,6 +175,7 @@ def _scaffold(server_learning_rate, client_loss='ce', weight_decay=0.0):
         server_learning_rate=server_learning_rate,
         client_loss=client_loss,
         weight_decay=weight_decay,
+        sharpness=sharpness,
     )
     return models, None
 
@@ -516,6 +521,52 @@ CASES = [
         ),
         _fedavg_family(lambda: ref.Sgd(1.0), ima_window=(2, IMA_START)),
         id='fedavg_ima_broadcast_program_window',
+    ),
+    # FedSAM and FedASAM clients (Caldarola et al. 2022): the gradient at
+    # w + e; with FedProx + WSM + IMA, and SCAFFOLD + WSM with a window.
+    pytest.param(
+        dict(
+            algorithm='fedavg',
+            client_sharpness='sam',
+            sam_rho=0.5,
+            server_learning_rate=0.7,
+        ),
+        _fedavg_family(lambda: ref.Sgd(0.7), sharpness=('sam', 0.5, 0.0)),
+        id='fedsam',
+    ),
+    pytest.param(
+        dict(
+            algorithm='fedprox',
+            client_loss='wsm',
+            client_sharpness='asam',
+            sam_rho=0.5,
+            sam_eta=0.2,
+            window_size=2,
+            window_mode='broadcast',
+            window_start_round=IMA_START,
+            server_learning_rate=0.8,
+        ),
+        _fedavg_family(
+            lambda: ref.Sgd(0.8),
+            client_loss='wsm',
+            proximal_strength=PROXIMAL_STRENGTH,
+            sharpness=('asam', 0.5, 0.2),
+            ima_window=(2, IMA_START),
+        ),
+        id='fedprox_wsm_asam_ima',
+    ),
+    pytest.param(
+        dict(
+            algorithm='scaffold',
+            client_loss='wsm',
+            client_sharpness='asam',
+            sam_rho=0.5,
+            sam_eta=0.2,
+            window_size=2,
+            server_learning_rate=0.9,
+        ),
+        _scaffold(0.9, client_loss='wsm', sharpness=('asam', 0.5, 0.2)),
+        id='scaffold_wsm_asam_window',
     ),
     # The window on part of the model (WiMA Table 5): the evaluated model's
     # classifier, or everything but it, is the window's; the rest w^t.

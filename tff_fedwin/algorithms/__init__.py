@@ -21,4 +21,6 @@ from tff_fedwin.algorithms.scheduled_client_work import ima_constant_client_lear
 from tff_fedwin.algorithms.scheduled_client_work import ima_cyclic_client_learning_rate_fn
 from tff_fedwin.algorithms.scheduled_client_work import swa_cyclic_client_learning_rate_fn
 from tff_fedwin.algorithms.swa_runner import SwaRunner
+from tff_fedwin.algorithms.sharpness import Sharpness
+from tff_fedwin.algorithms.sharpness import build_sharpness
 from tff_fedwin.algorithms.wsm_client_work import build_wsm_client_work

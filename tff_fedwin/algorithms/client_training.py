@@ -17,6 +17,7 @@ import tensorflow_federated as tff
 
 from tff_fedwin import checks
 from tff_fedwin import choices
+from tff_fedwin.algorithms import sharpness as sharpness_lib
 from tff_fedwin.losses import labels as labels_lib
 from tff_fedwin.losses import wsm
 
@@ -266,6 +267,19 @@ def weight_decay_gradient(gradients: Any, trainable: Any, weight_decay: float):
   )
 
 
+def _batch_gradient(model, trainable, batch_loss, batch, class_proportions):
+  """`(output, gradients)` of the batch loss at the model's weights; a
+  gradient the tape does not produce is 0."""
+  with tf.GradientTape() as tape:
+    output = model.forward_pass(batch, training=True)
+    loss = batch_loss(output, batch, class_proportions)
+  gradients = tape.gradient(loss, trainable)
+  gradients = tf.nest.map_structure(
+      lambda g, v: tf.zeros_like(v) if g is None else g, gradients, trainable
+  )
+  return output, gradients
+
+
 def _build_client_step(
     model,
     trainable,
@@ -274,18 +288,22 @@ def _build_client_step(
     batch_loss,
     gradient_transform,
     weight_decay,
+    sharpness,
 ):
   """`client_step`: one optimizer step on the batch's (transformed) gradient."""
 
   @tf.function
   def client_step(step_state, batch):
-    with tf.GradientTape() as tape:
-      output = model.forward_pass(batch, training=True)
-      loss = batch_loss(output, batch, step_state.class_proportions)
-    gradients = tape.gradient(loss, trainable)
-    gradients = tf.nest.map_structure(
-        lambda g, v: tf.zeros_like(v) if g is None else g, gradients, trainable
-    )
+    def gradient_at():
+      return _batch_gradient(
+          model, trainable, batch_loss, batch, step_state.class_proportions
+      )
+
+    output, gradients = gradient_at()
+    if sharpness is not None:
+      gradients = sharpness_lib.perturbed_gradient(
+          sharpness, model, trainable, gradients, gradient_at
+      )
     gradients = weight_decay_gradient(gradients, trainable, weight_decay)
     if gradient_transform is not None:
       step_input = tf.nest.pack_sequence_as(trainable, step_state.step_input)
@@ -341,55 +359,63 @@ def build_client_training(
     label_key: str = labels_lib.DEFAULT_LABEL_KEY,
     gradient_transform: Optional[GradientTransform] = None,
     weight_decay: float = 0.0,
+    sharpness: Optional[sharpness_lib.Sharpness] = None,
 ) -> ClientTraining:
   """Builds `client_init`, `client_step` and `client_final` on `model`.
 
-  Call inside the graph that runs them (a `tff.tensorflow.computation`), or
-  eagerly in tests. With w the model's trainable weights, each batch b takes
-  one step of `optimizer_step` with the gradient
+    Call inside the graph that runs them (a `tff.tensorflow.computation`), or
+    eagerly in tests. With w the model's trainable weights, each batch b takes
+    one step of `optimizer_step` with the gradient
 
-    g = transform(grad_w L_b(w) + wd * w, w, step_input),
+      g = transform(grad_w L_b(w) + wd * w, w, step_input),
 
-  L_b the model's own loss for `'ce'`, or for `'wsm'` the batch mean of
-  `tff_fedwin.losses.wsm_cross_entropy(labels, logits, beta)` (docs/design.md
-  sec. 2) with beta the client's class proportions. A gradient the tape does
-  not produce (a weight that does not reach the loss) is 0. The model's
-  metrics are updated by its own forward pass, whatever the training loss.
+  or with `sharpness` (FedSAM, FedASAM) grad_w L_b(w + e) in place of
+  grad_w L_b(w), e SAM's or ASAM's ascent step (`tff_fedwin.algorithms.
+  sharpness`; docs/design.md, "Sharpness-aware clients"),
 
-  * `client_init(initial_weights, dataset, step_input=(),
-    optimizer_hparams=None) -> ClientStepState`: assigns `initial_weights`
-    (a `ModelWeights`), counts beta for `'wsm'` over `dataset` (a
-    `tf.data.Dataset`: one pass; or an integer tensor holding all the
-    client's labels, e.g. `client_loop.HeldBatches.labels`), initializes
-    the optimizer state, zeroes the counters.
-  * `client_step(step_state, batch) -> ClientStepState`: one step.
-  * `client_final(initial_trainable, step_state) -> ClientOutput`: the
-    delta `initial_trainable - w` and whether it is finite.
+    L_b the model's own loss for `'ce'`, or for `'wsm'` the batch mean of
+    `tff_fedwin.losses.wsm_cross_entropy(labels, logits, beta)` (docs/design.md
+    sec. 2) with beta the client's class proportions. A gradient the tape does
+    not produce (a weight that does not reach the loss) is 0. The model's
+    metrics are updated by its own forward pass, whatever the training loss.
 
-  `client_loop.train_client` runs the three over a client's dataset.
+    * `client_init(initial_weights, dataset, step_input=(),
+      optimizer_hparams=None) -> ClientStepState`: assigns `initial_weights`
+      (a `ModelWeights`), counts beta for `'wsm'` over `dataset` (a
+      `tf.data.Dataset`: one pass; or an integer tensor holding all the
+      client's labels, e.g. `client_loop.HeldBatches.labels`), initializes
+      the optimizer state, zeroes the counters.
+    * `client_step(step_state, batch) -> ClientStepState`: one step.
+    * `client_final(initial_trainable, step_state) -> ClientOutput`: the
+      delta `initial_trainable - w` and whether it is finite.
 
-  Args:
-    model: A `tff.learning.models.VariableModel`; for `'wsm'` its
-      `forward_pass(batch).predictions` must be logits [batch, num_classes].
-    optimizer_step: An `OptimizerStep`, e.g. `tff_optimizer_step(optimizer)`
-      or `sgd_step(learning_rate)`.
-    client_loss: One of `CLIENT_LOSSES`.
-    num_classes: The number of classes C >= 1; required for `'wsm'`.
-    label_key: The labels' key in mapping batches (else `batch[1]`).
-    gradient_transform: A `GradientTransform` or `None` (the plain gradient),
-      e.g. `proximal_gradient(mu)` or `control_variate_correction`.
-    weight_decay: wd >= 0, the client weight decay (`weight_decay_gradient`);
-      0 (default) adds nothing.
+    `client_loop.train_client` runs the three over a client's dataset.
 
-  Returns:
-    A `ClientTraining`.
+    Args:
+      model: A `tff.learning.models.VariableModel`; for `'wsm'` its
+        `forward_pass(batch).predictions` must be logits [batch, num_classes].
+      optimizer_step: An `OptimizerStep`, e.g. `tff_optimizer_step(optimizer)`
+        or `sgd_step(learning_rate)`.
+      client_loss: One of `CLIENT_LOSSES`.
+      num_classes: The number of classes C >= 1; required for `'wsm'`.
+      label_key: The labels' key in mapping batches (else `batch[1]`).
+      gradient_transform: A `GradientTransform` or `None` (the plain gradient),
+        e.g. `proximal_gradient(mu)` or `control_variate_correction`.
+      weight_decay: wd >= 0, the client weight decay (`weight_decay_gradient`);
+        0 (default) adds nothing.
+      sharpness: A `sharpness.Sharpness` (SAM or ASAM), or None (default): the
+        plain gradient.
 
-  Raises:
-    ValueError: If `client_loss` is not one of `CLIENT_LOSSES`, or `'wsm'`
-      lacks an integer `num_classes` >= 1, or `weight_decay` < 0.
+    Returns:
+      A `ClientTraining`.
+
+    Raises:
+      ValueError: If `client_loss` is not one of `CLIENT_LOSSES`, or `'wsm'`
+        lacks an integer `num_classes` >= 1, or `weight_decay` < 0.
   """
   check_client_loss(client_loss, num_classes)
   checks.check_number('weight_decay', weight_decay, minimum=0)
+  sharpness_lib.check_sharpness(sharpness)
   model_weights = tff.learning.models.ModelWeights.from_model(model)
   num_classes = num_classes if client_loss == 'wsm' else None
   return ClientTraining(
@@ -408,6 +434,7 @@ def build_client_training(
           batch_loss=_batch_loss_fn(client_loss, label_key),
           gradient_transform=gradient_transform,
           weight_decay=float(weight_decay),
+          sharpness=sharpness,
       ),
       client_final=_build_client_final(model_weights.trainable),
       class_label_key=label_key if num_classes is not None else None,

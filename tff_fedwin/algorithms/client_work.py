@@ -17,6 +17,7 @@ from tff_fedwin import checks
 from tff_fedwin.algorithms import client_loop
 from tff_fedwin.algorithms import client_model
 from tff_fedwin.algorithms import client_training
+from tff_fedwin.algorithms import sharpness as sharpness_lib
 from tff_fedwin.losses import labels as labels_lib
 
 ModelFn = Callable[[], tff.learning.models.VariableModel]
@@ -43,6 +44,7 @@ def _build_client_update(
     label_key: str,
     proximal_strength: float,
     weight_decay: float,
+    sharpness: Optional[sharpness_lib.Sharpness],
     weighting: tff.learning.ClientWeighting,
     loop_implementation: client_loop.LoopForm,
 ) -> Callable[..., Any]:
@@ -63,6 +65,7 @@ def _build_client_update(
       label_key=label_key,
       gradient_transform=transform,
       weight_decay=weight_decay,
+      sharpness=sharpness,
   )
   model = training.model
 
@@ -100,6 +103,7 @@ def _check_arguments(
     proximal_strength,
     weight_decay,
     client_weighting,
+    sharpness=None,
 ) -> None:
   """Raises TypeError/ValueError naming the bad argument."""
   if not isinstance(client_weighting, tff.learning.ClientWeighting):
@@ -110,6 +114,7 @@ def _check_arguments(
   client_training.check_client_loss(client_loss, num_classes)
   checks.check_number('proximal_strength', proximal_strength, minimum=0)
   checks.check_number('weight_decay', weight_decay, minimum=0)
+  sharpness_lib.check_sharpness(sharpness)
 
 
 def _hparams_computations(optimizer: tff.learning.optimizers.Optimizer):
@@ -150,6 +155,7 @@ def build_client_work(
     num_classes: Optional[int] = None,
     proximal_strength: float = 0.0,
     weight_decay: float = 0.0,
+    sharpness: Optional[sharpness_lib.Sharpness] = None,
     client_weighting: tff.learning.ClientWeighting = NUM_EXAMPLES,
     metrics_aggregator: Optional[Any] = None,
     label_key: str = labels_lib.DEFAULT_LABEL_KEY,
@@ -167,7 +173,9 @@ def build_client_work(
   in one pass first (`'wsm'`, docs/design.md sec. 2), and mu =
   `proximal_strength` (FedProx, Li et al. 2020, Eq. 2) and wd =
   `weight_decay` (added to the gradient before the optimizer, as PyTorch's
-  SGD does; `client_training.weight_decay_gradient`). The update is
+  SGD does; `client_training.weight_decay_gradient`); with `sharpness`
+  (FedSAM, FedASAM) the gradient of L_b is taken at w + e, SAM's or ASAM's
+  ascent step (`sharpness.perturbed_gradient`). The update is
   `w_global - w` on the trainable weights; the reported metrics are the
   model's own.
 
@@ -198,6 +206,7 @@ def build_client_work(
     num_classes: The number of classes C >= 1; required for `'wsm'`.
     proximal_strength: mu >= 0; 0 disables the term.
     weight_decay: wd >= 0; 0 disables the term.
+    sharpness: A `sharpness.Sharpness` (SAM or ASAM) or None (plain steps).
     client_weighting: A `tff.learning.ClientWeighting`.
     metrics_aggregator: As in `build_model_delta_client_work`; default
       `tff.learning.metrics.sum_then_finalize`.
@@ -224,6 +233,7 @@ def build_client_work(
       proximal_strength=proximal_strength,
       weight_decay=weight_decay,
       client_weighting=client_weighting,
+      sharpness=sharpness,
   )
   loop_implementation = client_loop.client_loop(loop_implementation)
   if metrics_aggregator is None:
@@ -250,6 +260,7 @@ def build_client_work(
         label_key=label_key,
         proximal_strength=float(proximal_strength),
         weight_decay=float(weight_decay),
+        sharpness=sharpness,
         weighting=client_weighting,
         loop_implementation=loop_implementation,
     )

@@ -21,6 +21,7 @@ from tff_fedwin.algorithms import client_loop
 from tff_fedwin.algorithms import client_training
 from tff_fedwin.algorithms import client_work as client_work_lib
 from tff_fedwin.algorithms import scheduled_client_work
+from tff_fedwin.algorithms import sharpness as sharpness_lib
 
 CLIENT_LOSSES = client_training.CLIENT_LOSSES
 WINDOW_MODES = window_math.MODES  # 'evaluate' (WiMA), 'broadcast' (IMA).
@@ -42,6 +43,7 @@ def build_fed_win(
     num_classes: Optional[int] = None,
     proximal_strength: float = 0.0,
     client_weight_decay: float = 0.0,
+    client_sharpness: Optional[sharpness_lib.Sharpness] = None,
     client_weighting: tff.learning.ClientWeighting = (
         tff.learning.ClientWeighting.NUM_EXAMPLES
     ),
@@ -97,6 +99,9 @@ def build_fed_win(
     client_weight_decay: wd >= 0: the clients add wd * w to every gradient
       before their optimizer step, as PyTorch's SGD `weight_decay` (the IMA
       and WiMA authors' client SGD); 0 (default) adds nothing.
+    client_sharpness: A `sharpness.Sharpness` for FedSAM or FedASAM clients
+      (Caldarola et al. 2022): each step's gradient is taken at w + e, SAM's
+      or ASAM's ascent step; None (default): plain steps.
     client_weighting: A `tff.learning.ClientWeighting`.
     model_aggregator: Aggregation of client deltas; default
       `tff.aggregators.MeanFactory()`.
@@ -142,6 +147,7 @@ def build_fed_win(
       num_classes=num_classes,
       proximal_strength=proximal_strength,
       weight_decay=client_weight_decay,
+      sharpness=client_sharpness,
       client_weighting=client_weighting,
       metrics_aggregator=metrics_aggregator,
       loop_implementation=loop_implementation,

@@ -19,6 +19,7 @@ from tff_fedwin import errors
 from tff_fedwin.experiments import data_flags
 from tff_fedwin.experiments import problems as problems_lib
 from tff_fedwin.experiments import schedule_flags
+from tff_fedwin.experiments import sharpness_flags
 from tff_fedwin.experiments import swa_flags
 from tff_fedwin.experiments import transfer_modes
 from tff_fedwin.experiments import window_flags
@@ -46,8 +47,9 @@ ALGORITHMS = (
 CLIENT_OPTIMIZER_ALGORITHMS = tuple(
     a for a in ALGORITHMS if a not in ('mime_lite', 'scaffold')
 )
-# The algorithms whose clients take `--client_weight_decay` (TFF's Mime Lite
-# builder takes none).
+# The algorithms whose clients take `--client_weight_decay` and
+# `--client_sharpness`: the client-training core's (TFF's Mime Lite builder
+# takes neither).
 WEIGHT_DECAY_ALGORITHMS = tuple(a for a in ALGORITHMS if a != 'mime_lite')
 # The algorithms with an adaptive server optimizer (`--server_epsilon`).
 ADAPTIVE_SERVER_ALGORITHMS = ('fedadam', 'fedyogi')
@@ -59,6 +61,7 @@ WINDOW_PARTS = choices.WINDOW_PARTS
 # tff_fedwin.algorithms.ProgramWindowRunner), 'auto' (by its size).
 WINDOW_LOCATIONS = ('auto', 'state', 'program')
 LR_SCHEDULES = schedule_flags.LR_SCHEDULES
+CLIENT_SHARPNESS = sharpness_flags.CLIENT_SHARPNESS
 WORKER_BINDS = ('loopback', 'all')
 CLIENT_STATES = choices.CLIENT_STATE_KINDS
 # How SCAFFOLD's sampled client states reach the workers: 'values' (TFF
@@ -171,6 +174,9 @@ class ExperimentConfig:
   client_learning_rate: Optional[float] = None
   client_momentum: float = 0.0
   client_weight_decay: float = 0.0
+  client_sharpness: str = 'none'
+  sam_rho: float = 0.0
+  sam_eta: float = 0.01
   server_learning_rate: Optional[float] = None
   # FedAdam/FedYogi's epsilon; None: the task's (`task_defaults`), else TFF's.
   server_epsilon: Optional[float] = None
@@ -201,6 +207,7 @@ def _check_values(config: ExperimentConfig, problems: Problems) -> None:
       ('window_location', WINDOW_LOCATIONS),
       ('window_part', WINDOW_PARTS),
       ('client_lr_schedule', LR_SCHEDULES),
+      ('client_sharpness', CLIENT_SHARPNESS),
       ('worker_bind', WORKER_BINDS),
       ('client_states', CLIENT_STATES),
       ('client_state_transfer', CLIENT_STATE_TRANSFERS),
@@ -259,7 +266,12 @@ def _check_values(config: ExperimentConfig, problems: Problems) -> None:
         minimum=0,
         allow_infinity=True,
     )
-  for flag in ('proximal_strength', 'client_weight_decay'):
+  for flag in (
+      'proximal_strength',
+      'client_weight_decay',
+      'sam_rho',
+      'sam_eta',
+  ):
     with problems.check():
       checks.check_number(f'--{flag}', getattr(config, flag), minimum=0)
   for flag in (
@@ -423,6 +435,9 @@ def validate_config(config: ExperimentConfig) -> None:
   window_flags.check_window(config, problems)
   schedule_flags.check_schedule_flags(config, ExperimentConfig(), problems)
   swa_flags.check_swa_flags(config, ExperimentConfig(), problems)
+  sharpness_flags.check_sharpness_flags(
+      config, ExperimentConfig(), problems, WEIGHT_DECAY_ALGORITHMS
+  )
   _check_algorithm(config, problems)
   _check_workers(config, problems)
   problems.raise_if_any()

@@ -21,6 +21,7 @@ from tff_fedwin.algorithms import fed_win
 from tff_fedwin.algorithms import mime_lite
 from tff_fedwin.algorithms import partial_window_runner
 from tff_fedwin.algorithms import program_window_runner
+from tff_fedwin.algorithms import sharpness
 from tff_fedwin.algorithms import runners
 from tff_fedwin.algorithms import scaffold
 from tff_fedwin.algorithms import scheduled_client_work
@@ -77,6 +78,17 @@ def _num_classes(
     config: config_lib.ExperimentConfig, task: tasks_registry.Task
 ):
   return task.num_classes if config.client_loss == 'wsm' else None
+
+
+def _client_sharpness(
+    config: config_lib.ExperimentConfig,
+) -> Optional[sharpness.Sharpness]:
+  """`--client_sharpness` as the clients' `Sharpness`, or None ('none')."""
+  if config.client_sharpness == 'none':
+    return None
+  return sharpness.build_sharpness(
+      config.client_sharpness, config.sam_rho, config.sam_eta
+  )
 
 
 def _window_arguments(config: config_lib.ExperimentConfig) -> dict[str, Any]:
@@ -232,6 +244,7 @@ def _fed_win_runner(
           config.proximal_strength if config.algorithm == 'fedprox' else 0.0
       ),
       client_weight_decay=config.client_weight_decay,
+      client_sharpness=_client_sharpness(config),
   )
   return runners.LearningProcessRunner(
       process,
@@ -284,6 +297,7 @@ def _scaffold_runner(
       client_loss=config.client_loss,
       num_classes=_num_classes(config, task),
       client_weight_decay=config.client_weight_decay,
+      client_sharpness=_client_sharpness(config),
       window_size=config.window_size or None,
       window_mode=config.window_mode,
       window_start_round=config.window_start_round,

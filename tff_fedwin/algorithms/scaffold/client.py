@@ -10,6 +10,7 @@ import tensorflow_federated as tff
 from tff_fedwin.algorithms import client_loop
 from tff_fedwin.algorithms import client_model
 from tff_fedwin.algorithms import client_training
+from tff_fedwin.algorithms import sharpness as sharpness_lib
 from tff_fedwin.algorithms.scaffold import types
 from tff_fedwin.losses import labels as labels_lib
 
@@ -106,6 +107,7 @@ def build_scaffold_client_update(
     client_loss: str = 'ce',
     num_classes: int | None = None,
     weight_decay: float = 0.0,
+    sharpness: sharpness_lib.Sharpness | None = None,
     loop_implementation: client_loop.LoopForm | None = None,
 ) -> Callable[
     ..., tuple[types.ScaffoldClientState, types.ScaffoldClientResult]
@@ -133,6 +135,8 @@ def build_scaffold_client_update(
     num_classes: The number of classes C; required for `'wsm'`.
     weight_decay: wd >= 0, the client weight decay
       (`client_training.weight_decay_gradient`); 0 adds nothing.
+    sharpness: A `sharpness.Sharpness`: g(y) is taken at y + e, SAM's or
+      ASAM's ascent step (FedSAM/FedASAM clients); None: plain.
     loop_implementation: The loop over the batches: a form of
       `client_loop.LOOP_FORMS`, or `None`: `HELD_BATCHES`
       (`client_loop.client_loop`).
@@ -154,6 +158,7 @@ def build_scaffold_client_update(
       label_key=LABEL_KEY,
       gradient_transform=client_training.control_variate_correction,
       weight_decay=weight_decay,
+      sharpness=sharpness,
   )
 
   @tf.function

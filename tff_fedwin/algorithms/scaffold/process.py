@@ -11,6 +11,7 @@ from tff_fedwin.aggregators import window_math
 from tff_fedwin.aggregators import window_readout
 from tff_fedwin.algorithms import client_loop
 from tff_fedwin.algorithms import client_training
+from tff_fedwin.algorithms import sharpness as sharpness_lib
 from tff_fedwin.algorithms.scaffold import checks
 from tff_fedwin.algorithms.scaffold import client
 from tff_fedwin.algorithms.scaffold import server
@@ -245,6 +246,7 @@ def build_scaffold(
     client_loss: str = 'ce',
     num_classes: int | None = None,
     client_weight_decay: float = 0.0,
+    client_sharpness: sharpness_lib.Sharpness | None = None,
     window_size: int | None = None,
     window_mode: str = 'evaluate',
     window_start_round: int = 0,
@@ -287,6 +289,8 @@ def build_scaffold(
     num_classes: The number of classes; required for `'wsm'`.
     client_weight_decay: wd >= 0: g(y) gains wd * y before the control
       variate correction, as PyTorch's SGD `weight_decay`; 0 adds nothing.
+    client_sharpness: A `sharpness.Sharpness` (SAM or ASAM): g(y) is taken
+      at y + e, the ascent step; None (default): plain.
     window_size: W >= 1 for a window of the last W global models; `None` for
       plain SCAFFOLD.
     window_mode: `'evaluate'` (WiMA) or `'broadcast'` (IMA).
@@ -322,6 +326,7 @@ def build_scaffold(
   argument_checks.check_number(
       'client_weight_decay', client_weight_decay, minimum=0
   )
+  sharpness_lib.check_sharpness(client_sharpness)
   loop_implementation = client_loop.client_loop(loop_implementation)
   state_files.check_transfer(client_state_transfer)
   checks.check_window_args(window_size, window_mode, window_start_round)
@@ -357,6 +362,7 @@ def build_scaffold(
           client_loss=client_loss,
           num_classes=num_classes,
           weight_decay=float(client_weight_decay),
+          sharpness=client_sharpness,
           loop_implementation=loop_implementation,
       ),
       (
