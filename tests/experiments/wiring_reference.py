@@ -222,6 +222,7 @@ def fedavg_family(
     sharpness=None,
     ima_window=None,
     aggregates=None,
+    fednova=False,
 ):
   """FedAvg with a server optimizer: [w^0, w^1, ..., w^rounds].
 
@@ -233,14 +234,19 @@ def fedavg_family(
   aggregates a^t = server_optimizer.step(w^{t-1}, u), and from round
   t >= max(W, t_s) on sends w^t = (1/W) sum_{k<W} a^{t-k} (IMA Eq. 5);
   before it w^t = a^t. The list `aggregates` (if given) receives a^1..a^T.
+
+  With `fednova` (Wang et al. 2020), u = tau_eff sum_i p_i (w^{t-1} - w_i)
+  / a_i with p_i = n_i / sum n, a_i = (K_i - m (1 - m^K_i) / (1 - m)) /
+  (1 - m) for K_i steps with client momentum m (K_i for m = 0) and tau_eff
+  = sum_i p_i a_i.
   """
   models = [w0]
   kept = [] if aggregates is None else aggregates
   for t in range(rounds):
     w = models[-1]
-    updates, weights = [], []
+    updates, weights, step_counts = [], [], []
     for batches in client_batches:
-      trained, _ = client_sgd(
+      trained, steps = client_sgd(
           model,
           w,
           batches,
@@ -251,9 +257,16 @@ def fedavg_family(
           weight_decay=weight_decay,
           sharpness=sharpness,
       )
-      updates.append(w - trained)
+      a = steps
+      if client_momentum:
+        m = client_momentum
+        a = (steps - m * (1 - m**steps) / (1 - m)) / (1 - m)
+      updates.append((w - trained) / a if fednova else w - trained)
+      step_counts.append(a)
       weights.append(sum(len(y) for _, y in batches))
     update = np.average(updates, axis=0, weights=weights)
+    if fednova:
+      update = np.average(step_counts, weights=weights) * update
     kept.append(server_optimizer.step(w, update))
     models.append(kept[-1])
     if ima_window is not None and t + 1 >= max(ima_window):

@@ -137,6 +137,7 @@ def _fedavg_family(
     weight_decay=0.0,
     ima_window=None,
     sharpness=None,
+    fednova=False,
 ):
   """`inputs -> ([w^0, ..., w^T], IMA's aggregates a^1..a^T or None)`."""
 
@@ -155,6 +156,7 @@ def _fedavg_family(
         weight_decay=weight_decay,
         sharpness=sharpness,
         ima_window=ima_window,
+        fednova=fednova,
         aggregates=aggregates,
     )
     return models, aggregates
@@ -521,6 +523,28 @@ CASES = [
         ),
         _fedavg_family(lambda: ref.Sgd(1.0), ima_window=(2, IMA_START)),
         id='fedavg_ima_broadcast_program_window',
+    ),
+    # FedNova (Wang et al. 2020): here every client runs 3 steps, so FedNova's
+    # update is FedAvg's (tests/algorithms/fednova_test.py has unequal
+    # steps); with client momentum, WSM and an IMA window.
+    pytest.param(
+        dict(
+            algorithm='fednova',
+            client_loss='wsm',
+            client_momentum=0.9,
+            window_size=2,
+            window_mode='broadcast',
+            window_start_round=IMA_START,
+            server_learning_rate=0.6,
+        ),
+        _fedavg_family(
+            lambda: ref.Sgd(0.6),
+            client_loss='wsm',
+            client_momentum=0.9,
+            ima_window=(2, IMA_START),
+            fednova=True,
+        ),
+        id='fednova_wsm_momentum_ima',
     ),
     # FedSAM and FedASAM clients (Caldarola et al. 2022): the gradient at
     # w + e; with FedProx + WSM + IMA, and SCAFFOLD + WSM with a window.

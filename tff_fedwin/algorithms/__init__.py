@@ -6,6 +6,8 @@ from tff_fedwin.aggregators.window_finalizer import build_window_finalizer
 from tff_fedwin.algorithms.client_training import CLIENT_LOSSES
 from tff_fedwin.algorithms.client_work import build_client_work
 from tff_fedwin.algorithms.fed_win import build_fed_win
+from tff_fedwin.algorithms.fednova import FedNovaFactory
+from tff_fedwin.algorithms.fednova import build_fednova
 from tff_fedwin.algorithms.mime_lite import build_mime_lite_with_window
 from tff_fedwin.algorithms.multi_round import build_multi_round_process
 from tff_fedwin.algorithms.partial_window_runner import PartialWindowRunner

@@ -17,6 +17,7 @@ from tff_fedwin import checks
 from tff_fedwin.algorithms import client_loop
 from tff_fedwin.algorithms import client_model
 from tff_fedwin.algorithms import client_training
+from tff_fedwin.algorithms import fednova as fednova_lib
 from tff_fedwin.algorithms import sharpness as sharpness_lib
 from tff_fedwin.losses import labels as labels_lib
 
@@ -45,6 +46,7 @@ def _build_client_update(
     proximal_strength: float,
     weight_decay: float,
     sharpness: Optional[sharpness_lib.Sharpness],
+    fednova: Optional[fednova_lib.FedNova],
     weighting: tff.learning.ClientWeighting,
     loop_implementation: client_loop.LoopForm,
 ) -> Callable[..., Any]:
@@ -83,6 +85,8 @@ def _build_client_update(
     update = client_training.zero_all_if_any_non_finite(
         output.model_delta, output.all_finite
     )
+    if fednova is not None:
+      update = fednova_lib.normalized_update(update, output.num_steps, fednova)
     if not output.all_finite:
       # As TFF: exclude the non-finite training metrics from the aggregate.
       model.reset_metrics()
@@ -104,6 +108,7 @@ def _check_arguments(
     weight_decay,
     client_weighting,
     sharpness=None,
+    fednova=None,
 ) -> None:
   """Raises TypeError/ValueError naming the bad argument."""
   if not isinstance(client_weighting, tff.learning.ClientWeighting):
@@ -115,6 +120,7 @@ def _check_arguments(
   checks.check_number('proximal_strength', proximal_strength, minimum=0)
   checks.check_number('weight_decay', weight_decay, minimum=0)
   sharpness_lib.check_sharpness(sharpness)
+  fednova_lib.check_fednova(fednova)
 
 
 def _hparams_computations(optimizer: tff.learning.optimizers.Optimizer):
@@ -156,6 +162,7 @@ def build_client_work(
     proximal_strength: float = 0.0,
     weight_decay: float = 0.0,
     sharpness: Optional[sharpness_lib.Sharpness] = None,
+    fednova: Optional[fednova_lib.FedNova] = None,
     client_weighting: tff.learning.ClientWeighting = NUM_EXAMPLES,
     metrics_aggregator: Optional[Any] = None,
     label_key: str = labels_lib.DEFAULT_LABEL_KEY,
@@ -207,6 +214,9 @@ def build_client_work(
     proximal_strength: mu >= 0; 0 disables the term.
     weight_decay: wd >= 0; 0 disables the term.
     sharpness: A `sharpness.Sharpness` (SAM or ASAM) or None (plain steps).
+    fednova: A `fednova.FedNova`: the update is FedNova's `OrderedDict(
+      normalized=(w_global - w) / a_i, steps=a_i)` (`fednova.
+      normalized_update`; aggregate it with `fednova.FedNovaFactory`), not T.
     client_weighting: A `tff.learning.ClientWeighting`.
     metrics_aggregator: As in `build_model_delta_client_work`; default
       `tff.learning.metrics.sum_then_finalize`.
@@ -234,6 +244,7 @@ def build_client_work(
       weight_decay=weight_decay,
       client_weighting=client_weighting,
       sharpness=sharpness,
+      fednova=fednova,
   )
   loop_implementation = client_loop.client_loop(loop_implementation)
   if metrics_aggregator is None:
@@ -261,6 +272,7 @@ def build_client_work(
         proximal_strength=float(proximal_strength),
         weight_decay=float(weight_decay),
         sharpness=sharpness,
+        fednova=fednova,
         weighting=client_weighting,
         loop_implementation=loop_implementation,
     )

@@ -20,6 +20,7 @@ from tff_fedwin.aggregators import window_math
 from tff_fedwin.algorithms import client_loop
 from tff_fedwin.algorithms import client_training
 from tff_fedwin.algorithms import client_work as client_work_lib
+from tff_fedwin.algorithms import fednova as fednova_lib
 from tff_fedwin.algorithms import scheduled_client_work
 from tff_fedwin.algorithms import sharpness as sharpness_lib
 
@@ -44,6 +45,7 @@ def build_fed_win(
     proximal_strength: float = 0.0,
     client_weight_decay: float = 0.0,
     client_sharpness: Optional[sharpness_lib.Sharpness] = None,
+    fednova: Optional[fednova_lib.FedNova] = None,
     client_weighting: tff.learning.ClientWeighting = (
         tff.learning.ClientWeighting.NUM_EXAMPLES
     ),
@@ -102,6 +104,12 @@ def build_fed_win(
     client_sharpness: A `sharpness.Sharpness` for FedSAM or FedASAM clients
       (Caldarola et al. 2022): each step's gradient is taken at w + e, SAM's
       or ASAM's ascent step; None (default): plain steps.
+    fednova: A `fednova.FedNova` for FedNova (Wang et al. 2020): the clients
+      send their update divided by their effective step count a_i, and the
+      aggregate is tau_eff times the weighted mean of those, tau_eff the
+      weighted mean of a_i (`fednova.FedNovaFactory` around
+      `model_aggregator`), before the server optimizer and the window; None
+      (default): FedAvg's mean update.
     client_weighting: A `tff.learning.ClientWeighting`.
     model_aggregator: Aggregation of client deltas; default
       `tff.aggregators.MeanFactory()`.
@@ -148,6 +156,7 @@ def build_fed_win(
       proximal_strength=proximal_strength,
       weight_decay=client_weight_decay,
       sharpness=client_sharpness,
+      fednova=fednova,
       client_weighting=client_weighting,
       metrics_aggregator=metrics_aggregator,
       loop_implementation=loop_implementation,
@@ -156,8 +165,13 @@ def build_fed_win(
     client_work = scheduled_client_work.build_scheduled_client_work(
         client_work, client_learning_rate_fn
     )
+  update_type = model_weights_type.trainable
+  if fednova is not None:
+    # The clients send (d_i, a_i); the aggregate is FedNova's Delta.
+    model_aggregator = fednova_lib.FedNovaFactory(model_aggregator)
+    update_type = client_work.next.type_signature.result.result.member.update
   aggregator = model_aggregator.create(
-      model_weights_type.trainable, tff.TensorType(tf.float32.as_numpy_dtype)
+      update_type, tff.TensorType(tf.float32.as_numpy_dtype)
   )
   if window_args is None:
     finalizer = tff.learning.templates.build_apply_optimizer_finalizer(

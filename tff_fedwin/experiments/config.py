@@ -39,6 +39,7 @@ ALGORITHMS = (
     'fedadam',
     'fedyogi',
     'fedprox',
+    'fednova',
     'mime_lite',
     'scaffold',
 )

@@ -18,6 +18,7 @@ import tensorflow_federated as tff
 
 from tff_fedwin.algorithms import client_data_bundle
 from tff_fedwin.algorithms import fed_win
+from tff_fedwin.algorithms import fednova
 from tff_fedwin.algorithms import mime_lite
 from tff_fedwin.algorithms import partial_window_runner
 from tff_fedwin.algorithms import program_window_runner
@@ -230,7 +231,7 @@ def _fed_win_runner(
     num_train_clients: int,
     dirs: TransferDirs,
 ) -> runners.LearningProcessRunner:
-  """`build_fed_win` (FedAvg family, FedProx, WSM, IMA schedule)."""
+  """`build_fed_win` (FedAvg family, FedProx, FedNova, WSM, schedules)."""
   del num_train_clients  # Unused.
   process = fed_win.build_fed_win(
       task.model_fn,
@@ -245,6 +246,11 @@ def _fed_win_runner(
       ),
       client_weight_decay=config.client_weight_decay,
       client_sharpness=_client_sharpness(config),
+      fednova=(
+          fednova.build_fednova(config.client_momentum)
+          if config.algorithm == 'fednova'
+          else None
+      ),
   )
   return runners.LearningProcessRunner(
       process,
@@ -322,6 +328,7 @@ RUNNER_BUILDERS: Mapping[str, RunnerBuilder] = types.MappingProxyType(
         'fedadam': _fed_win_runner,
         'fedyogi': _fed_win_runner,
         'fedprox': _fed_win_runner,
+        'fednova': _fed_win_runner,
         'mime_lite': _mime_lite_runner,
         'scaffold': _scaffold_runner,
     }

@@ -43,6 +43,7 @@ PREDICTION_KINDS = (CLASSIFICATION, NEXT_WORD, NEXT_CHAR)
 SERVER_OPTIMIZERS = {
     'fedavg': 'sgd',
     'fedprox': 'sgd',
+    'fednova': 'sgd',
     'scaffold': 'sgd',
     'mime_lite': 'sgd',
     'fedavgm': 'sgdm',
