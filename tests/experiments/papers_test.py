@@ -125,14 +125,35 @@ def test_ima_row_differs_from_the_baseline_in_window_and_schedule_only(
 
 def test_ima_early_start_shares_its_baselines_with_ima_local_setup():
   # Same configs, so the same runs (trained once): the speed-up compares IMA
-  # from 0.375 R against the baselines of sec. 2b. No other rows share.
+  # from 0.375 R against the baselines of sec. 2b. The algorithm tables
+  # share their FedAvg-family rows with mnist_wima and ima; no other rows.
   shared = {
       ('ima_early_start', label): ('ima_local_setup', label)
       for label in ('fedavg alpha=0.1 no window', 'fedadam alpha=0.1 no window')
   }
+  shared.update(
+      {
+          ('wima_algorithms', label): ('mnist_wima', label)
+          for label in (
+              'fedavg alpha=0.05 W=10',
+              'fedavgm alpha=0.05 slr=0.1 W=10',
+              'scaffold alpha=0.05 W=10',
+          )
+      }
+  )
+  shared.update(
+      {
+          ('ima_algorithms', f'{alg} alpha=0.1 {row}'): (
+              'ima',
+              f'{alg} alpha=0.1 {row}',
+          )
+          for alg in ('fedavg', 'fedadam')
+          for row in ('no window', 'IMA')
+      }
+  )
   assert papers.shared_runs(TABLE) == shared
-  for (_, label), (owner, owner_label) in shared.items():
-    assert TABLE['ima_early_start'][label] == TABLE[owner][owner_label]
+  for (name, label), (owner, owner_label) in shared.items():
+    assert TABLE[name][label] == TABLE[owner][owner_label]
 
 
 def test_shared_runs_names_the_first_row_with_the_config():
@@ -215,3 +236,37 @@ def test_a_window_sweep_is_one_evaluate_mode_run_per_trajectory(
     carried = {config.window_size, *config_lib.parse_window_sizes(config)}
     assert carried == sizes
     assert config.window_mode == 'evaluate'
+
+
+def test_the_algorithm_tables_put_the_window_on_every_algorithm():
+  wima = TABLE['wima_algorithms']
+  # Every --algorithm, FedSAM and FedASAM (FedAvg with SAM/ASAM clients),
+  # each with a W = 10 evaluate-mode window at alpha = 0.05.
+  assert sorted({c.algorithm for c in wima.values()}) == sorted(
+      experiments.ALGORITHMS
+  )
+  assert sorted(c.client_sharpness for c in wima.values()) == sorted(
+      ['none'] * len(experiments.ALGORITHMS) + ['sam', 'asam']
+  )
+  assert {
+      (c.window_size, c.window_mode, c.dirichlet_alpha) for c in wima.values()
+  } == {(10, 'evaluate', 0.05)}
+  # IMA's table: each algorithm with and without IMA, the pair equal but for
+  # the window and the schedule.
+  ima = TABLE['ima_algorithms']
+  for alg in papers.IMA_TABLE_ALGORITHMS:
+    without, with_ima = (
+        ima[f'{alg} alpha=0.1 no window'],
+        ima[f'{alg} alpha=0.1 IMA'],
+    )
+    assert with_ima.window_mode == 'broadcast' and with_ima.window_size == 5
+    assert (
+        attrs.evolve(
+            with_ima,
+            window_size=0,
+            window_mode='evaluate',
+            window_start_round=0,
+            client_lr_schedule='constant',
+        )
+        == without
+    )

@@ -147,6 +147,14 @@ def paper_experiments(
   }
   table['tuning'] = _tuning_experiment(base)
   table['wima_algorithms'] = _wima_algorithms(base)
+  # IMA Table 1's shape: IMA on each algorithm of the table we have
+  # (FedFA and FedGMA are not here), alpha = 0.1, 40 rounds as `ima`
+  # (whose FedAvg and FedAdam rows these are).
+  table['ima_algorithms'] = _ima_experiment(
+      attrs.evolve(base, total_rounds=rounds(40)),
+      algorithms=IMA_TABLE_ALGORITHMS,
+      schedule_only=False,
+  )
   table['shakespeare'] = {
       'fedavg shakespeare W=10': attrs.evolve(
           base,
@@ -170,28 +178,45 @@ def paper_experiments(
 # IMA Table 5's rho = 0.2, eta = 0.05. FedAvg, FedAvgM and SCAFFOLD are
 # mnist_wima's rows (the same configs: shared runs).
 _SERVER_RATES = {'fedadam': 0.01, 'fedyogi': 0.01}
+# IMA Table 1's algorithms that run here.
+IMA_TABLE_ALGORITHMS = (
+    'fedavg',
+    'fedprox',
+    'fedasam',
+    'fednova',
+    'fedadam',
+    'fedyogi',
+)
 _SHARPNESS_ROWS = {
     'fedsam': dict(client_sharpness='sam', sam_rho=0.05),
     'fedasam': dict(client_sharpness='asam', sam_rho=0.2, sam_eta=0.05),
 }
 
 
+def _algorithm_flags(alg: str, alpha: float) -> dict:
+  """The flags of a table row's algorithm `alg` (a `--algorithm`, or
+  `fedsam`/`fedasam`: FedAvg with the sharpness flags) at `alpha`, with its
+  server rate."""
+  extra = _SHARPNESS_ROWS.get(alg, {})
+  return dict(
+      algorithm='fedavg' if extra else alg,
+      dirichlet_alpha=alpha,
+      server_learning_rate=TUNED.get(
+          f'{alg} alpha={alpha}', _SERVER_RATES.get(alg, 1.0)
+      ),
+      **extra,
+  )
+
+
 def _wima_algorithms(base):
   """{row: config}: each algorithm with a W = 10 window at alpha = 0.05."""
-  alpha = 0.05
   rows = {}
   for alg in (*config_lib.ALGORITHMS, *_SHARPNESS_ROWS):
-    extra = _SHARPNESS_ROWS.get(alg, {})
-    algorithm = 'fedavg' if extra else alg
-    slr = TUNED.get(f'{alg} alpha={alpha}', _SERVER_RATES.get(alg, 1.0))
-    slr_label = f' slr={slr}' if alg in ('fedavgm', *_SERVER_RATES) else ''
-    rows[f'{alg} alpha={alpha}{slr_label} W=10'] = attrs.evolve(
-        base,
-        algorithm=algorithm,
-        dirichlet_alpha=alpha,
-        window_size=10,
-        server_learning_rate=slr,
-        **extra,
+    flags = _algorithm_flags(alg, 0.05)
+    rate = flags['server_learning_rate']
+    shown = f' slr={rate}' if alg in ('fedavgm', *_SERVER_RATES) else ''
+    rows[f'{alg} alpha=0.05{shown} W=10'] = attrs.evolve(
+        base, window_size=10, **flags
     )
   return rows
 
@@ -297,11 +322,7 @@ def _ima_experiment(
     rows['IMA schedule only W=1'] = dict(window_size=1, **window)
   return {
       f'{alg} alpha=0.1 {row}': attrs.evolve(
-          base,
-          algorithm=alg,
-          dirichlet_alpha=0.1,
-          server_learning_rate=(0.01 if alg == 'fedadam' else 1.0),
-          **kwargs,
+          base, **_algorithm_flags(alg, 0.1), **kwargs
       )
       for alg in algorithms
       for row, kwargs in rows.items()
