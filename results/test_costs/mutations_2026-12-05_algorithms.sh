@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Issue 66: one defect per new algorithm piece (a sign or a coefficient of its update): one known defect at a time applied to a copy
+# of HEAD of ${REPO:-/work/main}, and the tests that must catch it (-x: the first failure).
+set -u
+REPO=${REPO:-/work/main}
+cd "$REPO"
+py=${PY:-/work/main/.venv/bin/python}
+apply() {  # name, file, old, new, test args...
+  local name=$1 file=$2 old=$3 new=$4; shift 4
+  local dir=/tmp/mutation/$name
+  rm -rf "$dir"; mkdir -p "$dir"
+  git archive HEAD | tar -x -C "$dir"
+  $py - "$dir/$file" "$old" "$new" <<'PY'
+import sys
+path, old, new = sys.argv[1:]
+text = open(path).read()
+assert text.count(old) == 1, (path, old, text.count(old))
+open(path, 'w').write(text.replace(old, new))
+PY
+  diff <(git show HEAD:"$file") "$dir/$file"
+  echo "=== $name: $(date +%T) running $*"
+  (cd "$dir" && PYTHONPATH="$dir" timeout 1800 $py -m pytest -q -x -n 0 -p no:cacheprovider "$@" 2>&1 | grep -E '^(FAILED|ERROR)|[0-9]+ (passed|failed)' | tail -3)
+  echo "=== $name done $(date +%T)"
+}
+apply fednova_ignores_momentum tff_fedwin/algorithms/fednova.py $'  if not momentum:\n    return tau' $'  if True:\n    return tau' tests/algorithms/fednova_test.py
+apply fednova_without_tau_eff tff_fedwin/algorithms/fednova.py "lambda d: tf.cast(mean['steps'], d.dtype) * d" "lambda d: d" tests/algorithms/fednova_test.py
+apply sam_step_down_the_gradient tff_fedwin/algorithms/sharpness.py "  coefficient = sharpness.rho / (norm + NORM_EPSILON)" "  coefficient = -sharpness.rho / (norm + NORM_EPSILON)" tests/algorithms/sharpness_test.py
+apply asam_scales_biases tff_fedwin/algorithms/sharpness.py "  return base not in _BIAS_NAMES" "  return True" tests/experiments/wiring_test.py -k asam
+apply asam_scales_once tff_fedwin/algorithms/sharpness.py "      coefficient * (g if t is None else g * t)" "      coefficient * g" tests/algorithms/sharpness_test.py
+apply sam_metrics_counted_twice tff_fedwin/algorithms/sharpness.py $'  for variable, value in restored:\n    variable.assign(value)' $'  for variable, value in list(restored)[: len(variables)]:\n    variable.assign(value)' tests/algorithms/sharpness_test.py
+apply partial_window_parts_swapped tff_fedwin/algorithms/partial_window_runner.py $'  if part == \'classifier\':\n    head, body = window, global_\n  else:\n    head, body = global_, window' $'  if part != \'classifier\':\n    head, body = window, global_\n  else:\n    head, body = global_, window' tests/algorithms/partial_window_runner_test.py
+apply swa_running_mean_off_by_one tff_fedwin/algorithms/swa_runner.py "    return (swa * n + w) / (n + 1.0)" "    return (swa * n + w) / (n + 2.0)" tests/algorithms/swa_runner_test.py
+apply swa_updates_from_the_start_round tff_fedwin/algorithms/swa_runner.py "    return since > 0 and since % self._cycle == 0" "    return since >= 0 and since % self._cycle == 0" tests/algorithms/swa_runner_test.py
