@@ -25,7 +25,7 @@ PY
 }
 # Item 5: the LEAF cache is used only when it is ours.
 apply entry_owner_unchecked tff_fedwin/data/leaf_cache_trust.py "  if info.st_uid != os.geteuid():" "  if False:" tests/data/leaf_cache_trust_test.py
-apply symlink_followed tff_fedwin/data/leaf_cache_trust.py "    info = os.lstat(path)" "    info = os.stat(path)" tests/data/leaf_cache_trust_test.py -k symlink
+apply symlink_followed tff_fedwin/data/leaf_cache_trust.py $'    info = os.lstat(path)\n  except FileNotFoundError:' $'    info = os.stat(path)\n  except FileNotFoundError:' tests/data/leaf_cache_trust_test.py -k symlink
 apply cache_dir_owner_unchecked tff_fedwin/data/leaf_cache.py "  problem = trust.foreign(root) or trust.foreign(stat_keys)" "  problem = None" tests/data/leaf_cache_trust_test.py -k cache_directory
 apply failed_rename_taken_as_ours tff_fedwin/data/leaf_cache.py "      problem = trust.foreign(directory)" "      problem = None" tests/data/leaf_cache_trust_test.py -k during
 apply transient_error_deletes tff_fedwin/data/leaf_cache_entry.py "    if e.errno in trust.DAMAGE_ERRNOS:" "    if True:" tests/data/leaf_cache_trust_test.py -k transient
