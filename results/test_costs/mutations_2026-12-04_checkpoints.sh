@@ -1,27 +1,7 @@
 #!/usr/bin/env bash
-# Issue 65 items 1, 2 and 6 (index entries, forks): one known defect at a time applied to a copy
-# of HEAD of ${REPO:-/work/main}, and the tests that must catch it (-x: the first failure).
-set -u
-REPO=${REPO:-/work/main}
-cd "$REPO"
-py=${PY:-/work/main/.venv/bin/python}
-apply() {  # name, file, old, new, test args...
-  local name=$1 file=$2 old=$3 new=$4; shift 4
-  local dir=/tmp/mutation/$name
-  rm -rf "$dir"; mkdir -p "$dir"
-  git archive HEAD | tar -x -C "$dir"
-  $py - "$dir/$file" "$old" "$new" <<'PY'
-import sys
-path, old, new = sys.argv[1:]
-text = open(path).read()
-assert text.count(old) == 1, (path, old, text.count(old))
-open(path, 'w').write(text.replace(old, new))
-PY
-  diff <(git show HEAD:"$file") "$dir/$file"
-  echo "=== $name: $(date +%T) running $*"
-  (cd "$dir" && PYTHONPATH="$dir" timeout 1800 $py -m pytest -q -x -n 0 -p no:cacheprovider "$@" 2>&1 | grep -E '^(FAILED|ERROR)|[0-9]+ (passed|failed)' | tail -3)
-  echo "=== $name done $(date +%T)"
-}
+# Issue 65 items 1, 2 and 6 (index entries, forks): one defect at a time with the tests that
+# must catch it (results/test_costs/mutation_lib.sh).
+source "$(dirname "$0")/mutation_lib.sh"
 apply no_rows_copy tff_fedwin/training/checkpoint_manifest.py "  metrics_rows.write_copy(" "  (lambda *a: None)(" tests/training/metrics_rows_test.py
 apply rows_never_restored tff_fedwin/training/metrics_rows.py "        and check_csv(metrics_csv, manifest)" "        and False" tests/training/metrics_rows_test.py
 apply metrics_csv_not_fsynced tff_fedwin/training/checkpoint_manifest.py "  rows = [metrics_csv] if metrics_csv and os.path.exists(metrics_csv) else []" "  rows = []" tests/training/checkpoint_manifest_test.py

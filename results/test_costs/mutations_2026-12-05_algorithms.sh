@@ -1,27 +1,7 @@
 #!/usr/bin/env bash
-# Issue 66: one defect per new algorithm piece (a sign or a coefficient of its update): one known defect at a time applied to a copy
-# of HEAD of ${REPO:-/work/main}, and the tests that must catch it (-x: the first failure).
-set -u
-REPO=${REPO:-/work/main}
-cd "$REPO"
-py=${PY:-/work/main/.venv/bin/python}
-apply() {  # name, file, old, new, test args...
-  local name=$1 file=$2 old=$3 new=$4; shift 4
-  local dir=/tmp/mutation/$name
-  rm -rf "$dir"; mkdir -p "$dir"
-  git archive HEAD | tar -x -C "$dir"
-  $py - "$dir/$file" "$old" "$new" <<'PY'
-import sys
-path, old, new = sys.argv[1:]
-text = open(path).read()
-assert text.count(old) == 1, (path, old, text.count(old))
-open(path, 'w').write(text.replace(old, new))
-PY
-  diff <(git show HEAD:"$file") "$dir/$file"
-  echo "=== $name: $(date +%T) running $*"
-  (cd "$dir" && PYTHONPATH="$dir" timeout 1800 $py -m pytest -q -x -n 0 -p no:cacheprovider "$@" 2>&1 | grep -E '^(FAILED|ERROR)|[0-9]+ (passed|failed)' | tail -3)
-  echo "=== $name done $(date +%T)"
-}
+# Issue 66: one defect per new algorithm piece (a sign or a coefficient of its update), each
+# with the tests that must catch it (results/test_costs/mutation_lib.sh).
+source "$(dirname "$0")/mutation_lib.sh"
 apply fednova_ignores_momentum tff_fedwin/algorithms/fednova.py $'  if not momentum:\n    return tau' $'  if True:\n    return tau' tests/algorithms/fednova_test.py
 apply fednova_without_tau_eff tff_fedwin/algorithms/fednova.py "lambda d: tf.cast(mean['steps'], d.dtype) * d" "lambda d: d" tests/algorithms/fednova_test.py
 apply sam_step_down_the_gradient tff_fedwin/algorithms/sharpness.py "  coefficient = sharpness.rho / (norm + NORM_EPSILON)" "  coefficient = -sharpness.rho / (norm + NORM_EPSILON)" tests/algorithms/sharpness_test.py

@@ -1,27 +1,7 @@
 #!/usr/bin/env bash
-# Issue 65 items 3 (a transfer directory per run) and 4 (workers serve only their user): one known defect at a time applied to a copy
-# of HEAD of ${REPO:-/work/main}, and the tests that must catch it (-x: the first failure).
-set -u
-REPO=${REPO:-/work/main}
-cd "$REPO"
-py=${PY:-/work/main/.venv/bin/python}
-apply() {  # name, file, old, new, test args...
-  local name=$1 file=$2 old=$3 new=$4; shift 4
-  local dir=/tmp/mutation/$name
-  rm -rf "$dir"; mkdir -p "$dir"
-  git archive HEAD | tar -x -C "$dir"
-  $py - "$dir/$file" "$old" "$new" <<'PY'
-import sys
-path, old, new = sys.argv[1:]
-text = open(path).read()
-assert text.count(old) == 1, (path, old, text.count(old))
-open(path, 'w').write(text.replace(old, new))
-PY
-  diff <(git show HEAD:"$file") "$dir/$file"
-  echo "=== $name: $(date +%T) running $*"
-  (cd "$dir" && PYTHONPATH="$dir" timeout 1800 $py -m pytest -q -x -n 0 -p no:cacheprovider "$@" 2>&1 | grep -E '^(FAILED|ERROR)|[0-9]+ (passed|failed)' | tail -3)
-  echo "=== $name done $(date +%T)"
-}
+# Issue 65 items 3 (a transfer directory per run) and 4 (workers serve only their user): one
+# defect at a time with the tests that must catch it (results/test_costs/mutation_lib.sh).
+source "$(dirname "$0")/mutation_lib.sh"
 apply transfer_dir_not_per_run tff_fedwin/experiments/registry.py "        f'{config.experiment_name}-{run_id}'," "        f'{config.experiment_name}'," tests/experiments/run_transfer_dir_test.py
 apply transfer_dir_not_locked tff_fedwin/experiments/run.py $'      run_lock.TransferDirectoryLockedError,\n  ):\n    yield' $'      run_lock.TransferDirectoryLockedError,\n  ) if False else contextlib.nullcontext():\n    yield' tests/experiments/run_transfer_dir_test.py -k refused
 apply exit_removes_all_client_data tff_fedwin/experiments/run.py "  directory = registry.transfer_dirs(config, run_id).client_data" "  directory = registry.transfer_dirs(config, run_id).root + '/..'" tests/experiments/run_transfer_dir_test.py -k only_its_own
