@@ -1,28 +1,7 @@
 #!/usr/bin/env bash
-# Issue 65 items 5 and 6 (LEAF cache trust, hostile inputs): applies one known defect at a time to
-# a copy of the repository's HEAD and runs the tests that should catch it (each should fail).
-# Usage: REPO=/work/wt_data bash results/test_costs/mutations_2026-12-04_data.sh
-set -u
-REPO=${REPO:-/work/main}
-cd "$REPO"
-py=/work/main/.venv/bin/python
-apply() {  # name, file, python replacement expression (old, new)
-  local name=$1 file=$2 old=$3 new=$4; shift 4
-  local dir=/tmp/mutation_data/$name
-  rm -rf "$dir"; mkdir -p "$dir"
-  git -C "$REPO" archive HEAD | tar -x -C "$dir"
-  $py - "$dir/$file" "$old" "$new" <<'PY'
-import sys
-path, old, new = sys.argv[1:]
-text = open(path).read()
-assert text.count(old) == 1, (path, old, text.count(old))
-open(path, 'w').write(text.replace(old, new))
-PY
-  diff <(git -C "$REPO" show HEAD:"$file") "$dir/$file"
-  echo "=== $name: $(date +%T) running $*"
-  (cd "$dir" && PYTHONPATH="$dir" $py -c "import tff_fedwin; print(tff_fedwin.__file__)" && PYTHONPATH="$dir" timeout 1800 $py -m pytest -n 0 -q -x -p no:cacheprovider "$@" 2>&1 | tail -15)
-  echo "=== $name done $(date +%T) rc=${PIPESTATUS[0]}"
-}
+# Issue 65 items 5 and 6 (LEAF cache trust, hostile inputs): one defect at a time with the
+# tests that must catch it (results/test_costs/mutation_lib.sh).
+source "$(dirname "$0")/mutation_lib.sh"
 # Item 5: the LEAF cache is used only when it is ours.
 apply entry_owner_unchecked tff_fedwin/data/leaf_cache_trust.py "  if info.st_uid != os.geteuid():" "  if False:" tests/data/leaf_cache_trust_test.py
 apply symlink_followed tff_fedwin/data/leaf_cache_trust.py $'    info = os.lstat(path)\n  except FileNotFoundError:' $'    info = os.stat(path)\n  except FileNotFoundError:' tests/data/leaf_cache_trust_test.py -k symlink
