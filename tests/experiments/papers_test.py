@@ -6,6 +6,7 @@ import pytest
 from tff_fedwin import experiments
 from tff_fedwin.experiments import config as config_lib
 from tff_fedwin.experiments import papers
+from tff_fedwin.reporting import run_verdicts
 
 TABLE = papers.paper_experiments()
 
@@ -270,3 +271,14 @@ def test_the_algorithm_tables_put_the_window_on_every_algorithm():
         )
         == without
     )
+
+
+def test_ima_table_verdicts_pair_every_algorithm_of_the_table():
+  # tff_fedwin.reporting cannot import experiments: its list is kept here.
+  assert run_verdicts.IMA_TABLE_PAIRS == tuple(
+      (f'{alg} alpha=0.1 IMA', f'{alg} alpha=0.1 no window')
+      for alg in papers.IMA_TABLE_ALGORITHMS
+  )
+  assert {row for pair in run_verdicts.IMA_TABLE_PAIRS for row in pair} == set(
+      TABLE['ima_algorithms']
+  )

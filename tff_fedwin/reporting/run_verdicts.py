@@ -32,7 +32,14 @@ _IMA_ROWS = (
     (_IMA_SCHEDULE, _IMA_BASE),
     _IMA_ADAM,
 )
+# IMA Table 1's shape: IMA minus no IMA per algorithm (`experiments.papers.
+# IMA_TABLE_ALGORITHMS`; tests/experiments/papers_test.py keeps them equal).
+IMA_TABLE_PAIRS = tuple(
+    (f'{alg} alpha=0.1 IMA', f'{alg} alpha=0.1 no window')
+    for alg in ('fedavg', 'fedprox', 'fedasam', 'fednova', 'fedadam', 'fedyogi')
+)
 ROW_COMPARISONS = {
+    'ima_algorithms': IMA_TABLE_PAIRS,
     'ima': _IMA_ROWS,
     'ima_local_setup': _IMA_ROWS,
     'ima_early_start': ((_IMA_FEDAVG, _IMA_BASE), _IMA_ADAM),
