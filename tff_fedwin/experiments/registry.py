@@ -22,10 +22,10 @@ from tff_fedwin.algorithms import fednova
 from tff_fedwin.algorithms import mime_lite
 from tff_fedwin.algorithms import partial_window_runner
 from tff_fedwin.algorithms import program_window_runner
-from tff_fedwin.algorithms import sharpness
 from tff_fedwin.algorithms import runners
 from tff_fedwin.algorithms import scaffold
 from tff_fedwin.algorithms import scheduled_client_work
+from tff_fedwin.algorithms import sharpness
 from tff_fedwin.algorithms import swa_runner
 from tff_fedwin.experiments import config as config_lib
 from tff_fedwin.experiments import task_defaults
