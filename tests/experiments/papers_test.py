@@ -173,11 +173,15 @@ def test_rows_that_train_like_an_ima_row_until_t_s_fork_from_it():
   # int(0.375 * 300) = 112 -> 110 (its IMA row trains like ima_local_setup's
   # before 112); ima (40 rounds, eval every 2) t_s = 30 -> 28, the
   # schedule-only row only (its no-window row has the constant lr, which
-  # parts from IMA's at round 1).
+  # parts from IMA's at round 1), as ima_algorithms' FedYogi one.
   setup = 'ima_local_setup'
   expected = {
       ('ima', 'fedavg alpha=0.1 IMA schedule only W=1'): (
           ('ima', 'fedavg alpha=0.1 IMA'),
+          28,
+      ),
+      ('ima_algorithms', 'fedyogi alpha=0.1 IMA schedule only W=1'): (
+          ('ima_algorithms', 'fedyogi alpha=0.1 IMA'),
           28,
       ),
       (setup, 'fedavg alpha=0.1 no window'): (
@@ -279,6 +283,5 @@ def test_ima_table_verdicts_pair_every_algorithm_of_the_table():
       (f'{alg} alpha=0.1 IMA', f'{alg} alpha=0.1 no window')
       for alg in papers.IMA_TABLE_ALGORITHMS
   )
-  assert {row for pair in run_verdicts.IMA_TABLE_PAIRS for row in pair} == set(
-      TABLE['ima_algorithms']
-  )
+  pairs = run_verdicts.IMA_TABLE_PAIRS + run_verdicts.IMA_YOGI_SPLIT
+  assert {row for pair in pairs for row in pair} == set(TABLE['ima_algorithms'])

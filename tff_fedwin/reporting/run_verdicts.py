@@ -38,8 +38,14 @@ IMA_TABLE_PAIRS = tuple(
     (f'{alg} alpha=0.1 IMA', f'{alg} alpha=0.1 no window')
     for alg in ('fedavg', 'fedprox', 'fedasam', 'fednova', 'fedadam', 'fedyogi')
 )
+# FedYogi's IMA split into the window's and the schedule's share.
+_YOGI_SCHEDULE = 'fedyogi alpha=0.1 IMA schedule only W=1'
+IMA_YOGI_SPLIT = (
+    ('fedyogi alpha=0.1 IMA', _YOGI_SCHEDULE),
+    (_YOGI_SCHEDULE, 'fedyogi alpha=0.1 no window'),
+)
 ROW_COMPARISONS = {
-    'ima_algorithms': IMA_TABLE_PAIRS,
+    'ima_algorithms': IMA_TABLE_PAIRS + IMA_YOGI_SPLIT,
     'ima': _IMA_ROWS,
     'ima_local_setup': _IMA_ROWS,
     'ima_early_start': ((_IMA_FEDAVG, _IMA_BASE), _IMA_ADAM),
