@@ -17,6 +17,7 @@ import tensorflow_federated as tff
 
 from tff_fedwin import checks
 from tff_fedwin import choices
+from tff_fedwin.algorithms import gradient_transforms
 from tff_fedwin.algorithms import sharpness as sharpness_lib
 from tff_fedwin.losses import labels as labels_lib
 from tff_fedwin.losses import wsm
@@ -24,7 +25,10 @@ from tff_fedwin.losses import wsm
 CLIENT_LOSSES = choices.CLIENT_LOSSES
 
 # (gradients, trainable weights, step_input) -> gradients.
-GradientTransform = Callable[[Any, Any, Any], Any]
+GradientTransform = gradient_transforms.GradientTransform
+proximal_gradient = gradient_transforms.proximal_gradient
+control_variate_correction = gradient_transforms.control_variate_correction
+weight_decay_gradient = gradient_transforms.weight_decay_gradient
 
 
 class ClientStepState(NamedTuple):
@@ -127,40 +131,6 @@ def sgd_step(learning_rate: float) -> OptimizerStep:
   return OptimizerStep(initialize=lambda specs, hparams: (), next=next_fn)
 
 
-def proximal_gradient(proximal_strength: float) -> GradientTransform:
-  """`g + mu (w - w_global)`: adds the gradient of (mu/2)||w - w_global||^2.
-
-  The FedProx term (Li et al. 2020, Eq. 2); `step_input` is w_global's
-  trainable weights.
-
-  Args:
-    proximal_strength: mu >= 0.
-
-  Returns:
-    A `GradientTransform`.
-  """
-
-  def transform(gradients, trainable, initial_trainable):
-    return tf.nest.map_structure(
-        lambda g, v, v0: g
-        + tf.cast(proximal_strength, v.dtype) * (v - tf.cast(v0, v.dtype)),
-        gradients,
-        trainable,
-        initial_trainable,
-    )
-
-  return transform
-
-
-def control_variate_correction(gradients, trainable, correction):
-  """`g + (c - c_i)`: SCAFFOLD's corrected gradient (Alg. 1, line 10).
-
-  A `GradientTransform` whose `step_input` is the correction c - c_i.
-  """
-  del trainable  # Unused.
-  return tf.nest.map_structure(tf.add, gradients, correction)
-
-
 def zero_all_if_any_non_finite(structure: Any, all_finite: Any) -> Any:
   """`structure` if `all_finite`, else zeros of its shape (TFF's rule)."""
   return tf.nest.map_structure(
@@ -251,20 +221,6 @@ def _class_proportions(data, num_classes, label_key):
   if isinstance(data, tf.data.Dataset):
     return wsm.class_proportions_from_dataset(data, num_classes, label_key)
   return wsm.class_proportions_from_labels(data, num_classes)
-
-
-def weight_decay_gradient(gradients: Any, trainable: Any, weight_decay: float):
-  """`g + wd * w`: the L2 term (wd/2)||w||^2 added to a gradient.
-
-  As PyTorch's `torch.optim.SGD(weight_decay=wd)` applies it: to the raw
-  gradient, before momentum and any correction (docs/design.md sec. 4.4).
-  `weight_decay` 0 returns `gradients` unchanged (no op in the graph).
-  """
-  if not weight_decay:
-    return gradients
-  return tf.nest.map_structure(
-      lambda g, v: g + tf.cast(weight_decay, v.dtype) * v, gradients, trainable
-  )
 
 
 def _batch_gradient(model, trainable, batch_loss, batch, class_proportions):

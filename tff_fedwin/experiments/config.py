@@ -16,6 +16,7 @@ import attrs
 from tff_fedwin import checks
 from tff_fedwin import choices
 from tff_fedwin import errors
+from tff_fedwin.experiments import algorithm_flags
 from tff_fedwin.experiments import data_flags
 from tff_fedwin.experiments import problems as problems_lib
 from tff_fedwin.experiments import schedule_flags
@@ -33,27 +34,10 @@ TEXT_TOKENIZERS = choices.TEXT_TOKENIZERS
 TEXT_MODELS = choices.TEXT_MODELS
 # --model: 'auto' (the task's default) or one of the image models.
 MODELS = ('auto', *choices.IMAGE_MODELS)
-ALGORITHMS = (
-    'fedavg',
-    'fedavgm',
-    'fedadam',
-    'fedyogi',
-    'fedprox',
-    'fednova',
-    'mime_lite',
-    'scaffold',
-)
-# The algorithms whose clients take `--client_lr_schedule` and
-# `--client_momentum` (TFF's SGD(M) on the client-training core).
-CLIENT_OPTIMIZER_ALGORITHMS = tuple(
-    a for a in ALGORITHMS if a not in ('mime_lite', 'scaffold')
-)
-# The algorithms whose clients take `--client_weight_decay` and
-# `--client_sharpness`: the client-training core's (TFF's Mime Lite builder
-# takes neither).
-WEIGHT_DECAY_ALGORITHMS = tuple(a for a in ALGORITHMS if a != 'mime_lite')
-# The algorithms with an adaptive server optimizer (`--server_epsilon`).
-ADAPTIVE_SERVER_ALGORITHMS = ('fedadam', 'fedyogi')
+ALGORITHMS = algorithm_flags.ALGORITHMS
+CLIENT_OPTIMIZER_ALGORITHMS = algorithm_flags.CLIENT_OPTIMIZER_ALGORITHMS
+WEIGHT_DECAY_ALGORITHMS = algorithm_flags.WEIGHT_DECAY_ALGORITHMS
+ADAPTIVE_SERVER_ALGORITHMS = algorithm_flags.ADAPTIVE_SERVER_ALGORITHMS
 CLIENT_LOSSES = choices.CLIENT_LOSSES
 WINDOW_MODES = choices.WINDOW_MODES
 WINDOW_PARTS = choices.WINDOW_PARTS
@@ -353,74 +337,6 @@ def _check_workers(config: ExperimentConfig, problems: Problems) -> None:
     )
 
 
-def _check_algorithm(config: ExperimentConfig, problems: Problems) -> None:
-  """The algorithm supports the loss, the schedule and the window."""
-  if config.client_loss == 'wsm' and (
-      config.task not in choices.CLASSIFICATION_TASKS
-  ):
-    problems.add(
-        f'--client_loss=wsm needs one label per example: --task must be one '
-        f'of {", ".join(choices.CLASSIFICATION_TASKS)}; got {config.task!r}.'
-    )
-  if config.server_epsilon is not None and (
-      config.algorithm not in ADAPTIVE_SERVER_ALGORITHMS
-  ):
-    problems.add(
-        '--server_epsilon is the adaptivity of --algorithm='
-        f'{listed(ADAPTIVE_SERVER_ALGORITHMS)}; --algorithm={config.algorithm} '
-        'has none.'
-    )
-  if config.algorithm == 'mime_lite' and config.client_loss != 'ce':
-    problems.add('--algorithm=mime_lite supports --client_loss=ce only.')
-  if config.client_lr_schedule != 'constant' and (
-      config.algorithm not in CLIENT_OPTIMIZER_ALGORITHMS
-  ):
-    problems.add(
-        f'--client_lr_schedule={config.client_lr_schedule} is supported with '
-        f'--algorithm={listed(CLIENT_OPTIMIZER_ALGORITHMS)}; got '
-        f'{config.algorithm!r}.'
-    )
-  if config.client_momentum and (
-      config.algorithm not in CLIENT_OPTIMIZER_ALGORITHMS
-  ):
-    problems.add(
-        '--client_momentum is supported with '
-        f'--algorithm={listed(CLIENT_OPTIMIZER_ALGORITHMS)}; got '
-        f'{config.algorithm!r}.'
-    )
-  if config.client_weight_decay and (
-      config.algorithm not in WEIGHT_DECAY_ALGORITHMS
-  ):
-    problems.add(
-        '--client_weight_decay is supported with '
-        f'--algorithm={listed(WEIGHT_DECAY_ALGORITHMS)}; got '
-        f"{config.algorithm!r} (TFF's Mime Lite builder takes no weight "
-        'decay).'
-    )
-  if config.algorithm != 'scaffold' and (
-      config.client_states != 'auto'
-      or config.client_states_dir
-      or config.client_state_transfer != 'auto'
-  ):
-    problems.add(
-        '--client_states, --client_states_dir and --client_state_transfer '
-        'are for the per-client states of --algorithm=scaffold; '
-        f'--algorithm={config.algorithm} keeps none.'
-    )
-  if (
-      config.algorithm == 'mime_lite'
-      and config.window_size
-      and not window_flags.kept_by_program(config)
-      # Unset, it is 1.0 for every task (`task_defaults`).
-      and config.server_learning_rate not in (None, 1.0)
-  ):
-    problems.add(
-        '--algorithm=mime_lite with the window in the state uses it as TFF '
-        'model aggregator, which is exact only with '
-        '--server_learning_rate=1.0; use --window_location=program.'
-    )
-
-
 def validate_config(config: ExperimentConfig) -> None:
   """Raises ValueError listing every problem of `config`, one line each.
 
@@ -439,6 +355,6 @@ def validate_config(config: ExperimentConfig) -> None:
   sharpness_flags.check_sharpness_flags(
       config, ExperimentConfig(), problems, WEIGHT_DECAY_ALGORITHMS
   )
-  _check_algorithm(config, problems)
+  algorithm_flags.check_algorithm_flags(config, problems)
   _check_workers(config, problems)
   problems.raise_if_any()

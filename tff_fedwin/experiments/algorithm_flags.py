@@ -1,0 +1,109 @@
+"""`--algorithm`: the algorithms, what each takes, and the checks of it.
+
+The constants decide the help strings and messages that list algorithms;
+`check_algorithm_flags` refuses, before any TFF work, the flags an
+algorithm cannot take (the loss, the client schedule and momentum, weight
+decay and sharpness, SCAFFOLD's client-state flags, Mime Lite's window).
+`config` is an `ExperimentConfig`.
+"""
+
+from typing import Any
+
+from tff_fedwin import choices
+from tff_fedwin.experiments import problems as problems_lib
+from tff_fedwin.experiments import window_flags
+
+ALGORITHMS = (
+    'fedavg',
+    'fedavgm',
+    'fedadam',
+    'fedyogi',
+    'fedprox',
+    'fednova',
+    'mime_lite',
+    'scaffold',
+)
+# The algorithms whose clients take `--client_lr_schedule` and
+# `--client_momentum` (TFF's SGD(M) on the client-training core).
+CLIENT_OPTIMIZER_ALGORITHMS = tuple(
+    a for a in ALGORITHMS if a not in ('mime_lite', 'scaffold')
+)
+# The algorithms whose clients take `--client_weight_decay` and
+# `--client_sharpness`: the client-training core's (TFF's Mime Lite builder
+# takes neither).
+WEIGHT_DECAY_ALGORITHMS = tuple(a for a in ALGORITHMS if a != 'mime_lite')
+# The algorithms with an adaptive server optimizer (`--server_epsilon`).
+ADAPTIVE_SERVER_ALGORITHMS = ('fedadam', 'fedyogi')
+
+
+def check_algorithm_flags(config: Any, problems: Any) -> None:
+  """Adds a problem naming the flags for each flag `--algorithm` cannot take.
+
+  Args:
+    config: An `ExperimentConfig` whose flags passed their own checks.
+    problems: The `config.Problems` each misfit is added to.
+  """
+  if config.client_loss == 'wsm' and (
+      config.task not in choices.CLASSIFICATION_TASKS
+  ):
+    problems.add(
+        f'--client_loss=wsm needs one label per example: --task must be one '
+        f'of {", ".join(choices.CLASSIFICATION_TASKS)}; got {config.task!r}.'
+    )
+  if config.server_epsilon is not None and (
+      config.algorithm not in ADAPTIVE_SERVER_ALGORITHMS
+  ):
+    problems.add(
+        '--server_epsilon is the adaptivity of --algorithm='
+        f'{problems_lib.listed(ADAPTIVE_SERVER_ALGORITHMS)}; --algorithm={config.algorithm} '
+        'has none.'
+    )
+  if config.algorithm == 'mime_lite' and config.client_loss != 'ce':
+    problems.add('--algorithm=mime_lite supports --client_loss=ce only.')
+  if config.client_lr_schedule != 'constant' and (
+      config.algorithm not in CLIENT_OPTIMIZER_ALGORITHMS
+  ):
+    problems.add(
+        f'--client_lr_schedule={config.client_lr_schedule} is supported with '
+        f'--algorithm={problems_lib.listed(CLIENT_OPTIMIZER_ALGORITHMS)}; got '
+        f'{config.algorithm!r}.'
+    )
+  if config.client_momentum and (
+      config.algorithm not in CLIENT_OPTIMIZER_ALGORITHMS
+  ):
+    problems.add(
+        '--client_momentum is supported with '
+        f'--algorithm={problems_lib.listed(CLIENT_OPTIMIZER_ALGORITHMS)}; got '
+        f'{config.algorithm!r}.'
+    )
+  if config.client_weight_decay and (
+      config.algorithm not in WEIGHT_DECAY_ALGORITHMS
+  ):
+    problems.add(
+        '--client_weight_decay is supported with '
+        f'--algorithm={problems_lib.listed(WEIGHT_DECAY_ALGORITHMS)}; got '
+        f"{config.algorithm!r} (TFF's Mime Lite builder takes no weight "
+        'decay).'
+    )
+  if config.algorithm != 'scaffold' and (
+      config.client_states != 'auto'
+      or config.client_states_dir
+      or config.client_state_transfer != 'auto'
+  ):
+    problems.add(
+        '--client_states, --client_states_dir and --client_state_transfer '
+        'are for the per-client states of --algorithm=scaffold; '
+        f'--algorithm={config.algorithm} keeps none.'
+    )
+  if (
+      config.algorithm == 'mime_lite'
+      and config.window_size
+      and not window_flags.kept_by_program(config)
+      # Unset, it is 1.0 for every task (`task_defaults`).
+      and config.server_learning_rate not in (None, 1.0)
+  ):
+    problems.add(
+        '--algorithm=mime_lite with the window in the state uses it as TFF '
+        'model aggregator, which is exact only with '
+        '--server_learning_rate=1.0; use --window_location=program.'
+    )
