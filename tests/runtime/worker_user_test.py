@@ -22,7 +22,7 @@ import tensorflow_federated as tff
 
 from tff_fedwin import runtime
 from tff_fedwin.runtime import loopback
-from tff_fedwin.runtime import workers
+from tff_fedwin.runtime import worker_logs
 
 _NOBODY = 65534
 _SETPRIV = shutil.which('setpriv')
@@ -276,7 +276,9 @@ def test_default_log_dir_is_private_per_user(shared_tmp):
   default.mkdir(mode=0o755)  # As an older version created it: tightened.
   os.chmod(default, 0o755)
   # pylint: disable-next=protected-access
-  fd = workers._open_log(workers._default_log_dir(), 'w.log', tighten=True)
+  fd = worker_logs.open_log(
+      worker_logs.default_log_dir(), 'w.log', tighten=True
+  )
   os.close(fd)
   assert stat.S_IMODE(os.lstat(default).st_mode) == 0o700
   assert stat.S_IMODE(os.lstat(default / 'w.log').st_mode) == 0o600

@@ -9,16 +9,12 @@ from the main thread.
 """
 
 import atexit
-import collections
 import ctypes
-import errno
 import os
 import shutil
 import signal
 import socket
-import stat
 import subprocess
-import tempfile
 import time
 from typing import Optional
 
@@ -29,11 +25,11 @@ import tensorflow_federated as tff
 
 from tff_fedwin import errors
 from tff_fedwin.runtime import loopback
+from tff_fedwin.runtime import worker_logs
 from tff_fedwin.runtime import worker_memory
 from tff_fedwin.runtime import worker_stub
 
 _PR_SET_PDEATHSIG = 1
-_LOG_TAIL_LINES = 20
 
 # Workers started by this process and not yet stopped; stopped at exit too.
 _RUNNING_WORKERS: dict[int, 'LocalWorker'] = {}
@@ -68,114 +64,6 @@ def _pick_loopback_port() -> int:
           continue
       return port
   raise RuntimeError('No free loopback port found.')
-
-
-def _default_log_dir() -> str:
-  return os.path.join(
-      tempfile.gettempdir(), f'tff_fedwin_workers-{os.geteuid()}'
-  )
-
-
-def _refuse_log(path: str, problem: str) -> loopback.WorkerConfinementError:
-  return loopback.WorkerConfinementError(
-      f'Refusing TFF worker log directory {path}: {problem}.'
-  )
-
-
-def _open_log_dir(log_dir: str, *, tighten: bool) -> int:
-  """Opens `log_dir` (created with mode 0700 if missing), never via a symlink.
-
-  Args:
-    log_dir: The directory.
-    tighten: Remove group and other read access (the default directory).
-
-  Returns:
-    A file descriptor of the directory, owned by the caller.
-
-  Raises:
-    WorkerConfinementError: If `log_dir` is a symlink, not a directory, owned
-      by another user, or writable by group or others.
-  """
-  parent = os.path.dirname(os.path.abspath(log_dir))
-  os.makedirs(parent, exist_ok=True)
-  try:
-    os.mkdir(log_dir, 0o700)
-  except FileExistsError:
-    pass
-  try:
-    fd = os.open(
-        log_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    )
-  except OSError as e:
-    if os.path.islink(log_dir):
-      raise _refuse_log(log_dir, 'it is a symlink') from None
-    raise _refuse_log(log_dir, e.strerror or str(e)) from None
-  try:
-    st = os.fstat(fd)
-    mode = stat.S_IMODE(st.st_mode)
-    if st.st_uid != os.geteuid():
-      problem = (
-          f'owned by uid {st.st_uid}, not by the current user '
-          f'(uid {os.geteuid()})'
-      )
-    elif mode & 0o022:
-      problem = f'writable by group or others (mode {mode:04o})'
-    else:
-      if tighten and mode & 0o077:
-        os.fchmod(fd, 0o700)
-      return fd
-  except BaseException:
-    os.close(fd)
-    raise
-  os.close(fd)
-  raise _refuse_log(log_dir, problem)
-
-
-def _open_log(log_dir: str, name: str, *, tighten: bool) -> int:
-  """Opens `log_dir/name` to append (mode 0600), never via a symlink.
-
-  Returns:
-    A file descriptor, owned by the caller.
-
-  Raises:
-    WorkerConfinementError: As `_open_log_dir`, or if `name` there is a
-      symlink, not a regular file or not owned by this user.
-  """
-  dir_fd = _open_log_dir(log_dir, tighten=tighten)
-  path = os.path.join(log_dir, name)
-  try:
-    fd = os.open(
-        name,
-        os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-        0o600,
-        dir_fd=dir_fd,
-    )
-  except OSError as e:
-    reason = 'it is a symlink' if e.errno == errno.ELOOP else e.strerror
-    raise loopback.WorkerConfinementError(
-        f'Refusing TFF worker log file {path}: {reason}.'
-    ) from None
-  finally:
-    os.close(dir_fd)
-  st = os.fstat(fd)
-  if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid():
-    if stat.S_IMODE(st.st_mode) & 0o077:
-      os.fchmod(fd, 0o600)
-    return fd
-  os.close(fd)
-  raise loopback.WorkerConfinementError(
-      f'Refusing TFF worker log file {path}: not a regular file owned by the '
-      f'current user (uid {os.geteuid()}).'
-  )
-
-
-def _tail(path: str, lines: int = _LOG_TAIL_LINES) -> str:
-  try:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    with open(fd, errors='replace') as f:
-      return ''.join(collections.deque(f, maxlen=lines))
-  except OSError:
-    return '<no log>'
 
 
 # Sets PR_SET_PDEATHSIG (kept across exec), then exits unless the parent is
@@ -423,12 +311,12 @@ def start_local_worker(
         else (portpicker.pick_unused_port())
     )
   tighten = not log_dir
-  log_dir = log_dir or _default_log_dir()
+  log_dir = log_dir or worker_logs.default_log_dir()
   log_name = f'worker-{os.getpid()}-{port}.log'
   if max_concurrent_computation_calls is None:
     max_concurrent_computation_calls = len(os.sched_getaffinity(0))
   for attempt in range(1, STARTUP_ATTEMPTS + 1):
-    log_fd = _open_log(log_dir, log_name, tighten=tighten)
+    log_fd = worker_logs.open_log(log_dir, log_name, tighten=tighten)
     try:
       worker = _spawn(
           port=port,
@@ -484,13 +372,13 @@ def _check_alive_and_in_time(
     raise error(
         f'The TFF worker on port {worker.port} exited with code '
         f'{worker.returncode} before serving. '
-        f'Last lines of {worker.log_path}:\n{_tail(worker.log_path)}'
+        f'Last lines of {worker.log_path}:\n{worker_logs.tail(worker.log_path)}'
     )
   if time.monotonic() > deadline:
     raise RuntimeError(
         f'The TFF worker on port {worker.port} did not serve within '
         f'{timeout_seconds} s. Last lines of {worker.log_path}:\n'
-        f'{_tail(worker.log_path)}'
+        f'{worker_logs.tail(worker.log_path)}'
     )
 
 
