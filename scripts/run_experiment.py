@@ -265,6 +265,12 @@ flags.DEFINE_float(
     _DEFAULTS.proximal_strength,
     'FedProx mu (--algorithm=fedprox).',
 )
+flags.DEFINE_float(
+    'feddyn_alpha',
+    _DEFAULTS.feddyn_alpha,
+    'FedDyn alpha > 0, the weight of its dynamic regularizer; required with '
+    '--algorithm=feddyn (WiMA tunes it in {0.01, 0.001}).',
+)
 # Window.
 flags.DEFINE_integer(
     'window_size',

@@ -1,4 +1,4 @@
-"""Data, model and an independent numpy SCAFFOLD for tests/algorithms/scaffold.
+"""Data, model and an independent numpy SCAFFOLD for the client-state tests.
 
 Every expected number comes from `np_client_update` / `np_server_update`, a
 float64 numpy SCAFFOLD (Karimireddy et al. 2020, Algorithm 1, option II;
@@ -18,6 +18,7 @@ import tensorflow_federated as tff
 from tests import numpy_reference as ref
 from tff_fedwin import training
 from tff_fedwin.aggregators import window_model_weights
+from tff_fedwin.algorithms import runners
 from tff_fedwin.algorithms import scaffold
 
 NUM_FEATURES = 3
@@ -354,13 +355,22 @@ def nonzero_controls(seed):
   ]
 
 
-def run_rounds(process, rounds):
-  """Runs `process` on the schedule; yields (t, state, store, metrics)."""
+def run_rounds(process, rounds, state_files_dir=None):
+  """Runs `process` on the schedule; yields (t, state, store, metrics).
+
+  Through `runners.ClientStateRunner`: with `state_files_dir` (a `'files'`
+  process) it writes and reads the state files, else it calls `next`.
+  """
   store = training.ClientStateStore(scaffold.initial_client_state(model_fn))
-  state = process.initialize()
+  runner = runners.ClientStateRunner(
+      process,
+      scaffold.initial_client_state(model_fn),
+      state_files_dir=state_files_dir,
+  )
+  state = runner.initialize()
   for t in range(1, rounds + 1):
     sampled_ids = [CLIENT_IDS[i] for i in sampled_clients(t)]
-    state, new_client_states, metrics = process.next(
+    state, new_client_states, metrics = runner.run_round(
         state,
         [make_dataset(CLIENT_DATA[i]) for i in sampled_clients(t)],
         store.get(sampled_ids),

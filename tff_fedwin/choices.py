@@ -85,5 +85,8 @@ WINDOW_PARTS = ('all', 'classifier', 'features')
 # --client_sharpness (besides 'none'): the clients' sharpness-aware step,
 # SAM (FedSAM) or ASAM (FedASAM) (`tff_fedwin.algorithms.sharpness`).
 SHARPNESS_KINDS = ('sam', 'asam')
-# --client_states: where SCAFFOLD's per-client states live.
+# The --algorithm values with a model-sized state per client (the
+# `tff_fedwin.algorithms.client_state` family).
+CLIENT_STATE_ALGORITHMS = ('scaffold', 'feddyn')
+# --client_states: where their per-client states live.
 CLIENT_STATE_KINDS = ('auto', 'memory', 'disk')

@@ -560,6 +560,29 @@ BAD_CONFIGS = [
         sam_rho=0.1,
     ),
     _fails(
+        'feddyn_without_alpha',
+        ['--algorithm=feddyn needs --feddyn_alpha > 0', 'got 0.0'],
+        algorithm='feddyn',
+    ),
+    _fails(
+        'feddyn_alpha_with_fedavg',
+        ['--feddyn_alpha is for --algorithm=feddyn', '--algorithm=fedavg'],
+        feddyn_alpha=0.1,
+    ),
+    _fails(
+        'feddyn_alpha_negative',
+        ['--feddyn_alpha'],
+        algorithm='feddyn',
+        feddyn_alpha=-0.1,
+    ),
+    _fails(
+        'feddyn_client_momentum',
+        ['--client_momentum is supported with', "'feddyn'"],
+        algorithm='feddyn',
+        feddyn_alpha=0.1,
+        client_momentum=0.9,
+    ),
+    _fails(
         'window_part_without_window_size',
         ['--window_part', '--window_size >= 1'],
         window_part='classifier',

@@ -316,3 +316,54 @@ def scaffold(
     models.append(x + server_learning_rate * np.mean(deltas, axis=0))
     c = c + np.mean(control_deltas, axis=0)
   return models
+
+
+def feddyn(
+    model,
+    w0,
+    client_batches,
+    *,
+    rounds,
+    alpha,
+    client_learning_rate,
+    server_learning_rate,
+    client_loss='ce',
+    ima_window=None,
+    aggregates=None,
+):
+  """FedDyn (Acar et al. 2021, Alg. 1), all N clients every round.
+
+  Client i: y_i from x with steps lr_l (g(y) - s_i + alpha (y - x)); s_i -=
+  alpha (y_i - x). Server: h -= alpha / N sum_i (y_i - x); a = x + lr_g
+  (mean_i(y_i - x) - h / alpha) (the paper's mean(y_i) - h / alpha for
+  lr_g = 1). With `ima_window` (W, t_s) the next round's x is the mean of
+  the last W a's from round max(W, t_s) on (as `fedavg_family`); the list
+  `aggregates` (if given) receives a^1..a^T. Returns [x^0, ..., x^rounds].
+  """
+  h = np.zeros_like(w0)
+  s = [np.zeros_like(w0) for _ in client_batches]
+  models = [w0]
+  kept = [] if aggregates is None else aggregates
+  for t in range(rounds):
+    x = models[-1]
+    deltas = []
+    for i, batches in enumerate(client_batches):
+      y, _ = client_sgd(
+          model,
+          x,
+          batches,
+          learning_rate=client_learning_rate,
+          client_loss=client_loss,
+          proximal_strength=alpha,
+          correction=-s[i],
+      )
+      s[i] = s[i] - alpha * (y - x)
+      deltas.append(y - x)
+    h = h - alpha / len(client_batches) * np.sum(deltas, axis=0)
+    kept.append(
+        x + server_learning_rate * (np.mean(deltas, axis=0) - h / alpha)
+    )
+    models.append(kept[-1])
+    if ima_window is not None and t + 1 >= max(ima_window):
+      models[-1] = np.mean(kept[-ima_window[0] :], axis=0)
+  return models

@@ -184,6 +184,26 @@ def _scaffold(
   return expected
 
 
+def _feddyn(server_learning_rate, alpha, client_loss='ce', ima_window=None):
+  def expected(inputs):
+    aggregates = None if ima_window is None else []
+    models = ref.feddyn(
+        inputs.model,
+        inputs.initial_weights,
+        inputs.client_batches,
+        rounds=ROUNDS,
+        alpha=alpha,
+        client_learning_rate=CLIENT_LR,
+        server_learning_rate=server_learning_rate,
+        client_loss=client_loss,
+        ima_window=ima_window,
+        aggregates=aggregates,
+    )
+    return models, aggregates
+
+  return expected
+
+
 # IMA's client schedule (IMA code, Table 7), with t_s = 2: lr0 0.99^t before
 # round t_s, lr0 0.99^t_s 0.97^(t - t_s) from it on; rounds t = 1, 2, 3.
 IMA_START = 2
@@ -591,6 +611,20 @@ CASES = [
         ),
         _scaffold(0.9, client_loss='wsm', sharpness=('asam', 0.5, 0.2)),
         id='scaffold_wsm_asam_window',
+    ),
+    # FedDyn (alpha 0.5, lr_g 0.9) with WSM clients and an IMA window.
+    pytest.param(
+        dict(
+            algorithm='feddyn',
+            feddyn_alpha=0.5,
+            client_loss='wsm',
+            server_learning_rate=0.9,
+            window_size=2,
+            window_mode='broadcast',
+            window_start_round=IMA_START,
+        ),
+        _feddyn(0.9, 0.5, client_loss='wsm', ima_window=(2, IMA_START)),
+        id='feddyn_wsm_ima',
     ),
     # The window on part of the model (WiMA Table 5): the evaluated model's
     # classifier, or everything but it, is the window's; the rest w^t.

@@ -2,8 +2,9 @@
 
 `LearningProcessRunner` runs any `tff.learning.templates.LearningProcess`
 (`build_fed_win`, TFF's builders, with or without a
-`WindowedModelAveragingFactory`); `ScaffoldRunner` runs `build_scaffold`, whose
-`next` takes and returns the sampled clients' states.
+`WindowedModelAveragingFactory`); `ClientStateRunner` runs
+`build_client_state_process` (SCAFFOLD, FedDyn), whose `next` takes and
+returns the sampled clients' states.
 """
 
 import collections
@@ -18,8 +19,8 @@ from tff_fedwin import round_runner
 from tff_fedwin.aggregators import window_readout
 from tff_fedwin.algorithms import extra_windows
 from tff_fedwin.algorithms import resident_state
-from tff_fedwin.algorithms import scaffold as scaffold_lib
-from tff_fedwin.algorithms.scaffold import state_files
+from tff_fedwin.algorithms import client_state
+from tff_fedwin.algorithms.client_state import state_files
 
 ModelWeights = tff.learning.models.ModelWeights
 
@@ -66,7 +67,8 @@ class LearningProcessRunner(round_runner.RoundRunner):
     if not isinstance(process, tff.learning.templates.LearningProcess):
       raise ValueError(
           '`process` must be a tff.learning.templates.LearningProcess, got '
-          f'{type(process).__name__}; use ScaffoldRunner for SCAFFOLD.'
+          f'{type(process).__name__}; use ClientStateRunner for SCAFFOLD or '
+          'FedDyn.'
       )
     self._process = process
     self._extra = extra_windows.StateExtraWindows(extra_window_sizes)
@@ -147,12 +149,12 @@ class LearningProcessRunner(round_runner.RoundRunner):
     return self._process.set_model_weights(state, weights)
 
 
-class ScaffoldRunner(round_runner.RoundRunner):
-  """Runs `tff_fedwin.algorithms.build_scaffold`'s process.
+class ClientStateRunner(round_runner.RoundRunner):
+  """Runs a `client_state.build_client_state_process` (SCAFFOLD, FedDyn).
 
   Its `next` is `(server_state, datasets, client_states) -> (server_state,
   client_states, metrics)`; the training loop keeps every client's state
-  (c_i, docs/design.md sec. 3) between rounds.
+  (SCAFFOLD's c_i, docs/design.md sec. 3) between rounds.
   """
 
   def __init__(
@@ -168,11 +170,12 @@ class ScaffoldRunner(round_runner.RoundRunner):
     """Initializes the runner.
 
     Args:
-      process: The `tff.templates.IterativeProcess` of `build_scaffold`.
+      process: The `tff.templates.IterativeProcess` of
+        `build_client_state_process` (`build_scaffold`, `build_feddyn`).
       initial_client_state: Every client's state before its first round,
-        `tff_fedwin.algorithms.initial_client_state(model_fn)`.
-      extra_window_sizes: As for `LearningProcessRunner` (SCAFFOLD's window
-        keeps every model: any W' < W).
+        `client_state.initial_client_state(model_fn)`.
+      extra_window_sizes: As for `LearningProcessRunner` (the process's
+        window keeps every model: any W' < W).
       state_files_dir: For a process built with
         `client_state_transfer='files'` (and only then): the directory for
         the round's client state files, which the workers must see (created
@@ -190,14 +193,14 @@ class ScaffoldRunner(round_runner.RoundRunner):
     ):
       raise ValueError(
           '`process` must be the tff.templates.IterativeProcess of '
-          f'build_scaffold, got {type(process).__name__}.'
+          f'build_client_state_process, got {type(process).__name__}.'
       )
     if initial_client_state is None or not tf.nest.flatten(
         initial_client_state
     ):
       raise ValueError(
-          '`initial_client_state` must be a ScaffoldClientState of arrays '
-          '(tff_fedwin.algorithms.initial_client_state(model_fn)), got '
+          '`initial_client_state` must be a ClientState of arrays '
+          '(client_state.initial_client_state(model_fn)), got '
           f'{initial_client_state!r}.'
       )
     self._process = process
@@ -226,8 +229,8 @@ class ScaffoldRunner(round_runner.RoundRunner):
     self._extra.check_state(state)
     return state
 
-  def initial_client_state(self) -> scaffold_lib.ScaffoldClientState:
-    """Every client's state before its first round (c_i = 0)."""
+  def initial_client_state(self) -> client_state.ClientState:
+    """Every client's state before its first round (a zero vector)."""
     return self._initial_client_state
 
   def run_round(
@@ -236,13 +239,13 @@ class ScaffoldRunner(round_runner.RoundRunner):
       datasets: Sequence[tf.data.Dataset],
       client_states: Sequence[Any],
   ) -> tuple[Any, list[Any], Any]:
-    """One SCAFFOLD round: `(state, datasets, c_i) -> (state, c_i+, metrics)`.
+    """One round: `(state, datasets, c_i) -> (state, c_i+, metrics)`.
 
     Args:
-      state: The `ScaffoldServerState`.
+      state: The `client_state.ServerState`.
       datasets: The sampled clients' datasets (with `dataset_computation`,
         their ids).
-      client_states: Their `ScaffoldClientState`s, in the order of `datasets`.
+      client_states: Their `ClientState`s, in the order of `datasets`.
     """
     if self._state_files_dir is None:
       state, new_client_states, metrics = self._next(
@@ -269,7 +272,7 @@ class ScaffoldRunner(round_runner.RoundRunner):
 
   def window_model_weights(self, state: Any) -> ModelWeights:
     """The window model if the state holds a window, else the global model."""
-    return scaffold_lib.model_weights_to_evaluate(state)
+    return client_state.model_weights_to_evaluate(state)
 
   def has_window(self, state: Any) -> bool:
     """Whether the state holds a window (`window_readout.holds_window`)."""
@@ -286,10 +289,14 @@ class ScaffoldRunner(round_runner.RoundRunner):
     return models
 
   def set_global_model_weights(
-      self, state: scaffold_lib.ScaffoldServerState, weights: ModelWeights
-  ) -> scaffold_lib.ScaffoldServerState:
+      self, state: client_state.ServerState, weights: ModelWeights
+  ) -> client_state.ServerState:
     """`state` with the global model x replaced by `weights` (numpy)."""
     return state._replace(global_model_weights=weights)
+
+
+# The runner's name from before the per-client-state family.
+ScaffoldRunner = ClientStateRunner
 
 
 def _state_files_dir(process, state_files_dir):

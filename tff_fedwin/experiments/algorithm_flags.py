@@ -3,7 +3,8 @@
 The constants decide the help strings and messages that list algorithms;
 `check_algorithm_flags` refuses, before any TFF work, the flags an
 algorithm cannot take (the loss, the client schedule and momentum, weight
-decay and sharpness, SCAFFOLD's client-state flags, Mime Lite's window).
+decay and sharpness, the client-state flags, FedDyn's alpha, Mime Lite's
+window).
 `config` is an `ExperimentConfig`.
 """
 
@@ -22,11 +23,14 @@ ALGORITHMS = (
     'fednova',
     'mime_lite',
     'scaffold',
+    'feddyn',
 )
+# The algorithms with a model-sized state per client.
+CLIENT_STATE_ALGORITHMS = choices.CLIENT_STATE_ALGORITHMS
 # The algorithms whose clients take `--client_lr_schedule` and
 # `--client_momentum` (TFF's SGD(M) on the client-training core).
 CLIENT_OPTIMIZER_ALGORITHMS = tuple(
-    a for a in ALGORITHMS if a not in ('mime_lite', 'scaffold')
+    a for a in ALGORITHMS if a not in ('mime_lite', *CLIENT_STATE_ALGORITHMS)
 )
 # The algorithms whose clients take `--client_weight_decay` and
 # `--client_sharpness`: the client-training core's (TFF's Mime Lite builder
@@ -85,16 +89,18 @@ def check_algorithm_flags(config: Any, problems: Any) -> None:
         f"{config.algorithm!r} (TFF's Mime Lite builder takes no weight "
         'decay).'
     )
-  if config.algorithm != 'scaffold' and (
+  if config.algorithm not in CLIENT_STATE_ALGORITHMS and (
       config.client_states != 'auto'
       or config.client_states_dir
       or config.client_state_transfer != 'auto'
   ):
     problems.add(
         '--client_states, --client_states_dir and --client_state_transfer '
-        'are for the per-client states of --algorithm=scaffold; '
+        'are for the per-client states of --algorithm='
+        f'{problems_lib.listed(CLIENT_STATE_ALGORITHMS)}; '
         f'--algorithm={config.algorithm} keeps none.'
     )
+  _check_feddyn_alpha(config, problems)
   if (
       config.algorithm == 'mime_lite'
       and config.window_size
@@ -106,4 +112,19 @@ def check_algorithm_flags(config: Any, problems: Any) -> None:
         '--algorithm=mime_lite with the window in the state uses it as TFF '
         'model aggregator, which is exact only with '
         '--server_learning_rate=1.0; use --window_location=program.'
+    )
+
+
+def _check_feddyn_alpha(config: Any, problems: Any) -> None:
+  """--feddyn_alpha: required (> 0) with --algorithm=feddyn, else unset."""
+  if config.algorithm == 'feddyn' and not config.feddyn_alpha > 0:
+    problems.add(
+        '--algorithm=feddyn needs --feddyn_alpha > 0, the weight of its '
+        'dynamic regularizer (no default: WiMA tunes it in {0.01, 0.001}); '
+        f'got {config.feddyn_alpha}.'
+    )
+  if config.algorithm != 'feddyn' and config.feddyn_alpha:
+    problems.add(
+        f'--feddyn_alpha is for --algorithm=feddyn; got '
+        f'--algorithm={config.algorithm}.'
     )

@@ -51,7 +51,7 @@ WORKER_BINDS = ('loopback', 'all')
 CLIENT_STATES = choices.CLIENT_STATE_KINDS
 # How SCAFFOLD's sampled client states reach the workers: 'values' (TFF
 # values), 'files' (files the driver and the workers share,
-# tff_fedwin.algorithms.scaffold.state_files), 'auto' (files with the local
+# tff_fedwin.algorithms.client_state.state_files), 'auto' (files with the local
 # workers this run starts or with --shared_dir, values with --workers listing
 # running ones and no --shared_dir).
 CLIENT_STATE_TRANSFERS = ('auto', 'values', 'files')
@@ -135,6 +135,8 @@ class ExperimentConfig:
   algorithm: str = 'fedavg'
   client_loss: str = 'ce'
   proximal_strength: float = 0.01
+  # FedDyn's alpha; 0: unset (required with --algorithm=feddyn).
+  feddyn_alpha: float = 0.0
   window_size: int = 0
   window_mode: str = 'evaluate'
   window_start_round: int = 0
@@ -253,6 +255,7 @@ def _check_values(config: ExperimentConfig, problems: Problems) -> None:
     )
   for flag in (
       'proximal_strength',
+      'feddyn_alpha',
       'client_weight_decay',
       'sam_rho',
       'sam_eta',

@@ -16,8 +16,11 @@ from absl import logging
 import attrs
 import tensorflow_federated as tff
 
+from tff_fedwin import choices
 from tff_fedwin.algorithms import client_data_bundle
+from tff_fedwin.algorithms import client_state
 from tff_fedwin.algorithms import fed_win
+from tff_fedwin.algorithms import feddyn
 from tff_fedwin.algorithms import fednova
 from tff_fedwin.algorithms import mime_lite
 from tff_fedwin.algorithms import partial_window_runner
@@ -108,7 +111,8 @@ class TransferDirs(NamedTuple):
   Attributes:
     root: Their parent: the run directory, or the run's directory in
       `--shared_dir`. The run holds it for its life (`training.run_lock`).
-    client_state_files: SCAFFOLD's sampled client states, every round.
+    client_state_files: The sampled clients' states (SCAFFOLD, FedDyn), every
+      round.
     server_state_files: The server state between rounds.
     client_data: The training examples' bundle, written at every start.
   """
@@ -282,21 +286,32 @@ def _mime_lite_runner(
   )
 
 
-def _scaffold_runner(
+def _client_state_algorithm(
+    config: config_lib.ExperimentConfig,
+) -> client_state.ClientStateAlgorithm:
+  """The math of a `choices.CLIENT_STATE_ALGORITHMS` algorithm."""
+  if config.algorithm == 'feddyn':
+    return feddyn.FedDyn(config.feddyn_alpha)
+  return scaffold.Scaffold()
+
+
+def _client_state_runner(
     config: config_lib.ExperimentConfig,
     task: tasks_registry.Task,
     num_train_clients: int,
     dirs: TransferDirs,
-) -> runners.ScaffoldRunner:
-  """`build_scaffold` with its window; the clients start from c_i = 0.
+) -> runners.ClientStateRunner:
+  """`build_client_state_process` (SCAFFOLD, FedDyn) with its window; the
+  clients start from a zero vector.
 
   With `client_state_transfer` 'files' the round's client states go through
   the run's `client_state_files/` (`dirs`; rewritten every round; not a
   checkpoint).
   """
   transfer = transfer_modes.client_state_transfer(config)
-  process = scaffold.build_scaffold(
+  process = client_state.build_client_state_process(
       task.model_fn,
+      _client_state_algorithm(config),
       client_learning_rate=config.client_learning_rate,
       server_learning_rate=config.server_learning_rate,
       total_clients=num_train_clients,
@@ -309,9 +324,9 @@ def _scaffold_runner(
       window_start_round=config.window_start_round,
       client_state_transfer=transfer,
   )
-  return runners.ScaffoldRunner(
+  return runners.ClientStateRunner(
       process,
-      scaffold.initial_client_state(task.model_fn),
+      client_state.initial_client_state(task.model_fn),
       extra_window_sizes=config_lib.parse_window_sizes(config),
       server_state_dir=_server_state_dir(config, dirs),
       dataset_computation=_dataset_computation(config, task, dirs),
@@ -330,7 +345,8 @@ RUNNER_BUILDERS: Mapping[str, RunnerBuilder] = types.MappingProxyType(
         'fedprox': _fed_win_runner,
         'fednova': _fed_win_runner,
         'mime_lite': _mime_lite_runner,
-        'scaffold': _scaffold_runner,
+        'scaffold': _client_state_runner,
+        'feddyn': _client_state_runner,
     }
 )
 
@@ -349,7 +365,7 @@ def window_location(
   """`'state'` or `'program'` for a run with a window; None without one.
 
   `'auto'` keeps the window in the process state while its slots (ceil(W/E), W
-  for SCAFFOLD and IMA) take at most `AUTO_PROGRAM_WINDOW_BYTES`, and in the
+  for SCAFFOLD, FedDyn and IMA) take at most `AUTO_PROGRAM_WINDOW_BYTES`, and in the
   program above: a state window's bytes cross the Python boundary twice a round
   (docs/performance.md, 'The window: segment sums instead of a ring buffer').
   With extra `--window_sizes`, `'auto'` picks the program, which keeps any
@@ -362,7 +378,7 @@ def window_location(
   if config_lib.parse_window_sizes(config):
     return 'program'
   slots = config.window_size
-  if config.algorithm != 'scaffold':
+  if config.algorithm not in choices.CLIENT_STATE_ALGORITHMS:
     slots = math.ceil(config.window_size / config.window_read_every)
   state_bytes = slots * _trainable_bytes(task)
   return 'program' if state_bytes > AUTO_PROGRAM_WINDOW_BYTES else 'state'

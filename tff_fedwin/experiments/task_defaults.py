@@ -45,6 +45,7 @@ SERVER_OPTIMIZERS = {
     'fedprox': 'sgd',
     'fednova': 'sgd',
     'scaffold': 'sgd',
+    'feddyn': 'sgd',
     'mime_lite': 'sgd',
     'fedavgm': 'sgdm',
     'fedadam': 'adam',

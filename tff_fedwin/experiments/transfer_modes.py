@@ -10,6 +10,7 @@ running workers, which may be on other machines, without `--shared_dir`
 
 from typing import Any
 
+from tff_fedwin import choices
 from tff_fedwin.experiments import worker_flags
 
 
@@ -49,12 +50,12 @@ def _resolve_transfer(transfer: str, config: Any) -> str:
 def files_transfer_flags(config: Any) -> tuple[str, ...]:
   """The `--*_transfer` flags of `config` that resolve to `'files'`.
 
-  `--client_state_transfer` counts only with `--algorithm=scaffold`, the one
-  algorithm with client states.
+  `--client_state_transfer` counts only with the algorithms that keep client
+  states (`choices.CLIENT_STATE_ALGORITHMS`).
   """
   found = []
-  if config.algorithm == 'scaffold' and client_state_transfer(config) == (
-      'files'
+  if config.algorithm in choices.CLIENT_STATE_ALGORITHMS and (
+      client_state_transfer(config) == 'files'
   ):
     found.append('--client_state_transfer')
   for flag, resolve in (

@@ -8,6 +8,8 @@ each naming its flags. `config` is an `ExperimentConfig`.
 
 from typing import Any
 
+from tff_fedwin import choices
+
 
 def parse_window_sizes(config: Any) -> tuple[int, ...]:
   """`--window_sizes` '5,50,200' -> (5, 50, 200); '' -> ().
@@ -122,14 +124,14 @@ def check_window(config: Any, problems: Any) -> None:
         'rounds.'
     )
   if (
-      config.algorithm == 'scaffold'
+      config.algorithm in choices.CLIENT_STATE_ALGORITHMS
       and config.window_read_every != 1
       and not kept_by_program(config)
   ):
     problems.add(
-        '--window_read_every is not supported with --algorithm=scaffold and '
-        'the window in the state (it keeps W slots); use '
-        '--window_location=program.'
+        '--window_read_every is not supported with --algorithm='
+        f'{config.algorithm} and the window in the state (it keeps W slots); '
+        'use --window_location=program.'
     )
   if config.window_mode == 'broadcast' and config.window_read_every != 1:
     problems.add('--window_read_every must be 1 with --window_mode=broadcast.')

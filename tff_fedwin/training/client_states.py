@@ -40,8 +40,8 @@ class ClientStateStore:
   client is asked for (`get`), and replaced by `update`; clients that are not
   updated keep their state. States are nested structures (`tf.nest`) of numpy
   arrays with the template's structure, shapes and dtypes, e.g. the
-  `ScaffoldClientState` returned by
-  `tff_fedwin.algorithms.scaffold.initial_client_state(model_fn)`.
+  `ClientState` returned by
+  `tff_fedwin.algorithms.client_state.initial_client_state(model_fn)`.
 
   Memory: N x (state size) in RAM for the N clients seen so far; for SCAFFOLD,
   N x the size of the model's trainable weights. `save` writes all of them.

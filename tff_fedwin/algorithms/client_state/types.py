@@ -1,16 +1,22 @@
-"""The immutable values SCAFFOLD passes around: states, client result, sums."""
+"""The immutable values a per-client-state process passes around.
+
+The vectors keep SCAFFOLD's name, `control_variate`, for every algorithm of
+the family (`algorithm.ClientStateAlgorithm`): SCAFFOLD's c and c_i,
+FedDyn's h and the client's last gradient. One set of types keeps the
+stores, the state files and the checkpoints algorithm-free.
+"""
 
 from typing import Any, NamedTuple
 
 
-class ScaffoldServerState(NamedTuple):
-  """The SCAFFOLD server state.
+class ServerState(NamedTuple):
+  """The server state.
 
   Attributes:
     global_model_weights: The global model x, a
       `tff.learning.models.ModelWeights` (trainable and non-trainable).
-    control_variate: The server control variate c, same structure as
-      `global_model_weights.trainable`.
+    control_variate: The server's vector (SCAFFOLD's c, FedDyn's h), same
+      structure as `global_model_weights.trainable`.
     round_num: Number of completed rounds, an int64 scalar.
     window: With a window (`window_size` set), a
       `tff_fedwin.aggregators.WindowBuffer` of the post-server-step trainable
@@ -23,24 +29,26 @@ class ScaffoldServerState(NamedTuple):
   window: Any = ()
 
 
-class ScaffoldClientState(NamedTuple):
-  """The persistent state of one SCAFFOLD client.
+class ClientState(NamedTuple):
+  """The persistent state of one client.
 
   Attributes:
-    control_variate: The client control variate c_i, same structure as the
-      model's trainable weights.
+    control_variate: The client's vector (SCAFFOLD's c_i, FedDyn's gradient
+      of its loss at its last model), same structure as the model's
+      trainable weights.
   """
 
   control_variate: Any
 
 
-class ScaffoldClientResult(NamedTuple):
-  """What one client's local SCAFFOLD step reports.
+class ClientResult(NamedTuple):
+  """What one client's local step reports.
 
   Attributes:
     model_delta: dy = y - x on the trainable weights (zeros for an empty
       dataset).
-    control_variate_delta: dc = c_i+ - c_i (zeros for an empty dataset).
+    control_variate_delta: The change of the client's vector (zeros for an
+      empty dataset).
     non_trainable_weights: The client model's final non-trainable weights.
     client_weight: float32, 1 if the client processed at least one batch, else
       0.

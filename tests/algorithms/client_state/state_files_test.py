@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tff_fedwin.algorithms.scaffold import state_files
-from tff_fedwin.algorithms.scaffold import types
+from tff_fedwin.algorithms.client_state import state_files
+from tff_fedwin.algorithms.client_state import types
 
 # Unsigned integers of each width, to compare floats bit for bit.
 _BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -35,7 +35,7 @@ def _write_outputs_in_graph(prefix, leaves):
 
   @tf.function
   def write(p, *tensors):
-    state_files.write_client_state(p, types.ScaffoldClientState(list(tensors)))
+    state_files.write_client_state(p, types.ClientState(list(tensors)))
 
   write(tf.constant(prefix), *[tf.constant(x) for x in leaves])
 
@@ -48,7 +48,7 @@ def test_worker_reads_the_bits_the_driver_wrote(tmp_path, dtype):
   ]
   prefix = str(tmp_path / 'client0')
 
-  state_files.write_inputs([prefix], [types.ScaffoldClientState(leaves)])
+  state_files.write_inputs([prefix], [types.ClientState(leaves)])
   read = _read_in_graph(prefix, leaves)
 
   bits = _BITS[np.dtype(dtype).itemsize]
@@ -63,7 +63,7 @@ def test_big_endian_input_reads_as_its_values(tmp_path):
   big = np.array([1.5, -2.25, 3.0], dtype='>f4')
   prefix = str(tmp_path / 'client0')
 
-  state_files.write_inputs([prefix], [types.ScaffoldClientState([big])])
+  state_files.write_inputs([prefix], [types.ClientState([big])])
   (read,) = _read_in_graph(prefix, [big.astype(np.float32)])
 
   np.testing.assert_array_equal(read, [1.5, -2.25, 3.0])
@@ -73,7 +73,7 @@ def test_inputs_file_holds_only_the_raw_little_endian_bytes(tmp_path):
   leaf = np.arange(6, dtype=np.float32).reshape(2, 3)
   prefix = str(tmp_path / 'client0')
 
-  state_files.write_inputs([prefix], [types.ScaffoldClientState([leaf])])
+  state_files.write_inputs([prefix], [types.ClientState([leaf])])
 
   with open(f'{prefix}.in.0', 'rb') as f:
     assert f.read() == leaf.astype('<f4').tobytes()
@@ -85,7 +85,7 @@ def test_write_inputs_removes_last_rounds_output_index(tmp_path):
   assert os.path.exists(f'{prefix}.out.index')
 
   state_files.write_inputs(
-      [prefix], [types.ScaffoldClientState([np.zeros(2, np.float32)])]
+      [prefix], [types.ClientState([np.zeros(2, np.float32)])]
   )
 
   assert not os.path.exists(f'{prefix}.out.index')
@@ -98,7 +98,7 @@ def test_inputs_written_over_a_longer_file_hold_only_the_new_bytes(tmp_path):
     f.write(b'x' * 100)
   leaf = np.array([1.0, -2.0], np.float32)
 
-  state_files.write_inputs([prefix], [types.ScaffoldClientState([leaf])])
+  state_files.write_inputs([prefix], [types.ClientState([leaf])])
 
   with open(f'{prefix}.in.0', 'rb') as f:
     assert f.read() == leaf.astype('<f4').tobytes()
@@ -110,7 +110,7 @@ def test_inputs_written_over_a_longer_file_hold_only_the_new_bytes(tmp_path):
 def test_wrong_size_input_fails_in_the_worker(tmp_path, written, expected):
   prefix = str(tmp_path / 'client0')
   state_files.write_inputs(
-      [prefix], [types.ScaffoldClientState([np.zeros(written, np.float32)])]
+      [prefix], [types.ClientState([np.zeros(written, np.float32)])]
   )
 
   with pytest.raises(tf.errors.InvalidArgumentError, match='not compatible'):
@@ -127,7 +127,7 @@ def test_driver_reads_the_bits_the_worker_wrote(tmp_path, dtype):
   _write_outputs_in_graph(prefix, leaves)
 
   (state,) = state_files.read_outputs(
-      [prefix], types.ScaffoldClientState([np.zeros_like(x) for x in leaves])
+      [prefix], types.ClientState([np.zeros_like(x) for x in leaves])
   )
 
   bits = _BITS[np.dtype(dtype).itemsize]
@@ -151,7 +151,7 @@ def test_output_of_another_dtype_or_shape_names_the_bundle(
 
   with pytest.raises(ValueError, match=f'client0.out is {message}'):
     state_files.read_outputs(
-        [prefix], types.ScaffoldClientState([np.zeros((2, 3), np.float32)])
+        [prefix], types.ClientState([np.zeros((2, 3), np.float32)])
     )
 
 
@@ -159,7 +159,7 @@ def test_missing_output_raises_file_not_found_naming_it(tmp_path):
   with pytest.raises(FileNotFoundError, match='client0.out.index'):
     state_files.read_outputs(
         [str(tmp_path / 'client0')],
-        types.ScaffoldClientState([np.zeros(2, np.float32)]),
+        types.ClientState([np.zeros(2, np.float32)]),
     )
 
 
@@ -167,7 +167,7 @@ def test_output_of_last_round_is_refused_after_write_inputs(tmp_path):
   # A client computation that ran last round but not since: its c_i+ data
   # file is still there, its index removed by this round's write_inputs.
   prefix = str(tmp_path / 'client0')
-  like = types.ScaffoldClientState([np.zeros(2, np.float32)])
+  like = types.ClientState([np.zeros(2, np.float32)])
   _write_outputs_in_graph(prefix, [np.ones(2, np.float32)])
   state_files.write_inputs([prefix], [like])
 
@@ -188,5 +188,5 @@ def test_output_whose_bytes_changed_is_refused(tmp_path):
 
   with pytest.raises(ValueError, match='client0.out cannot be read'):
     state_files.read_outputs(
-        [prefix], types.ScaffoldClientState([np.zeros(4, np.float32)])
+        [prefix], types.ClientState([np.zeros(4, np.float32)])
     )

@@ -1,4 +1,4 @@
-"""`build_scaffold`: the SCAFFOLD iterative process with client states."""
+"""`build_client_state_process`: a process whose clients keep a state."""
 
 from collections.abc import Callable
 
@@ -12,20 +12,21 @@ from tff_fedwin.aggregators import window_readout
 from tff_fedwin.algorithms import client_loop
 from tff_fedwin.algorithms import client_training
 from tff_fedwin.algorithms import sharpness as sharpness_lib
-from tff_fedwin.algorithms.scaffold import checks
-from tff_fedwin.algorithms.scaffold import client
-from tff_fedwin.algorithms.scaffold import server
-from tff_fedwin.algorithms.scaffold import state_files
-from tff_fedwin.algorithms.scaffold import types
+from tff_fedwin.algorithms.client_state import algorithm as algorithm_lib
+from tff_fedwin.algorithms.client_state import checks
+from tff_fedwin.algorithms.client_state import client
+from tff_fedwin.algorithms.client_state import server
+from tff_fedwin.algorithms.client_state import state_files
+from tff_fedwin.algorithms.client_state import types
 
 ModelFn = Callable[[], tff.learning.models.VariableModel]
 
 
-class ScaffoldProcess(tff.templates.IterativeProcess):
+class ClientStateProcess(tff.templates.IterativeProcess):
   """A `tff.templates.IterativeProcess` with `get_model_weights`.
 
   TFF's `LearningProcess` cannot return CLIENTS-placed values (the updated
-  client states), so SCAFFOLD is an `IterativeProcess` whose `next` is
+  client states), so the process is an `IterativeProcess` whose `next` is
   multi-argument; like `LearningProcess` it carries `get_model_weights`, a
   `tff.Computation` `(S -> ModelWeights)` on the unplaced server state, and
   `client_state_transfer`, how `next` takes the client states (`'values'`:
@@ -65,7 +66,7 @@ class ScaffoldProcess(tff.templates.IterativeProcess):
 
 
 def model_weights_to_evaluate(
-    state: types.ScaffoldServerState,
+    state: types.ServerState,
 ) -> tff.learning.models.ModelWeights:
   """The model to evaluate, in numpy: the window model, else the global x.
 
@@ -74,7 +75,7 @@ def model_weights_to_evaluate(
   `process.get_model_weights(state)`.
 
   Args:
-    state: A `ScaffoldServerState`.
+    state: A `types.ServerState`.
 
   Returns:
     A `tff.learning.models.ModelWeights` (`tff_fedwin.aggregators.
@@ -84,11 +85,12 @@ def model_weights_to_evaluate(
     weights.
 
   Raises:
-    ValueError: If `state` is not a `ScaffoldServerState`.
+    ValueError: If `state` is not a `types.ServerState`.
   """
-  if not isinstance(state, types.ScaffoldServerState):
+  if not isinstance(state, types.ServerState):
     raise ValueError(
-        f'`state` must be a ScaffoldServerState, got {type(state).__name__}.'
+        '`state` must be the ServerState of a client-state process (SCAFFOLD, '
+        f'FedDyn), got {type(state).__name__}.'
     )
   return window_readout.window_or_global_model_weights(state)
 
@@ -96,7 +98,8 @@ def model_weights_to_evaluate(
 def _initial_state_computation(
     model_fn, *, window_size, window_mode, window_start_round
 ) -> tff.Computation:
-  """`( -> S)`: x the model's initial weights, c = 0, round 0, empty window."""
+  """`( -> S)`: x the model's initial weights, a zero server vector, round 0,
+  an empty window."""
 
   @tff.tensorflow.computation
   def initial_server_state_fn():
@@ -111,7 +114,7 @@ def _initial_state_computation(
           start_round=window_start_round,
           read_every=1,
       )
-    return types.ScaffoldServerState(
+    return types.ServerState(
         global_model_weights=weights,
         control_variate=zeros,
         round_num=tf.constant(0, tf.int64),
@@ -121,14 +124,16 @@ def _initial_state_computation(
   return initial_server_state_fn
 
 
-def _client_step_fn(model_fn, **client_args):
+def _client_step_fn(model_fn, algorithm, **client_args):
   """`(x, c, C, D) -> (C+, round sums summand)`, traced in a computation.
 
-  `client_args` are those of `client.build_scaffold_client_update`.
+  `client_args` are those of `client.build_client_update`.
   """
 
   def client_step(initial_weights, server_control_variate, client_state, data):
-    client_update = client.build_scaffold_client_update(model_fn, **client_args)
+    client_update = client.build_client_update(
+        model_fn, algorithm, **client_args
+    )
     new_client_state, result = client_update(
         initial_weights, server_control_variate, client_state, data
     )
@@ -137,13 +142,13 @@ def _client_step_fn(model_fn, **client_args):
   return client_step
 
 
-def _server_update_builder(server_state_type, **server_args):
+def _server_update_builder(server_state_type, algorithm, **server_args):
   """`sums_type -> (<S, sums> -> <S, M>)`; `server_args` of the server step."""
 
   def build(sums_type):
     @tff.tensorflow.computation(server_state_type, sums_type)
     def server_update_fn(state, sums):
-      return server.next_server_state(state, sums, **server_args)
+      return server.next_server_state(algorithm, state, sums, **server_args)
 
     return server_update_fn
 
@@ -155,7 +160,7 @@ def _next_with_values(
 ) -> tff.Computation:
   """`next`: broadcast x and c, map the client step, sum, map the server step."""
   client_state_type = tff.types.to_type(
-      types.ScaffoldClientState(server_state_type.control_variate)
+      types.ClientState(server_state_type.control_variate)
   )
 
   @tff.tensorflow.computation(*weights_and_c, client_state_type, data_type)
@@ -237,8 +242,9 @@ def _next_with_state_files(
   return next_fn
 
 
-def build_scaffold(
+def build_client_state_process(
     model_fn: ModelFn,
+    algorithm: algorithm_lib.ClientStateAlgorithm,
     *,
     client_learning_rate: float,
     server_learning_rate: float = 1.0,
@@ -252,14 +258,14 @@ def build_scaffold(
     window_start_round: int = 0,
     loop_implementation: client_loop.LoopForm | None = None,
     client_state_transfer: str = 'values',
-) -> ScaffoldProcess:
-  """Builds SCAFFOLD (Karimireddy et al. 2020, Alg. 1, option II) for TFF.
+) -> ClientStateProcess:
+  """Builds the process of a `ClientStateAlgorithm` (SCAFFOLD, FedDyn) for TFF.
 
-  Type signatures (docs/design.md sec. 3), S a `ScaffoldServerState`, C a
-  `ScaffoldClientState`, D the model's `input_spec`:
+  Type signatures (docs/design.md sec. 3), S a `types.ServerState`, C a
+  `types.ClientState`, D the model's `input_spec`:
 
-  * `initialize`: `( -> S@SERVER)`, x the model's initial weights, c = 0,
-    `round_num` = 0;
+  * `initialize`: `( -> S@SERVER)`, x the model's initial weights, a zero
+    server vector, `round_num` = 0;
   * `next`: `(<S@SERVER, {D*}@CLIENTS, {C}@CLIENTS> ->
     <S@SERVER, {C}@CLIENTS, M@SERVER>)`, the sampled clients' datasets and
     states in, their updated states out (same order); M holds `train_loss`
@@ -270,16 +276,17 @@ def build_scaffold(
 
   With `client_state_transfer='files'`, `next` is `(<S@SERVER,
   {D*}@CLIENTS, {string}@CLIENTS> -> <S@SERVER, M@SERVER>)`: each client's
-  file prefix in, c_i read from and c_i+ written to files next to it in the
-  worker (`state_files`; `ScaffoldRunner` does the driver's side).
+  file prefix in, its state read from and written to files next to it in
+  the worker (`state_files`; `ClientStateRunner` does the driver's side).
 
   With `window_size` set, w^t is pushed into `S.window` after the server step
   and in `'broadcast'` mode x becomes m^t at active rounds (docs/design.md
-  sec. 1). Use `initial_client_state(model_fn)` for c_i = 0.
+  sec. 1). Use `client.initial_client_state(model_fn)` for the zero vector.
 
   Args:
     model_fn: A no-arg callable returning a new
       `tff.learning.models.VariableModel` with floating-point weights.
+    algorithm: The algorithm's math, a `ClientStateAlgorithm`.
     client_learning_rate: The client learning rate lr_l, positive.
     server_learning_rate: The server learning rate lr_g, positive.
     total_clients: N, the number of clients that may ever be sampled, >= 1.
@@ -287,12 +294,12 @@ def build_scaffold(
       with each client's class proportions, docs/design.md sec. 2; logits
       predictions, integer labels under `'y'` or at index 1).
     num_classes: The number of classes; required for `'wsm'`.
-    client_weight_decay: wd >= 0: g(y) gains wd * y before the control
-      variate correction, as PyTorch's SGD `weight_decay`; 0 adds nothing.
+    client_weight_decay: wd >= 0: g(y) gains wd * y before the algorithm's
+      correction, as PyTorch's SGD `weight_decay`; 0 adds nothing.
     client_sharpness: A `sharpness.Sharpness` (SAM or ASAM): g(y) is taken
       at y + e, the ascent step; None (default): plain.
     window_size: W >= 1 for a window of the last W global models; `None` for
-      plain SCAFFOLD.
+      none.
     window_mode: `'evaluate'` (WiMA) or `'broadcast'` (IMA).
     window_start_round: The window is active from round
       max(W, window_start_round) on.
@@ -306,17 +313,19 @@ def build_scaffold(
       shared file system).
 
   Returns:
-    A `ScaffoldProcess`.
+    A `ClientStateProcess`.
 
   Raises:
+    TypeError: If `algorithm` is not a `ClientStateAlgorithm`, or
+      `window_size` or `window_start_round` is not an int.
     ValueError: If a rate or N is not positive, `client_weight_decay` < 0,
-      `client_loss`,
-      `window_mode`, `loop_implementation` or `client_state_transfer` is
-      not allowed, `'wsm'` lacks `num_classes` or integer
-      labels, `window_size < 1`, `window_start_round < 0`, or `model_fn` does
-      not build a `VariableModel` with floating-point weights.
-    TypeError: If `window_size` or `window_start_round` is not an int.
+      `client_loss`, `window_mode`, `loop_implementation` or
+      `client_state_transfer` is not allowed, `'wsm'` lacks `num_classes` or
+      integer labels, `window_size < 1`, `window_start_round < 0`, or
+      `model_fn` does not build a `VariableModel` with floating-point
+      weights.
   """
+  algorithm_lib.check_algorithm(algorithm)
   total_clients = checks.check_rates_and_clients(
       client_learning_rate=client_learning_rate,
       server_learning_rate=server_learning_rate,
@@ -358,6 +367,7 @@ def build_scaffold(
   next_fn = next_builder(
       _client_step_fn(
           model_fn,
+          algorithm,
           client_learning_rate=client_learning_rate,
           client_loss=client_loss,
           num_classes=num_classes,
@@ -373,6 +383,7 @@ def build_scaffold(
       data_type,
       _server_update_builder(
           server_state_type,
+          algorithm,
           server_learning_rate=server_learning_rate,
           total_clients=total_clients,
           with_window=with_window,
@@ -383,6 +394,6 @@ def build_scaffold(
   def get_model_weights_fn(state):
     return server.evaluation_model_weights(state, with_window=with_window)
 
-  return ScaffoldProcess(
+  return ClientStateProcess(
       initialize_fn, next_fn, get_model_weights_fn, client_state_transfer
   )

@@ -1,4 +1,4 @@
-"""Argument checks of `build_scaffold`: each error names the argument."""
+"""Argument checks of `build_client_state_process`, each naming the argument."""
 
 from typing import Any
 
@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from tff_fedwin import checks
 from tff_fedwin.aggregators import window_math
-from tff_fedwin.algorithms.scaffold import client
+from tff_fedwin.algorithms.client_state import client
 from tff_fedwin.losses import labels as labels_lib
 
 
@@ -28,7 +28,7 @@ def check_window_args(
 ) -> None:
   """Raises ValueError naming a bad window argument (`window_math`'s checks).
 
-  SCAFFOLD's window is read every round (E = 1); without a window
+  The window is read every round (E = 1); without a window
   (`window_size=None`) the mode and start round are still checked.
   """
   window_math.check_window_args(

@@ -1,4 +1,4 @@
-"""The SCAFFOLD client: corrected local SGD, the option-II control variate."""
+"""The client of a per-client-state process: corrected local SGD, new vector."""
 
 from collections.abc import Callable
 from typing import Any
@@ -11,7 +11,8 @@ from tff_fedwin.algorithms import client_loop
 from tff_fedwin.algorithms import client_model
 from tff_fedwin.algorithms import client_training
 from tff_fedwin.algorithms import sharpness as sharpness_lib
-from tff_fedwin.algorithms.scaffold import types
+from tff_fedwin.algorithms.client_state import algorithm as algorithm_lib
+from tff_fedwin.algorithms.client_state import types
 from tff_fedwin.losses import labels as labels_lib
 
 ModelFn = Callable[[], tff.learning.models.VariableModel]
@@ -40,68 +41,28 @@ def model_weights_specs(model_fn: ModelFn) -> tff.learning.models.ModelWeights:
     )
 
 
-def initial_client_state(model_fn: ModelFn) -> types.ScaffoldClientState:
-  """The initial state of every client: c_i = 0, as numpy arrays.
+def initial_client_state(model_fn: ModelFn) -> types.ClientState:
+  """The initial state of every client: a zero vector, as numpy arrays.
 
   Args:
     model_fn: A no-arg callable returning a `tff.learning.models.VariableModel`.
 
   Returns:
-    A `ScaffoldClientState` whose `control_variate` holds numpy zeros with the
+    A `types.ClientState` whose `control_variate` holds numpy zeros with the
     structure, shapes and dtypes of the model's trainable weights (the
     template of a `tff_fedwin.training.ClientStateStore`).
   """
   specs = model_weights_specs(model_fn)
-  return types.ScaffoldClientState(
+  return types.ClientState(
       control_variate=tf.nest.map_structure(
           lambda s: np.zeros(s.shape, s.dtype.as_numpy_dtype), specs.trainable
       )
   )
 
 
-@tf.function
-def option_ii_control_variate(
-    client_control_variate: Any,
-    server_control_variate: Any,
-    model_delta: Any,
-    num_steps: tf.Tensor,
-    learning_rate: float,
-) -> Any:
-  """`c_i+ = c_i - c + (x - y) / (K lr)` (Karimireddy et al., Alg. 1 l. 12, II).
-
-  Args:
-    client_control_variate: c_i.
-    server_control_variate: c, same structure.
-    model_delta: x - y, same structure.
-    num_steps: K, int64; for K = 0 the result is c_i.
-    learning_rate: The client learning rate lr.
-
-  Returns:
-    c_i+, same structure as c_i.
-  """
-
-  def new_control_variate(c_i, c, delta):
-    scale = tf.cast(num_steps, delta.dtype) * tf.cast(
-        learning_rate, delta.dtype
-    )
-    return c_i - c + delta / scale
-
-  # A branch, not a `tf.where` over the tensors (one pass less over every
-  # leaf; the same values).
-  return tf.cond(
-      num_steps > 0,
-      lambda: tf.nest.map_structure(
-          new_control_variate,
-          client_control_variate,
-          server_control_variate,
-          model_delta,
-      ),
-      lambda: tf.nest.map_structure(tf.identity, client_control_variate),
-  )
-
-
-def build_scaffold_client_update(
+def build_client_update(
     model_fn: ModelFn,
+    algorithm: algorithm_lib.ClientStateAlgorithm,
     client_learning_rate: float,
     *,
     client_loss: str = 'ce',
@@ -109,19 +70,18 @@ def build_scaffold_client_update(
     weight_decay: float = 0.0,
     sharpness: sharpness_lib.Sharpness | None = None,
     loop_implementation: client_loop.LoopForm | None = None,
-) -> Callable[
-    ..., tuple[types.ScaffoldClientState, types.ScaffoldClientResult]
-]:
-  """Builds the SCAFFOLD client step as a `tf.function` (builds the model).
+) -> Callable[..., tuple[types.ClientState, types.ClientResult]]:
+  """Builds the client step of `algorithm` as a `tf.function` (builds the model).
 
   Call inside the graph that runs the step (a `tff.tensorflow.computation`),
   or eagerly in tests. The returned `client_update(initial_weights,
-  server_control_variate, client_state, dataset)` runs Algorithm 1 of
-  Karimireddy et al. (2020), lines 9-13 with option II, on the client-training
-  core: from y = x = `initial_weights`, one step `y <- y - lr (g(y) + c - c_i)`
-  per batch (g(y) + wd y with `weight_decay` wd), then `c_i+ = c_i - c + (x - y) / (K lr)` with K the number of
-  batches. It returns `(ScaffoldClientState(c_i+), ScaffoldClientResult)`;
-  for an empty dataset `c_i+ = c_i`, dy = dc = 0 and the client weight is 0.
+  server_vector, client_state, dataset)` runs, on the client-training core,
+  from y = x = `initial_weights` one step `y <- y - lr T(g(y))` per batch,
+  T the algorithm's `gradient_transform` with its `step_input` (g(y) + wd y
+  with `weight_decay` wd), then the algorithm's `new_client_vector` with K
+  the number of batches. It returns `(ClientState(new vector),
+  ClientResult)`; for an empty dataset the vector is unchanged, dy = 0 and
+  the client weight is 0.
 
   g is the gradient of the model's loss (`'ce'`) or of the mean WSM
   cross-entropy with the client's class proportions (`'wsm'`, docs/design.md
@@ -130,6 +90,7 @@ def build_scaffold_client_update(
 
   Args:
     model_fn: A no-arg callable returning a `tff.learning.models.VariableModel`.
+    algorithm: The `ClientStateAlgorithm` (SCAFFOLD, FedDyn).
     client_learning_rate: The client learning rate lr.
     client_loss: One of `CLIENT_LOSSES`.
     num_classes: The number of classes C; required for `'wsm'`.
@@ -156,37 +117,34 @@ def build_scaffold_client_update(
       client_loss=client_loss,
       num_classes=num_classes,
       label_key=LABEL_KEY,
-      gradient_transform=client_training.control_variate_correction,
+      gradient_transform=algorithm.gradient_transform,
       weight_decay=weight_decay,
       sharpness=sharpness,
   )
 
   @tf.function
-  def client_update(
-      initial_weights, server_control_variate, client_state, dataset
-  ):
-    client_control_variate = client_state.control_variate
-    correction = tf.nest.map_structure(
-        tf.subtract, server_control_variate, client_control_variate
-    )
+  def client_update(initial_weights, server_vector, client_state, dataset):
+    client_vector = client_state.control_variate
     output = client_loop.train_client(
         training,
         initial_weights,
         dataset,
-        correction,
+        algorithm.step_input(
+            initial_weights.trainable, server_vector, client_vector
+        ),
         loop_implementation=loop_implementation,
     )
-    new_client_control_variate = option_ii_control_variate(
-        client_control_variate,
-        server_control_variate,
+    new_client_vector = algorithm.new_client_vector(
+        client_vector,
+        server_vector,
         output.model_delta,
         output.num_steps,
         client_learning_rate,
     )
-    result = types.ScaffoldClientResult(
+    result = types.ClientResult(
         model_delta=tf.nest.map_structure(tf.negative, output.model_delta),
         control_variate_delta=tf.nest.map_structure(
-            tf.subtract, new_client_control_variate, client_control_variate
+            tf.subtract, new_client_vector, client_vector
         ),
         non_trainable_weights=tf.nest.map_structure(
             tf.identity, training.model_weights.non_trainable
@@ -195,6 +153,6 @@ def build_scaffold_client_update(
         num_examples=output.num_examples,
         loss_sum=output.loss_sum,
     )
-    return types.ScaffoldClientState(new_client_control_variate), result
+    return types.ClientState(new_client_vector), result
 
   return client_update

@@ -1,9 +1,10 @@
-"""SCAFFOLD client states between the driver and the workers as files.
+"""Per-client states between the driver and the workers as files.
 
-With `build_scaffold(..., client_state_transfer='files')` a sampled client's
-control variate c_i does not travel as a TFF value: the driver writes it to
-files, the client's computation in the TFF worker reads them, runs the
-client step and writes c_i+ next to them, and the driver reads that back.
+With `build_client_state_process(..., client_state_transfer='files')` (so
+`build_scaffold`, `build_feddyn`) a sampled client's vector c_i does not
+travel as a TFF value: the driver writes it to files, the client's
+computation in the TFF worker reads them, runs the client step and writes
+c_i+ next to them, and the driver reads that back.
 Only a path (a string per client) crosses TFF's value serialization.
 
 Why (docs/performance.md, 'SCAFFOLD'): TFF 0.87 copies a CLIENTS-placed value
@@ -16,7 +17,7 @@ clients 5.5-5.7 s against 0.5-1.0 s, driver peak 2.2 against 1.1 GB.
 The inputs are one file per client and weight tensor: `<prefix>.in.<i>` (c_i)
 holds the tensor's raw little-endian bytes, written by the driver straight
 from numpy (one copy) and read in the worker with `tf.io.decode_raw` (which
-reads every floating dtype; `build_scaffold` requires floating-point
+reads every floating dtype; the process requires floating-point
 weights). c_i+ is the tensor bundle `<prefix>.out` (`tensor_bundles`:
 TensorFlow's checkpoint format, written in the worker with `SaveV2`, read by
 the driver with `tf.train.load_checkpoint`, every leaf's checksum checked).
@@ -38,9 +39,9 @@ import numpy as np
 import tensorflow as tf
 
 from tff_fedwin.algorithms import tensor_bundles
-from tff_fedwin.algorithms.scaffold import types
+from tff_fedwin.algorithms.client_state import types
 
-# How client states reach the workers (`build_scaffold`).
+# How client states reach the workers (`build_client_state_process`).
 CLIENT_STATE_TRANSFERS = ('values', 'files')
 _IN, _OUT = 'in', 'out'
 
@@ -67,7 +68,7 @@ def _output_prefix(prefix):
 
 def read_client_state(
     prefix: tf.Tensor, control_variate_spec: Any
-) -> types.ScaffoldClientState:
+) -> types.ClientState:
   """In the worker: c_i from the raw bytes in `<prefix>.in.<i>` (TF ops).
 
   Args:
@@ -75,13 +76,13 @@ def read_client_state(
     control_variate_spec: The structure of `tf.TensorSpec`s of c_i.
 
   Returns:
-    A `ScaffoldClientState` of tensors with the specs' dtypes and shapes.
+    A `types.ClientState` of tensors with the specs' dtypes and shapes.
   """
   leaves = [
       _read_raw(_input_path(prefix, i), spec)
       for i, spec in enumerate(tf.nest.flatten(control_variate_spec))
   ]
-  return types.ScaffoldClientState(
+  return types.ClientState(
       tf.nest.pack_sequence_as(control_variate_spec, leaves)
   )
 
@@ -99,7 +100,7 @@ def _read_raw(path: tf.Tensor, spec: tf.TensorSpec) -> tf.Tensor:
 
 
 def write_client_state(
-    prefix: tf.Tensor, state: types.ScaffoldClientState
+    prefix: tf.Tensor, state: types.ClientState
 ) -> list[tf.Operation]:
   """In the worker: the op that writes c_i+ as the bundle `<prefix>.out`."""
   return [
@@ -151,8 +152,8 @@ def _output_index(prefix: str) -> str:
 
 
 def read_outputs(
-    prefixes: Sequence[str], like: types.ScaffoldClientState
-) -> list[types.ScaffoldClientState]:
+    prefixes: Sequence[str], like: types.ClientState
+) -> list[types.ClientState]:
   """In the driver: each client's c_i+ from the bundle `<prefix>.out`.
 
   One copy per leaf (`tensor_bundles.read`), every leaf's checksum checked;

@@ -1,16 +1,18 @@
-"""The SCAFFOLD server: the round's sums, the server step, the window step."""
+"""The server of a per-client-state process: round sums, server and window step."""
 
 import collections
+from typing import Any
 
 import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_fedwin.aggregators import window_math
-from tff_fedwin.algorithms.scaffold import types
+from tff_fedwin.algorithms.client_state import algorithm as algorithm_lib
+from tff_fedwin.algorithms.client_state import types
 
 
 @tf.function
-def round_sums_summand(result: types.ScaffoldClientResult) -> types.RoundSums:
+def round_sums_summand(result: types.ClientResult) -> types.RoundSums:
   """One client's contribution to the round's sums (weights applied)."""
 
   def weighted(t):
@@ -29,70 +31,63 @@ def round_sums_summand(result: types.ScaffoldClientResult) -> types.RoundSums:
   )
 
 
-@tf.function
-def scaffold_server_update(
-    model_weights,
-    control_variate,
+def server_step(
+    algorithm: algorithm_lib.ClientStateAlgorithm,
+    model_weights: tff.learning.models.ModelWeights,
+    control_variate: Any,
+    sums: types.RoundSums,
     *,
-    weighted_model_delta_sum,
-    weighted_non_trainable_sum,
-    control_variate_delta_sum,
-    client_weight_sum,
     server_learning_rate: float,
     total_clients: int,
-):
-  """The SCAFFOLD server step (Karimireddy et al. 2020, Algorithm 1, l. 16-17).
+) -> tuple[tff.learning.models.ModelWeights, Any]:
+  """The server step of a round (TF, in a graph).
 
-  `x <- x + lr_g * sum_i(w_i dy_i) / sum_i(w_i)`, non-trainable weights
-  `<- sum_i(w_i v_i) / sum_i(w_i)`, and `c <- c + sum_i(dc_i) / N`. When
-  `client_weight_sum` is 0 (no sampled client had data) x and the
-  non-trainable weights are returned unchanged.
+  The mean model delta `sum_i(w_i dy_i) / sum_i(w_i)` goes to the
+  algorithm's `server_update` with the sum of the vector changes; the
+  non-trainable weights become `sum_i(w_i v_i) / sum_i(w_i)`. When no
+  sampled client had data (`sum_i w_i` = 0) x and the non-trainable weights
+  are returned unchanged, and the server vector moves by the (zero) sum of
+  the vector changes as the algorithm says.
 
   Args:
-    model_weights: The global model x, a `tff.learning.models.ModelWeights`.
-    control_variate: The server control variate c (trainable structure).
-    weighted_model_delta_sum: sum_i w_i dy_i (trainable structure).
-    weighted_non_trainable_sum: sum_i w_i v_i of the clients' final
-      non-trainable weights (non-trainable structure).
-    control_variate_delta_sum: sum_i dc_i (trainable structure).
-    client_weight_sum: sum_i w_i, a float32 scalar.
+    algorithm: The `ClientStateAlgorithm`.
+    model_weights: The global model x, a `ModelWeights`.
+    control_variate: The server's vector (trainable structure).
+    sums: The round's `types.RoundSums`.
     server_learning_rate: lr_g.
     total_clients: N, the number of clients in the population.
 
   Returns:
-    `(new_model_weights, new_control_variate)`, same structures as the inputs.
+    `(new_model_weights, new_server_vector)`, same structures as the inputs.
   """
+  client_weight_sum = sums.client_weight
   has_data = client_weight_sum > 0
 
-  def new_trainable(x, delta_sum):
-    mean_delta = tf.math.divide_no_nan(
-        delta_sum, tf.cast(client_weight_sum, x.dtype)
+  def mean(value_sum):
+    return tf.math.divide_no_nan(
+        value_sum, tf.cast(client_weight_sum, value_sum.dtype)
     )
-    return x + tf.cast(server_learning_rate, x.dtype) * mean_delta
 
-  def new_non_trainable(v, value_sum):
-    mean_value = tf.math.divide_no_nan(
-        value_sum, tf.cast(client_weight_sum, v.dtype)
-    )
-    return tf.where(has_data, mean_value, v)
-
-  def new_control(c, delta_sum):
-    return c + delta_sum / tf.cast(total_clients, c.dtype)
-
+  new_trainable, new_vector = algorithm.server_update(
+      model_weights.trainable,
+      control_variate,
+      mean_model_delta=tf.nest.map_structure(mean, sums.weighted_model_delta),
+      vector_delta_sum=sums.control_variate_delta,
+      total_clients=total_clients,
+      server_learning_rate=server_learning_rate,
+  )
+  keep_without_data = lambda new, old: tf.where(has_data, new, old)
   new_model_weights = tff.learning.models.ModelWeights(
       trainable=tf.nest.map_structure(
-          new_trainable, model_weights.trainable, weighted_model_delta_sum
+          keep_without_data, new_trainable, model_weights.trainable
       ),
       non_trainable=tf.nest.map_structure(
-          new_non_trainable,
+          lambda v, value_sum: keep_without_data(mean(value_sum), v),
           model_weights.non_trainable,
-          weighted_non_trainable_sum,
+          sums.weighted_non_trainable_weights,
       ),
   )
-  new_control_variate = tf.nest.map_structure(
-      new_control, control_variate, control_variate_delta_sum
-  )
-  return new_model_weights, new_control_variate
+  return new_model_weights, new_vector
 
 
 @tf.function
@@ -108,26 +103,25 @@ def round_metrics(sums: types.RoundSums) -> collections.OrderedDict:
 
 
 def next_server_state(
-    state: types.ScaffoldServerState,
+    algorithm: algorithm_lib.ClientStateAlgorithm,
+    state: types.ServerState,
     sums: types.RoundSums,
     *,
     server_learning_rate: float,
     total_clients: int,
     with_window: bool,
-) -> tuple[types.ScaffoldServerState, collections.OrderedDict]:
+) -> tuple[types.ServerState, collections.OrderedDict]:
   """The server state after a round, and the round's metrics (TF, in a graph).
 
-  Runs `scaffold_server_update`, then with a window pushes w^t into it (in
-  `'broadcast'` mode at active rounds x becomes m^t; c is never windowed).
-  A new `ScaffoldServerState` field is carried over by `_replace`.
+  Runs `server_step`, then with a window pushes w^t into it (in
+  `'broadcast'` mode at active rounds x becomes m^t; the server vector is
+  never windowed). A new `ServerState` field is carried over by `_replace`.
   """
-  new_model_weights, new_control_variate = scaffold_server_update(
+  new_model_weights, new_control_variate = server_step(
+      algorithm,
       state.global_model_weights,
       state.control_variate,
-      weighted_model_delta_sum=sums.weighted_model_delta,
-      weighted_non_trainable_sum=sums.weighted_non_trainable_weights,
-      control_variate_delta_sum=sums.control_variate_delta,
-      client_weight_sum=sums.client_weight,
+      sums,
       server_learning_rate=server_learning_rate,
       total_clients=total_clients,
   )
@@ -147,7 +141,7 @@ def next_server_state(
 
 
 def evaluation_model_weights(
-    state: types.ScaffoldServerState, *, with_window: bool
+    state: types.ServerState, *, with_window: bool
 ) -> tff.learning.models.ModelWeights:
   """The model to evaluate (TF, in a graph): the window model, else x.
 

@@ -1,0 +1,116 @@
+"""`ClientStateAlgorithm`: the math an algorithm with per-client state plugs in.
+
+SCAFFOLD, FedDyn and their kin keep a model-sized vector per client (c_i,
+the client's last gradient) and one on the server (c, h). Everything around
+that math is shared and written once in this package (docs/design.md sec.
+4.9): the process and its types (`build_client_state_process`), the client
+loop, the round's sums, the window in every mode, the state files, the
+stores, checkpoints and exact resume (`tff_fedwin.training`). An algorithm
+is one subclass with four methods, all TF math, traced inside the client's
+or the server's `tff.tensorflow.computation`:
+
+* `gradient_transform` and `step_input`: the corrected gradient of the
+  client's local step (a `gradient_transforms.GradientTransform` and what it
+  reads, constant over the client's loop);
+* `new_client_vector`: the client's vector after its local training;
+* `server_update`: the new global trainable weights and server vector from
+  the round's mean model delta and the sum of the clients' vector changes.
+
+`tff_fedwin.algorithms.scaffold` and `tff_fedwin.algorithms.feddyn` are the
+two worked examples.
+"""
+
+import abc
+from typing import Any
+
+import tensorflow as tf
+
+from tff_fedwin.algorithms import gradient_transforms
+
+
+class ClientStateAlgorithm(abc.ABC):
+  """The algorithm-specific math of a per-client-state process.
+
+  Notation: x the global trainable weights a client receives, y its weights
+  after K local steps with learning rate lr, `client_vector` the client's
+  own vector (c_i for SCAFFOLD), `server_vector` the server's (c). Every
+  vector has the structure of x. A subclass is immutable: its
+  hyperparameters are set in `__init__` and checked there.
+  """
+
+  @property
+  @abc.abstractmethod
+  def name(self) -> str:
+    """The `--algorithm` value, e.g. `'scaffold'`."""
+
+  @property
+  @abc.abstractmethod
+  def gradient_transform(self) -> gradient_transforms.GradientTransform:
+    """`(g, y, step_input) -> g'`, the gradient the local SGD steps with."""
+
+  @abc.abstractmethod
+  def step_input(
+      self, initial_trainable: Any, server_vector: Any, client_vector: Any
+  ) -> Any:
+    """What `gradient_transform` reads, from x, the server's and the client's
+    vectors (TF, called once per client before its loop)."""
+
+  @abc.abstractmethod
+  def new_client_vector(
+      self,
+      client_vector: Any,
+      server_vector: Any,
+      model_delta: Any,
+      num_steps: tf.Tensor,
+      learning_rate: float,
+  ) -> Any:
+    """The client's vector after its local training (TF).
+
+    Args:
+      client_vector: Its vector before the round.
+      server_vector: The server's vector it received.
+      model_delta: x - y, the trainable structure.
+      num_steps: K, an int64 scalar (0 for a client without data).
+      learning_rate: lr.
+
+    Returns:
+      The new vector, the structure of `client_vector`; `client_vector`
+      itself (same values) when K = 0.
+    """
+
+  @abc.abstractmethod
+  def server_update(
+      self,
+      trainable: Any,
+      server_vector: Any,
+      *,
+      mean_model_delta: Any,
+      vector_delta_sum: Any,
+      total_clients: int,
+      server_learning_rate: float,
+  ) -> tuple[Any, Any]:
+    """The new x and server vector (TF).
+
+    Args:
+      trainable: x.
+      server_vector: The server's vector.
+      mean_model_delta: sum_i w_i (y_i - x) / sum_i w_i over the round's
+        clients with data (w_i = 1 for a client with data, else 0); zeros
+        when no client had data (the process then keeps x).
+      vector_delta_sum: sum over the round's clients of (new vector - old).
+      total_clients: N, the population size.
+      server_learning_rate: lr_g.
+
+    Returns:
+      `(new_trainable, new_server_vector)`, the structures of the inputs.
+    """
+
+
+def check_algorithm(algorithm: Any) -> ClientStateAlgorithm:
+  """`algorithm` if it is a `ClientStateAlgorithm`, else a TypeError."""
+  if not isinstance(algorithm, ClientStateAlgorithm):
+    raise TypeError(
+        '`algorithm` must be a ClientStateAlgorithm (tff_fedwin.algorithms.'
+        f'scaffold.Scaffold, feddyn.FedDyn), got {type(algorithm).__name__}.'
+    )
+  return algorithm
