@@ -130,18 +130,21 @@ def scaffold_row(
     *,
     server_state_files: bool = False,
     client_data_by_id: bool = False,
+    algorithm=None,
 ) -> stepped.SteppedRow:
-  """Times SCAFFOLD rounds; state MB includes the sampled clients' states.
+  """Times SCAFFOLD rounds (or those of another `ClientStateAlgorithm` with
+  client states, `algorithm`); state MB includes the sampled clients' states.
 
-  The rounds go through `algorithms.ScaffoldRunner`, so with
+  The rounds go through `algorithms.ClientStateRunner`, so with
   `client_state_transfer='files'` (and `server_state_files`) the driver's
   writing and reading of the state files (in temporary directories) is
   timed too; `client_data_by_id` as for `learning_process_row`.
   """
 
   def rounds(data):
-    process = scaffold.build_scaffold(
+    process = algorithms.build_client_state_process(
         model_fn,
+        algorithm or scaffold.Scaffold(),
         client_learning_rate=client_learning_rate,
         total_clients=len(data),
         client_state_transfer=client_state_transfer,
@@ -153,7 +156,7 @@ def scaffold_row(
     data, computation, bundle = stepped.client_data_by_id(
         data, client_data_by_id
     )
-    runner = algorithms.ScaffoldRunner(
+    runner = algorithms.ClientStateRunner(
         process,
         scaffold.initial_client_state(model_fn),
         state_files_dir=clients,

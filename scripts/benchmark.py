@@ -14,9 +14,11 @@ measured first and last in the same run, and against the bound) with:
    rounds per call, and kept by the program, filled first), WSM clients and
    SCAFFOLD, each also against its own bound (the same algorithm's arithmetic
    as one `tf.function`, column "x own bound");
-4. FedAvg on 1, 2 and 4 local TFF workers (clients split by TFF's
+4. FedNova, FedSAM, FedASAM, FedDyn, FedCM and FedACG, each against FedAvg's
+   bound (`benchmarks.algorithm_rows`);
+5. FedAvg on 1, 2 and 4 local TFF workers (clients split by TFF's
    mergeable-computation context);
-5. peak memory of the workers per row and of the driver.
+6. peak memory of the workers per row and of the driver.
 
 `--repeats=3` runs the whole list three times, the second backward, and
 reports each cell's median and range (the machine is shared: single runs of a
@@ -55,6 +57,7 @@ from absl import flags
 # Without TensorFlow: the flags and their checks (`--rows` included) come
 # first, so a bad flag is refused in about a second; `_import_tensorflow`
 # imports TFF and the row builders once the flags passed.
+from benchmarks import algorithm_rows
 from benchmarks import row_order
 
 # pylint: enable=g-import-not-at-top,wrong-import-position
@@ -311,7 +314,12 @@ def _rows() -> list[_Row]:
   window_and_wsm = _window_and_wsm_rows(sgd)
   if _FAMILY.value != 'cnn':  # WSM needs one label per example.
     window_and_wsm = [r for r in window_and_wsm if 'WSM' not in r.name]
-  rows = [*_fed_avg_rows(sgd), *window_and_wsm, *_scaffold_rows()]
+  rows = [
+      *_fed_avg_rows(sgd),
+      *window_and_wsm,
+      *_scaffold_rows(),
+      *algorithm_rows.algorithm_rows(_Row, lambda: model, sgd, _LR, _BOUND),
+  ]
   for n in (int(w) for w in _WORKERS.value):
     if n > 1:
       rows.append(

@@ -271,6 +271,25 @@ flags.DEFINE_float(
     'FedDyn alpha > 0, the weight of its dynamic regularizer; required with '
     '--algorithm=feddyn (WiMA tunes it in {0.01, 0.001}).',
 )
+flags.DEFINE_float(
+    'fedcm_alpha',
+    _DEFAULTS.fedcm_alpha,
+    "FedCM alpha in (0, 1], the weight of a client's own gradient against "
+    'the global estimate; required with --algorithm=fedcm (WiMA tunes it in '
+    '{0.05, 0.1, 0.5}).',
+)
+flags.DEFINE_float(
+    'fedacg_lambda',
+    _DEFAULTS.fedacg_lambda,
+    "FedACG lambda in [0, 1), the server momentum and the clients' "
+    'lookahead; required with --algorithm=fedacg (WiMA: {0.8, 0.85, 0.9}).',
+)
+flags.DEFINE_float(
+    'fedacg_beta',
+    _DEFAULTS.fedacg_beta,
+    'FedACG beta >= 0, its proximal term (beta/2)||w - lookahead||^2; '
+    'required with --algorithm=fedacg (WiMA: {0.01, 0.001}).',
+)
 # Window.
 flags.DEFINE_integer(
     'window_size',

@@ -379,6 +379,31 @@ def run_rounds(process, rounds, state_files_dir=None):
     yield t, state, store, metrics
 
 
+def run_learning_rounds(process, rounds):
+  """Runs a `LearningProcess` (an algorithm without client states) on the
+  schedule; yields (t, state)."""
+  state = process.initialize()
+  for t in range(1, rounds + 1):
+    state = process.next(
+        state, [make_dataset(CLIENT_DATA[i]) for i in sampled_clients(t)]
+    ).state
+    yield t, state
+
+
+def np_windowed(aggregated, t, window_size, mode):
+  """(model sent in round t + 1, window model) after round t, from the
+  post-server-step models `aggregated` = [w^0, ..., w^t] (WiMA Eq. 4,
+  active from t >= W; IMA sends it)."""
+  w_t = aggregated[-1]
+  if window_size is None or t < window_size:
+    return w_t, w_t
+  window = [
+      ref.window_mean_eq4([m[j] for m in aggregated], t, window_size)
+      for j in range(len(w_t))
+  ]
+  return (window if mode == 'broadcast' else w_t), window
+
+
 def assert_round_matches(t, state, store, expected, with_window, process=None):
   """x, c, every client's c_i and the window model equal numpy after round t.
 

@@ -88,5 +88,8 @@ SHARPNESS_KINDS = ('sam', 'asam')
 # The --algorithm values with a model-sized state per client (the
 # `tff_fedwin.algorithms.client_state` family).
 CLIENT_STATE_ALGORITHMS = ('scaffold', 'feddyn')
+# All --algorithm values built by `build_client_state_process`: those and the
+# ones whose server sends the clients a vector but keeps none per client.
+CLIENT_STATE_FAMILY = (*CLIENT_STATE_ALGORITHMS, 'fedcm', 'fedacg')
 # --client_states: where their per-client states live.
 CLIENT_STATE_KINDS = ('auto', 'memory', 'disk')

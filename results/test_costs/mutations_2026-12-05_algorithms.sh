@@ -16,3 +16,7 @@ apply feddyn_client_vector_sign tff_fedwin/algorithms/feddyn.py "        lambda 
 apply feddyn_without_regularizer tff_fedwin/algorithms/feddyn.py "        lambda g, w, b: g + tf.cast(alpha, w.dtype) * w - b," "        lambda g, w, b: g - b," tests/experiments/wiring_test.py -k feddyn
 apply feddyn_server_step_without_lr tff_fedwin/algorithms/feddyn.py "        + tf.cast(server_learning_rate, x.dtype)" "        + 1.0" tests/experiments/wiring_test.py -k feddyn
 apply client_state_moves_x_without_data tff_fedwin/algorithms/client_state/server.py "  keep_without_data = lambda new, old: tf.where(has_data, new, old)" "  keep_without_data = lambda new, old: new" tests/algorithms/client_state/server_test.py
+apply fedcm_mix_swapped tff_fedwin/algorithms/fedcm.py "        lambda g, d: tf.cast(alpha, g.dtype) * g" "        lambda g, d: tf.cast(1.0 - alpha, g.dtype) * g" tests/algorithms/fedcm_test.py
+apply fedcm_delta_unnormalized tff_fedwin/algorithms/fedcm.py "        lambda d: d / tf.cast(scale, d.dtype), model_delta" "        lambda d: d, model_delta" tests/experiments/wiring_test.py -k fedcm
+apply fedacg_no_lookahead tff_fedwin/algorithms/fedacg.py "        lambda x, m: x + tf.cast(self._lookahead, x.dtype) * m," "        lambda x, m: x + 0.0 * m," tests/algorithms/fedacg_test.py
+apply fedacg_momentum_not_decayed tff_fedwin/algorithms/fedacg.py "            tf.cast(self._lookahead, m.dtype) * m + d," "            m + d," tests/experiments/wiring_test.py -k fedacg

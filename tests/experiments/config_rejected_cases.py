@@ -561,7 +561,7 @@ BAD_CONFIGS = [
     ),
     _fails(
         'feddyn_without_alpha',
-        ['--algorithm=feddyn needs --feddyn_alpha > 0', 'got 0.0'],
+        ['--algorithm=feddyn needs --feddyn_alpha > 0', 'it is not set'],
         algorithm='feddyn',
     ),
     _fails(
@@ -574,6 +574,33 @@ BAD_CONFIGS = [
         ['--feddyn_alpha'],
         algorithm='feddyn',
         feddyn_alpha=-0.1,
+    ),
+    _fails(
+        'fedcm_alpha_above_one',
+        ['--fedcm_alpha must be in (0, 1]', 'got 1.5'],
+        algorithm='fedcm',
+        fedcm_alpha=1.5,
+    ),
+    _fails(
+        'fedacg_without_beta',
+        ['--algorithm=fedacg needs --fedacg_beta >= 0', 'not set'],
+        algorithm='fedacg',
+        fedacg_lambda=0.85,
+    ),
+    _fails(
+        'fedacg_lambda_one',
+        ['--fedacg_lambda must be in [0, 1)', 'got 1.0'],
+        algorithm='fedacg',
+        fedacg_lambda=1.0,
+        fedacg_beta=0.01,
+    ),
+    _fails(
+        'fedacg_client_states_flag',
+        ['--client_states', '--algorithm=fedacg keeps none'],
+        algorithm='fedacg',
+        fedacg_lambda=0.85,
+        fedacg_beta=0.01,
+        client_states='disk',
     ),
     _fails(
         'feddyn_client_momentum',

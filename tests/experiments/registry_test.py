@@ -18,6 +18,7 @@ from tff_fedwin import data
 from tff_fedwin import experiments
 from tff_fedwin import round_runner
 from tff_fedwin.algorithms import swa_runner
+from tff_fedwin.experiments import algorithm_parts
 from tff_fedwin.experiments import registry
 from tff_fedwin.experiments import run as run_lib
 
@@ -153,7 +154,7 @@ def test_server_optimizer_of_the_algorithm(
       algorithm=algorithm, server_learning_rate=0.25, server_epsilon=epsilon
   )
 
-  built = registry._server_optimizer(config)  # pylint: disable=protected-access
+  built = algorithm_parts.server_optimizer(config)
 
   state = built.initialize(tf.TensorSpec([2], tf.float32))
   actual = {k: float(v) for k, v in built.get_hparams(state).items()}
@@ -261,7 +262,7 @@ def test_swa_cyclic_schedule_reads_the_swa_flags():
       swa_start_round=2,
       swa_cycle=2,
   )
-  fn = registry._client_learning_rate_fn(config)  # pylint: disable=protected-access
+  fn = algorithm_parts.client_learning_rate_fn(config)
   assert [round(float(fn(tf.constant(t))), 6) for t in (1, 2, 3)] == [
       0.3,
       0.1,

@@ -367,3 +367,87 @@ def feddyn(
     if ima_window is not None and t + 1 >= max(ima_window):
       models[-1] = np.mean(kept[-ima_window[0] :], axis=0)
   return models
+
+
+def _windowed(models, kept, t, ima_window):
+  """IMA: from round max(W, t_s) on the next x is the mean of the last W
+  aggregates (as `fedavg_family`)."""
+  if ima_window is not None and t + 1 >= max(ima_window):
+    models[-1] = np.mean(kept[-ima_window[0] :], axis=0)
+
+
+def fedcm(
+    model,
+    w0,
+    client_batches,
+    *,
+    rounds,
+    alpha,
+    client_learning_rate,
+    server_learning_rate,
+    client_loss='ce',
+):
+  """FedCM (Xu et al. 2021, Alg. 1), all N clients every round.
+
+  Client i: y_i from x with steps lr_l (alpha g(y) + (1 - alpha) Delta),
+  K_i steps; Delta+ = mean_i (x - y_i) / (lr_l K_i); x += lr_g mean_i(y_i -
+  x). Returns [x^0, ..., x^rounds].
+  """
+  delta = np.zeros_like(w0)
+  models = [w0]
+  for _ in range(rounds):
+    x = models[-1]
+    deltas, sent = [], []
+    for batches in client_batches:
+      beta = None
+      if client_loss == 'wsm':
+        labels = np.concatenate([y for _, y in batches])
+        beta = np.bincount(labels, minlength=model.shape[2]) / len(labels)
+      w = x.copy()
+      for xb, yb in batches:
+        g = batch_gradient(model, w, xb, yb, beta)
+        w = w - client_learning_rate * (alpha * g + (1 - alpha) * delta)
+      deltas.append(w - x)
+      sent.append((x - w) / (client_learning_rate * len(batches)))
+    delta = np.mean(sent, axis=0)
+    models.append(x + server_learning_rate * np.mean(deltas, axis=0))
+  return models
+
+
+def fedacg(
+    model,
+    w0,
+    client_batches,
+    *,
+    rounds,
+    lookahead,
+    proximal_strength,
+    client_learning_rate,
+    server_learning_rate,
+    ima_window=None,
+    aggregates=None,
+):
+  """FedACG (Kim et al. 2024, Alg. 1), all N clients every round.
+
+  s = x + lambda m; client i: y_i from s with steps lr_l (g(y) + beta (y -
+  s)); m = lambda m + mean_i(y_i - s); a = x + lr_g m. IMA and `aggregates`
+  as in `feddyn`. Returns [x^0, ..., x^rounds].
+  """
+  m = np.zeros_like(w0)
+  models = [w0]
+  kept = [] if aggregates is None else aggregates
+  for t in range(rounds):
+    x = models[-1]
+    s = x + lookahead * m
+    deltas = []
+    for batches in client_batches:
+      w = s.copy()
+      for xb, yb in batches:
+        g = batch_gradient(model, w, xb, yb)
+        w = w - client_learning_rate * (g + proximal_strength * (w - s))
+      deltas.append(w - s)
+    m = lookahead * m + np.mean(deltas, axis=0)
+    kept.append(x + server_learning_rate * m)
+    models.append(kept[-1])
+    _windowed(models, kept, t, ima_window)
+  return models

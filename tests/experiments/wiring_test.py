@@ -204,6 +204,43 @@ def _feddyn(server_learning_rate, alpha, client_loss='ce', ima_window=None):
   return expected
 
 
+def _fedcm(server_learning_rate, alpha, client_loss='ce'):
+  def expected(inputs):
+    models = ref.fedcm(
+        inputs.model,
+        inputs.initial_weights,
+        inputs.client_batches,
+        rounds=ROUNDS,
+        alpha=alpha,
+        client_learning_rate=CLIENT_LR,
+        server_learning_rate=server_learning_rate,
+        client_loss=client_loss,
+    )
+    return models, None
+
+  return expected
+
+
+def _fedacg(server_learning_rate, lookahead, beta, ima_window=None):
+  def expected(inputs):
+    aggregates = None if ima_window is None else []
+    models = ref.fedacg(
+        inputs.model,
+        inputs.initial_weights,
+        inputs.client_batches,
+        rounds=ROUNDS,
+        lookahead=lookahead,
+        proximal_strength=beta,
+        client_learning_rate=CLIENT_LR,
+        server_learning_rate=server_learning_rate,
+        ima_window=ima_window,
+        aggregates=aggregates,
+    )
+    return models, aggregates
+
+  return expected
+
+
 # IMA's client schedule (IMA code, Table 7), with t_s = 2: lr0 0.99^t before
 # round t_s, lr0 0.99^t_s 0.97^(t - t_s) from it on; rounds t = 1, 2, 3.
 IMA_START = 2
@@ -625,6 +662,32 @@ CASES = [
         ),
         _feddyn(0.9, 0.5, client_loss='wsm', ima_window=(2, IMA_START)),
         id='feddyn_wsm_ima',
+    ),
+    # FedCM (alpha 0.3, lr_g 0.9) with WSM clients and a WiMA window.
+    pytest.param(
+        dict(
+            algorithm='fedcm',
+            fedcm_alpha=0.3,
+            client_loss='wsm',
+            server_learning_rate=0.9,
+            window_size=2,
+        ),
+        _fedcm(0.9, 0.3, client_loss='wsm'),
+        id='fedcm_wsm_window',
+    ),
+    # FedACG (lambda 0.8, beta 0.5) with an IMA window.
+    pytest.param(
+        dict(
+            algorithm='fedacg',
+            fedacg_lambda=0.8,
+            fedacg_beta=0.5,
+            server_learning_rate=1.0,
+            window_size=2,
+            window_mode='broadcast',
+            window_start_round=IMA_START,
+        ),
+        _fedacg(1.0, 0.8, 0.5, ima_window=(2, IMA_START)),
+        id='fedacg_ima',
     ),
     # The window on part of the model (WiMA Table 5): the evaluated model's
     # classifier, or everything but it, is the window's; the rest w^t.

@@ -9,6 +9,10 @@ from tff_fedwin.algorithms.client_state import ClientStateAlgorithm
 from tff_fedwin.algorithms.client_training import CLIENT_LOSSES
 from tff_fedwin.algorithms.client_work import build_client_work
 from tff_fedwin.algorithms.fed_win import build_fed_win
+from tff_fedwin.algorithms.fedacg import build_fedacg
+from tff_fedwin.algorithms.fedacg import FedACG
+from tff_fedwin.algorithms.fedcm import build_fedcm
+from tff_fedwin.algorithms.fedcm import FedCM
 from tff_fedwin.algorithms.feddyn import build_feddyn
 from tff_fedwin.algorithms.feddyn import FedDyn
 from tff_fedwin.algorithms.fednova import FedNovaFactory

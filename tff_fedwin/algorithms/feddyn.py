@@ -108,6 +108,7 @@ class FedDyn(algorithm.ClientStateAlgorithm):
       *,
       mean_model_delta,
       vector_delta_sum,
+      client_weight_sum,
       total_clients,
       server_learning_rate,
   ):
@@ -115,6 +116,7 @@ class FedDyn(algorithm.ClientStateAlgorithm):
 
     sum_k ds_k = -alpha sum_k (theta_k^t - x), so h^t is the paper's.
     """
+    del client_weight_sum  # Unused.
     new_vector = tf.nest.map_structure(
         lambda h, d: h + d / tf.cast(total_clients, h.dtype),
         server_vector,

@@ -111,10 +111,12 @@ class Scaffold(algorithm.ClientStateAlgorithm):
       *,
       mean_model_delta,
       vector_delta_sum,
+      client_weight_sum,
       total_clients,
       server_learning_rate,
   ):
     """`x + lr_g mean(dy)`, `c + sum_i(dc_i) / N` (Alg. 1, lines 16-17)."""
+    del client_weight_sum  # Unused.
     new_trainable = tf.nest.map_structure(
         lambda x, d: x + tf.cast(server_learning_rate, x.dtype) * d,
         trainable,

@@ -10,6 +10,7 @@ window).
 
 from typing import Any
 
+from tff_fedwin import checks
 from tff_fedwin import choices
 from tff_fedwin.experiments import problems as problems_lib
 from tff_fedwin.experiments import window_flags
@@ -24,13 +25,17 @@ ALGORITHMS = (
     'mime_lite',
     'scaffold',
     'feddyn',
+    'fedcm',
+    'fedacg',
 )
-# The algorithms with a model-sized state per client.
+# The algorithms with a model-sized state per client, and all of
+# `build_client_state_process`'s (plain SGD clients, a W-slot window).
 CLIENT_STATE_ALGORITHMS = choices.CLIENT_STATE_ALGORITHMS
+CLIENT_STATE_FAMILY = choices.CLIENT_STATE_FAMILY
 # The algorithms whose clients take `--client_lr_schedule` and
 # `--client_momentum` (TFF's SGD(M) on the client-training core).
 CLIENT_OPTIMIZER_ALGORITHMS = tuple(
-    a for a in ALGORITHMS if a not in ('mime_lite', *CLIENT_STATE_ALGORITHMS)
+    a for a in ALGORITHMS if a not in ('mime_lite', *CLIENT_STATE_FAMILY)
 )
 # The algorithms whose clients take `--client_weight_decay` and
 # `--client_sharpness`: the client-training core's (TFF's Mime Lite builder
@@ -100,7 +105,7 @@ def check_algorithm_flags(config: Any, problems: Any) -> None:
         f'{problems_lib.listed(CLIENT_STATE_ALGORITHMS)}; '
         f'--algorithm={config.algorithm} keeps none.'
     )
-  _check_feddyn_alpha(config, problems)
+  _check_algorithm_hparams(config, problems)
   if (
       config.algorithm == 'mime_lite'
       and config.window_size
@@ -115,16 +120,46 @@ def check_algorithm_flags(config: Any, problems: Any) -> None:
     )
 
 
-def _check_feddyn_alpha(config: Any, problems: Any) -> None:
-  """--feddyn_alpha: required (> 0) with --algorithm=feddyn, else unset."""
-  if config.algorithm == 'feddyn' and not config.feddyn_alpha > 0:
-    problems.add(
-        '--algorithm=feddyn needs --feddyn_alpha > 0, the weight of its '
-        'dynamic regularizer (no default: WiMA tunes it in {0.01, 0.001}); '
-        f'got {config.feddyn_alpha}.'
-    )
-  if config.algorithm != 'feddyn' and config.feddyn_alpha:
-    problems.add(
-        f'--feddyn_alpha is for --algorithm=feddyn; got '
-        f'--algorithm={config.algorithm}.'
-    )
+# Each algorithm's own hyperparameters: flag -> (allowed, test, WiMA's tuning
+# set). Required with the algorithm (no default: the papers tune them per
+# task), refused with any other.
+ALGORITHM_HPARAMS = {
+    'feddyn': {
+        'feddyn_alpha': ('> 0', lambda v: v > 0, '{0.01, 0.001}'),
+    },
+    'fedcm': {
+        'fedcm_alpha': ('in (0, 1]', lambda v: 0 < v <= 1, '{0.05, 0.1, 0.5}'),
+    },
+    'fedacg': {
+        'fedacg_lambda': (
+            'in [0, 1)',
+            lambda v: 0 <= v < 1,
+            '{0.8, 0.85, 0.9}',
+        ),
+        'fedacg_beta': ('>= 0', lambda v: v >= 0, '{0.01, 0.001}'),
+    },
+}
+
+
+def _check_algorithm_hparams(config: Any, problems: Any) -> None:
+  """`ALGORITHM_HPARAMS`: set and in range with their algorithm, else unset."""
+  for algorithm, hparams in ALGORITHM_HPARAMS.items():
+    for flag, (allowed, test, tuned) in hparams.items():
+      value = getattr(config, flag)
+      if config.algorithm != algorithm:
+        if value is not None:
+          problems.add(
+              f'--{flag} is for --algorithm={algorithm}; got '
+              f'--algorithm={config.algorithm}.'
+          )
+        continue
+      if value is None:
+        problems.add(
+            f'--algorithm={algorithm} needs --{flag} {allowed} (no default; '
+            f'WiMA tunes it in {tuned}); it is not set.'
+        )
+        continue
+      with problems.check():
+        checks.check_number(f'--{flag}', value)
+        if not test(value):
+          raise ValueError(f'--{flag} must be {allowed}; got {value!r}.')

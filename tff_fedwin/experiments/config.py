@@ -135,8 +135,12 @@ class ExperimentConfig:
   algorithm: str = 'fedavg'
   client_loss: str = 'ce'
   proximal_strength: float = 0.01
-  # FedDyn's alpha; 0: unset (required with --algorithm=feddyn).
-  feddyn_alpha: float = 0.0
+  # Each algorithm's own (`algorithm_flags.ALGORITHM_HPARAMS`); None: unset,
+  # required with its algorithm.
+  feddyn_alpha: Optional[float] = None
+  fedcm_alpha: Optional[float] = None
+  fedacg_lambda: Optional[float] = None
+  fedacg_beta: Optional[float] = None
   window_size: int = 0
   window_mode: str = 'evaluate'
   window_start_round: int = 0
@@ -255,7 +259,6 @@ def _check_values(config: ExperimentConfig, problems: Problems) -> None:
     )
   for flag in (
       'proximal_strength',
-      'feddyn_alpha',
       'client_weight_decay',
       'sam_rho',
       'sam_eta',

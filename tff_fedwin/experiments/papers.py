@@ -188,6 +188,13 @@ IMA_TABLE_ALGORITHMS = (
     'fedadam',
     'fedyogi',
 )
+# The algorithms' own hyperparameters: from WiMA's tuning sets (sec. on
+# tuning), not tuned here.
+_ALGORITHM_HPARAMS = {
+    'feddyn': dict(feddyn_alpha=0.01),
+    'fedcm': dict(fedcm_alpha=0.1),
+    'fedacg': dict(fedacg_lambda=0.85, fedacg_beta=0.001),
+}
 _SHARPNESS_ROWS = {
     'fedsam': dict(client_sharpness='sam', sam_rho=0.05),
     'fedasam': dict(client_sharpness='asam', sam_rho=0.2, sam_eta=0.05),
@@ -206,6 +213,7 @@ def _algorithm_flags(alg: str, alpha: float) -> dict:
           f'{alg} alpha={alpha}', _SERVER_RATES.get(alg, 1.0)
       ),
       **extra,
+      **_ALGORITHM_HPARAMS.get(alg, {}),
   )
 
 

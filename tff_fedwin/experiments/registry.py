@@ -20,16 +20,13 @@ from tff_fedwin import choices
 from tff_fedwin.algorithms import client_data_bundle
 from tff_fedwin.algorithms import client_state
 from tff_fedwin.algorithms import fed_win
-from tff_fedwin.algorithms import feddyn
 from tff_fedwin.algorithms import fednova
 from tff_fedwin.algorithms import mime_lite
 from tff_fedwin.algorithms import partial_window_runner
 from tff_fedwin.algorithms import program_window_runner
 from tff_fedwin.algorithms import runners
-from tff_fedwin.algorithms import scaffold
-from tff_fedwin.algorithms import scheduled_client_work
-from tff_fedwin.algorithms import sharpness
 from tff_fedwin.algorithms import swa_runner
+from tff_fedwin.experiments import algorithm_parts
 from tff_fedwin.experiments import config as config_lib
 from tff_fedwin.experiments import task_defaults
 from tff_fedwin.experiments import transfer_modes
@@ -38,7 +35,7 @@ from tff_fedwin.training import outputs
 from tff_fedwin.training import runner as runner_lib
 from tff_fedwin.training import sampling
 
-SERVER_MOMENTUM = 0.9  # FedAvgM (Hsu et al. 2019).
+SERVER_MOMENTUM = algorithm_parts.SERVER_MOMENTUM
 # 'auto' keeps a window above this many bytes of slots in the program: e.g.
 # 7 models of the 1.2M-parameter EMNIST CNN (4.8 MB each).
 AUTO_PROGRAM_WINDOW_BYTES = 32 * 2**20
@@ -47,52 +44,6 @@ RunnerBuilder = Callable[
     [config_lib.ExperimentConfig, tasks_registry.Task, int, 'TransferDirs'],
     runner_lib.RoundRunner,
 ]
-
-
-def _server_optimizer(config: config_lib.ExperimentConfig):
-  """FedAvgM: SGD with momentum 0.9; FedAdam, FedYogi; otherwise plain SGD."""
-  lr = config.server_learning_rate
-  # Unset: TFF's own epsilon (1e-7 for Adam, 1e-3 for Yogi).
-  epsilon = (
-      {}
-      if config.server_epsilon is None
-      else dict(epsilon=config.server_epsilon)
-  )
-  if config.algorithm == 'fedavgm':
-    return tff.learning.optimizers.build_sgdm(lr, momentum=SERVER_MOMENTUM)
-  if config.algorithm == 'fedadam':
-    return tff.learning.optimizers.build_adam(lr, **epsilon)
-  if config.algorithm == 'fedyogi':
-    return tff.learning.optimizers.build_yogi(lr, **epsilon)
-  return tff.learning.optimizers.build_sgdm(lr)
-
-
-def _client_optimizer(config: config_lib.ExperimentConfig):
-  """Client SGD; with --client_momentum m > 0, TFF's SGDM (a = m a + g).
-
-  Without momentum the optimizer keeps no accumulator, as before the flag
-  existed, so the state (and checkpoints) of such runs is unchanged.
-  """
-  return tff.learning.optimizers.build_sgdm(
-      config.client_learning_rate, momentum=config.client_momentum or None
-  )
-
-
-def _num_classes(
-    config: config_lib.ExperimentConfig, task: tasks_registry.Task
-):
-  return task.num_classes if config.client_loss == 'wsm' else None
-
-
-def _client_sharpness(
-    config: config_lib.ExperimentConfig,
-) -> Optional[sharpness.Sharpness]:
-  """`--client_sharpness` as the clients' `Sharpness`, or None ('none')."""
-  if config.client_sharpness == 'none':
-    return None
-  return sharpness.build_sharpness(
-      config.client_sharpness, config.sam_rho, config.sam_eta
-  )
 
 
 def _window_arguments(config: config_lib.ExperimentConfig) -> dict[str, Any]:
@@ -204,31 +155,6 @@ def _dataset_computation(
   return sampling.keyed_dataset_computation(bundle, task.preprocess_fn)
 
 
-def _client_learning_rate_fn(
-    config: config_lib.ExperimentConfig,
-) -> Optional[scheduled_client_work.ClientLearningRateFn]:
-  """`--client_lr_schedule`'s rate per round; None for `constant`."""
-  lr0, t_s = config.client_learning_rate, config.window_start_round
-  schedule = config.client_lr_schedule
-  if schedule == 'constant':
-    return None
-  if schedule == 'decay':
-    return scheduled_client_work.exponential_client_learning_rate_fn(lr0)
-  if schedule == 'ima':
-    return scheduled_client_work.ima_client_learning_rate_fn(lr0, t_s)
-  if schedule == 'ima_constant':
-    return scheduled_client_work.ima_constant_client_learning_rate_fn(
-        lr0, t_s, config.client_lr_low
-    )
-  if schedule == 'swa_cyclic':
-    return scheduled_client_work.swa_cyclic_client_learning_rate_fn(
-        lr0, config.swa_start_round, config.client_lr_low, config.swa_cycle
-    )
-  return scheduled_client_work.ima_cyclic_client_learning_rate_fn(
-      lr0, t_s, config.client_lr_low, config.client_lr_cycle
-  )
-
-
 def _fed_win_runner(
     config: config_lib.ExperimentConfig,
     task: tasks_registry.Task,
@@ -239,17 +165,17 @@ def _fed_win_runner(
   del num_train_clients  # Unused.
   process = fed_win.build_fed_win(
       task.model_fn,
-      _client_optimizer(config),
-      _server_optimizer(config),
+      algorithm_parts.client_optimizer(config),
+      algorithm_parts.server_optimizer(config),
       **_window_arguments(config),
-      client_learning_rate_fn=_client_learning_rate_fn(config),
+      client_learning_rate_fn=algorithm_parts.client_learning_rate_fn(config),
       client_loss=config.client_loss,
-      num_classes=_num_classes(config, task),
+      num_classes=algorithm_parts.num_classes(config, task),
       proximal_strength=(
           config.proximal_strength if config.algorithm == 'fedprox' else 0.0
       ),
       client_weight_decay=config.client_weight_decay,
-      client_sharpness=_client_sharpness(config),
+      client_sharpness=algorithm_parts.client_sharpness(config),
       fednova=(
           fednova.build_fednova(config.client_momentum)
           if config.algorithm == 'fednova'
@@ -274,8 +200,8 @@ def _mime_lite_runner(
   del num_train_clients  # Unused.
   process = mime_lite.build_mime_lite_with_window(
       task.model_fn,
-      _client_optimizer(config),
-      _server_optimizer(config),
+      algorithm_parts.client_optimizer(config),
+      algorithm_parts.server_optimizer(config),
       **_window_arguments(config),
   )
   return runners.LearningProcessRunner(
@@ -286,53 +212,53 @@ def _mime_lite_runner(
   )
 
 
-def _client_state_algorithm(
-    config: config_lib.ExperimentConfig,
-) -> client_state.ClientStateAlgorithm:
-  """The math of a `choices.CLIENT_STATE_ALGORITHMS` algorithm."""
-  if config.algorithm == 'feddyn':
-    return feddyn.FedDyn(config.feddyn_alpha)
-  return scaffold.Scaffold()
-
-
 def _client_state_runner(
     config: config_lib.ExperimentConfig,
     task: tasks_registry.Task,
     num_train_clients: int,
     dirs: TransferDirs,
-) -> runners.ClientStateRunner:
-  """`build_client_state_process` (SCAFFOLD, FedDyn) with its window; the
-  clients start from a zero vector.
+) -> runner_lib.RoundRunner:
+  """`build_client_state_process` (`choices.CLIENT_STATE_FAMILY`) with its
+  window: a `ClientStateRunner` whose clients start from a zero vector, or
+  for FedCM and FedACG (no client states) a `LearningProcessRunner`.
 
   With `client_state_transfer` 'files' the round's client states go through
   the run's `client_state_files/` (`dirs`; rewritten every round; not a
   checkpoint).
   """
-  transfer = transfer_modes.client_state_transfer(config)
+  keeps_states = config.algorithm in choices.CLIENT_STATE_ALGORITHMS
+  transfer = 'values'
+  if keeps_states:
+    transfer = transfer_modes.client_state_transfer(config)
   process = client_state.build_client_state_process(
       task.model_fn,
-      _client_state_algorithm(config),
+      algorithm_parts.client_state_algorithm(config),
       client_learning_rate=config.client_learning_rate,
       server_learning_rate=config.server_learning_rate,
       total_clients=num_train_clients,
       client_loss=config.client_loss,
-      num_classes=_num_classes(config, task),
+      num_classes=algorithm_parts.num_classes(config, task),
       client_weight_decay=config.client_weight_decay,
-      client_sharpness=_client_sharpness(config),
+      client_sharpness=algorithm_parts.client_sharpness(config),
       window_size=config.window_size or None,
       window_mode=config.window_mode,
       window_start_round=config.window_start_round,
       client_state_transfer=transfer,
   )
-  return runners.ClientStateRunner(
-      process,
-      client_state.initial_client_state(task.model_fn),
+  shared = dict(
       extra_window_sizes=config_lib.parse_window_sizes(config),
       server_state_dir=_server_state_dir(config, dirs),
       dataset_computation=_dataset_computation(config, task, dirs),
+  )
+  if not keeps_states:
+    return runners.LearningProcessRunner(process, **shared)
+  return runners.ClientStateRunner(
+      process,
+      client_state.initial_client_state(task.model_fn),
       state_files_dir=(
           dirs.client_state_files if transfer == 'files' else None
       ),
+      **shared,
   )
 
 
@@ -347,6 +273,8 @@ RUNNER_BUILDERS: Mapping[str, RunnerBuilder] = types.MappingProxyType(
         'mime_lite': _mime_lite_runner,
         'scaffold': _client_state_runner,
         'feddyn': _client_state_runner,
+        'fedcm': _client_state_runner,
+        'fedacg': _client_state_runner,
     }
 )
 
@@ -365,7 +293,7 @@ def window_location(
   """`'state'` or `'program'` for a run with a window; None without one.
 
   `'auto'` keeps the window in the process state while its slots (ceil(W/E), W
-  for SCAFFOLD, FedDyn and IMA) take at most `AUTO_PROGRAM_WINDOW_BYTES`, and in the
+  for the client-state family and IMA) take at most `AUTO_PROGRAM_WINDOW_BYTES`, and in the
   program above: a state window's bytes cross the Python boundary twice a round
   (docs/performance.md, 'The window: segment sums instead of a ring buffer').
   With extra `--window_sizes`, `'auto'` picks the program, which keeps any
@@ -378,7 +306,7 @@ def window_location(
   if config_lib.parse_window_sizes(config):
     return 'program'
   slots = config.window_size
-  if config.algorithm not in choices.CLIENT_STATE_ALGORITHMS:
+  if config.algorithm not in choices.CLIENT_STATE_FAMILY:
     slots = math.ceil(config.window_size / config.window_read_every)
   state_bytes = slots * _trainable_bytes(task)
   return 'program' if state_bytes > AUTO_PROGRAM_WINDOW_BYTES else 'state'

@@ -46,6 +46,8 @@ SERVER_OPTIMIZERS = {
     'fednova': 'sgd',
     'scaffold': 'sgd',
     'feddyn': 'sgd',
+    'fedcm': 'sgd',
+    'fedacg': 'sgd',
     'mime_lite': 'sgd',
     'fedavgm': 'sgdm',
     'fedadam': 'adam',

@@ -124,7 +124,7 @@ def check_window(config: Any, problems: Any) -> None:
         'rounds.'
     )
   if (
-      config.algorithm in choices.CLIENT_STATE_ALGORITHMS
+      config.algorithm in choices.CLIENT_STATE_FAMILY
       and config.window_read_every != 1
       and not kept_by_program(config)
   ):

@@ -16,8 +16,15 @@ or the server's `tff.tensorflow.computation`:
 * `server_update`: the new global trainable weights and server vector from
   the round's mean model delta and the sum of the clients' vector changes.
 
+Two defaults open the family to algorithms whose server sends the clients
+more than the model but which keep no client state (FedCM, FedACG):
+`keeps_client_state` False (the process is then a
+`tff.learning.templates.LearningProcess`, and `new_client_vector` gives the
+vector a client sends, summed over the round's clients) and `client_start`
+(the weights a client starts from, e.g. FedACG's lookahead).
+
 `tff_fedwin.algorithms.scaffold` and `tff_fedwin.algorithms.feddyn` are the
-two worked examples.
+worked examples with client states, `fedcm` and `fedacg` without.
 """
 
 import abc
@@ -42,6 +49,25 @@ class ClientStateAlgorithm(abc.ABC):
   @abc.abstractmethod
   def name(self) -> str:
     """The `--algorithm` value, e.g. `'scaffold'`."""
+
+  @property
+  def keeps_client_state(self) -> bool:
+    """Whether each client keeps its vector between rounds (default True).
+
+    False: `client_vector` is None in `step_input` and `new_client_vector`,
+    whose result is the vector the client sends (`vector_delta_sum` is then
+    the sum of those).
+    """
+    return True
+
+  def client_start(self, trainable: Any, server_vector: Any) -> Any:
+    """The trainable weights a client starts from (TF); default x itself.
+
+    The client's model delta, and so `mean_model_delta`, is taken from
+    these weights.
+    """
+    del server_vector  # Unused.
+    return trainable
 
   @property
   @abc.abstractmethod
@@ -86,6 +112,7 @@ class ClientStateAlgorithm(abc.ABC):
       *,
       mean_model_delta: Any,
       vector_delta_sum: Any,
+      client_weight_sum: tf.Tensor,
       total_clients: int,
       server_learning_rate: float,
   ) -> tuple[Any, Any]:
@@ -94,10 +121,13 @@ class ClientStateAlgorithm(abc.ABC):
     Args:
       trainable: x.
       server_vector: The server's vector.
-      mean_model_delta: sum_i w_i (y_i - x) / sum_i w_i over the round's
-        clients with data (w_i = 1 for a client with data, else 0); zeros
-        when no client had data (the process then keeps x).
-      vector_delta_sum: sum over the round's clients of (new vector - old).
+      mean_model_delta: sum_i w_i (y_i - s_i) / sum_i w_i over the round's
+        clients with data (w_i = 1 for a client with data, else 0; s_i the
+        `client_start` weights, x by default); zeros when no client had
+        data (the process then keeps x).
+      vector_delta_sum: sum over the round's clients of (new vector - old)
+        (without client states: of the vectors they send).
+      client_weight_sum: sum_i w_i, the number of clients with data (float32).
       total_clients: N, the population size.
       server_learning_rate: lr_g.
 

@@ -76,12 +76,15 @@ def build_client_update(
   Call inside the graph that runs the step (a `tff.tensorflow.computation`),
   or eagerly in tests. The returned `client_update(initial_weights,
   server_vector, client_state, dataset)` runs, on the client-training core,
-  from y = x = `initial_weights` one step `y <- y - lr T(g(y))` per batch,
+  from y = s (the algorithm's `client_start` of `initial_weights`, x by
+  default) one step `y <- y - lr T(g(y))` per batch,
   T the algorithm's `gradient_transform` with its `step_input` (g(y) + wd y
   with `weight_decay` wd), then the algorithm's `new_client_vector` with K
   the number of batches. It returns `(ClientState(new vector),
-  ClientResult)`; for an empty dataset the vector is unchanged, dy = 0 and
-  the client weight is 0.
+  ClientResult)`, dy = y - s; for an empty dataset the vector is unchanged,
+  dy = 0 and the client weight is 0. For an algorithm without client states
+  `client_state` is None and so is the returned state; the result carries
+  the vector the client sends.
 
   g is the gradient of the model's loss (`'ce'`) or of the mean WSM
   cross-entropy with the client's class proportions (`'wsm'`, docs/design.md
@@ -122,16 +125,17 @@ def build_client_update(
       sharpness=sharpness,
   )
 
-  @tf.function
-  def client_update(initial_weights, server_vector, client_state, dataset):
-    client_vector = client_state.control_variate
+  def train(initial_weights, server_vector, client_vector, dataset):
+    """`(new client vector, ClientResult)`; `client_vector` None: none kept."""
+    start = tff.learning.models.ModelWeights(
+        algorithm.client_start(initial_weights.trainable, server_vector),
+        initial_weights.non_trainable,
+    )
     output = client_loop.train_client(
         training,
-        initial_weights,
+        start,
         dataset,
-        algorithm.step_input(
-            initial_weights.trainable, server_vector, client_vector
-        ),
+        algorithm.step_input(start.trainable, server_vector, client_vector),
         loop_implementation=loop_implementation,
     )
     new_client_vector = algorithm.new_client_vector(
@@ -141,17 +145,37 @@ def build_client_update(
         output.num_steps,
         client_learning_rate,
     )
-    result = types.ClientResult(
+    sent_vector = new_client_vector
+    if client_vector is not None:
+      sent_vector = tf.nest.map_structure(
+          tf.subtract, new_client_vector, client_vector
+      )
+    return new_client_vector, types.ClientResult(
         model_delta=tf.nest.map_structure(tf.negative, output.model_delta),
-        control_variate_delta=tf.nest.map_structure(
-            tf.subtract, new_client_vector, client_vector
-        ),
+        control_variate_delta=sent_vector,
         non_trainable_weights=tf.nest.map_structure(
             tf.identity, training.model_weights.non_trainable
         ),
         client_weight=tf.cast(output.num_steps > 0, tf.float32),
         num_examples=output.num_examples,
         loss_sum=output.loss_sum,
+    )
+
+  if not algorithm.keeps_client_state:
+
+    @tf.function
+    def client_update_without_state(
+        initial_weights, server_vector, client_state, dataset
+    ):
+      del client_state  # None: the algorithm keeps none.
+      return None, train(initial_weights, server_vector, None, dataset)[1]
+
+    return client_update_without_state
+
+  @tf.function
+  def client_update(initial_weights, server_vector, client_state, dataset):
+    new_client_vector, result = train(
+        initial_weights, server_vector, client_state.control_variate, dataset
     )
     return types.ClientState(new_client_vector), result
 

@@ -2,7 +2,6 @@
 
 from collections.abc import Callable
 
-import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
@@ -14,6 +13,7 @@ from tff_fedwin.algorithms import client_training
 from tff_fedwin.algorithms import sharpness as sharpness_lib
 from tff_fedwin.algorithms.client_state import algorithm as algorithm_lib
 from tff_fedwin.algorithms.client_state import checks
+from tff_fedwin.algorithms.client_state import next_fns
 from tff_fedwin.algorithms.client_state import client
 from tff_fedwin.algorithms.client_state import server
 from tff_fedwin.algorithms.client_state import state_files
@@ -155,91 +155,20 @@ def _server_update_builder(server_state_type, algorithm, **server_args):
   return build
 
 
-def _next_with_values(
-    client_step, weights_and_c, server_state_type, data_type, server_update
-) -> tff.Computation:
-  """`next`: broadcast x and c, map the client step, sum, map the server step."""
-  client_state_type = tff.types.to_type(
-      types.ClientState(server_state_type.control_variate)
+def _learning_process(
+    initialize_fn, next_fn, get_model_weights_fn, server_state_type
+) -> tff.learning.templates.LearningProcess:
+  """The `LearningProcess` of an algorithm without client states."""
+
+  @tff.tensorflow.computation(
+      server_state_type, server_state_type.global_model_weights
   )
+  def set_model_weights_fn(state, weights):
+    return state._replace(global_model_weights=weights)
 
-  @tff.tensorflow.computation(*weights_and_c, client_state_type, data_type)
-  def client_update_fn(
-      initial_weights, server_control_variate, client_state, dataset
-  ):
-    return client_step(
-        initial_weights, server_control_variate, client_state, dataset
-    )
-
-  server_update_fn = server_update(client_update_fn.type_signature.result[1])
-
-  @tff.federated_computation(
-      tff.FederatedType(server_state_type, tff.SERVER),
-      tff.FederatedType(data_type, tff.CLIENTS),
-      tff.FederatedType(client_state_type, tff.CLIENTS),
+  return tff.learning.templates.LearningProcess(
+      initialize_fn, next_fn, get_model_weights_fn, set_model_weights_fn
   )
-  def next_fn(state, client_data, client_states):
-    model_weights = tff.federated_broadcast(state.global_model_weights)
-    control_variate = tff.federated_broadcast(state.control_variate)
-    client_outputs = tff.federated_map(
-        client_update_fn,
-        (model_weights, control_variate, client_states, client_data),
-    )
-    sums = tff.federated_sum(client_outputs[1])
-    new_state, metrics = tff.federated_map(server_update_fn, (state, sums))
-    return new_state, client_outputs[0], metrics
-
-  return next_fn
-
-
-def _next_with_state_files(
-    client_step, weights_and_c, server_state_type, data_type, server_update
-) -> tff.Computation:
-  """`next` with each client's c_i in and c_i+ out as files (`state_files`).
-
-  `(<S@SERVER, {D*}@CLIENTS, {string}@CLIENTS> -> <S@SERVER, M@SERVER>)`:
-  the strings are the clients' file prefixes; the client computation reads
-  c_i, runs `client_step` and writes c_i+ before its sums are returned.
-  """
-  control_variate_spec = tff.types.type_to_tf_tensor_specs(
-      server_state_type.control_variate
-  )
-
-  @tff.tensorflow.computation(*weights_and_c, np.str_, data_type)
-  def client_update_fn(initial_weights, server_control_variate, prefix, data):
-    client_state = state_files.read_client_state(prefix, control_variate_spec)
-    new_client_state, sums = client_step(
-        initial_weights, server_control_variate, client_state, data
-    )
-    writes = state_files.write_client_state(prefix, new_client_state)
-    with tf.control_dependencies(writes):
-      return tf.nest.map_structure(tf.identity, sums)
-
-  server_update_fn = server_update(client_update_fn.type_signature.result)
-
-  @tff.federated_computation(
-      tff.FederatedType(server_state_type, tff.SERVER),
-      tff.FederatedType(data_type, tff.CLIENTS),
-      tff.FederatedType(np.str_, tff.CLIENTS),
-  )
-  def next_fn(state, client_data, client_state_prefixes):
-    model_weights = tff.federated_broadcast(state.global_model_weights)
-    control_variate = tff.federated_broadcast(state.control_variate)
-    sums = tff.federated_sum(
-        tff.federated_map(
-            client_update_fn,
-            (
-                model_weights,
-                control_variate,
-                client_state_prefixes,
-                client_data,
-            ),
-        )
-    )
-    new_state, metrics = tff.federated_map(server_update_fn, (state, sums))
-    return new_state, metrics
-
-  return next_fn
 
 
 def build_client_state_process(
@@ -258,7 +187,7 @@ def build_client_state_process(
     window_start_round: int = 0,
     loop_implementation: client_loop.LoopForm | None = None,
     client_state_transfer: str = 'values',
-) -> ClientStateProcess:
+) -> ClientStateProcess | tff.learning.templates.LearningProcess:
   """Builds the process of a `ClientStateAlgorithm` (SCAFFOLD, FedDyn) for TFF.
 
   Type signatures (docs/design.md sec. 3), S a `types.ServerState`, C a
@@ -312,15 +241,21 @@ def build_client_state_process(
       faster and lighter in the driver, `state_files`; local workers or a
       shared file system).
 
+  An algorithm that keeps no client states (`keeps_client_state` False:
+  FedCM, FedACG) gives a `tff.learning.templates.LearningProcess` instead:
+  `next` is `(<S@SERVER, {D*}@CLIENTS> -> <state=S, metrics=M>@SERVER)`, and
+  `set_model_weights` replaces x (`LearningProcessRunner` runs it).
+
   Returns:
-    A `ClientStateProcess`.
+    A `ClientStateProcess`, or a `LearningProcess` without client states.
 
   Raises:
     TypeError: If `algorithm` is not a `ClientStateAlgorithm`, or
       `window_size` or `window_start_round` is not an int.
     ValueError: If a rate or N is not positive, `client_weight_decay` < 0,
       `client_loss`, `window_mode`, `loop_implementation` or
-      `client_state_transfer` is not allowed, `'wsm'` lacks `num_classes` or
+      `client_state_transfer` is not allowed (only `'values'` without client
+      states), `'wsm'` lacks `num_classes` or
       integer labels, `window_size < 1`, `window_start_round < 0`, or
       `model_fn` does not build a `VariableModel` with floating-point
       weights.
@@ -338,6 +273,11 @@ def build_client_state_process(
   sharpness_lib.check_sharpness(client_sharpness)
   loop_implementation = client_loop.client_loop(loop_implementation)
   state_files.check_transfer(client_state_transfer)
+  if not algorithm.keeps_client_state and client_state_transfer != 'values':
+    raise ValueError(
+        f'{algorithm.name} keeps no client states: `client_state_transfer` '
+        f"must be 'values', got {client_state_transfer!r}."
+    )
   checks.check_window_args(window_size, window_mode, window_start_round)
   checks.check_model(model_fn)
   with tf.Graph().as_default():
@@ -359,11 +299,16 @@ def build_client_state_process(
     return tff.federated_eval(initial_server_state_fn, tff.SERVER)
 
   server_state_type = initial_server_state_fn.type_signature.result
-  next_builder = (
-      _next_with_state_files
-      if client_state_transfer == 'files'
-      else _next_with_values
-  )
+
+  @tff.tensorflow.computation(server_state_type)
+  def get_model_weights_fn(state):
+    return server.evaluation_model_weights(state, with_window=with_window)
+
+  next_builder = next_fns.values
+  if client_state_transfer == 'files':
+    next_builder = next_fns.state_files_next
+  if not algorithm.keeps_client_state:
+    next_builder = next_fns.without_client_states
   next_fn = next_builder(
       _client_step_fn(
           model_fn,
@@ -389,11 +334,10 @@ def build_client_state_process(
           with_window=with_window,
       ),
   )
-
-  @tff.tensorflow.computation(server_state_type)
-  def get_model_weights_fn(state):
-    return server.evaluation_model_weights(state, with_window=with_window)
-
+  if not algorithm.keeps_client_state:
+    return _learning_process(
+        initialize_fn, next_fn, get_model_weights_fn, server_state_type
+    )
   return ClientStateProcess(
       initialize_fn, next_fn, get_model_weights_fn, client_state_transfer
   )

@@ -73,6 +73,7 @@ def server_step(
       control_variate,
       mean_model_delta=tf.nest.map_structure(mean, sums.weighted_model_delta),
       vector_delta_sum=sums.control_variate_delta,
+      client_weight_sum=client_weight_sum,
       total_clients=total_clients,
       server_learning_rate=server_learning_rate,
   )

@@ -1,0 +1,139 @@
+"""FedCM (Xu et al. 2021): client-level momentum, one module of math.
+
+"FedCM: Federated Learning with Client-level Momentum" (arXiv:2106.10874; a
+baseline of WiMA's Table 2). The server sends the clients, with the model x,
+Delta, its estimate of the global gradient; every local step mixes the
+client's gradient with it (Algorithm 1 of the paper):
+
+    v = alpha g(y) + (1 - alpha) Delta,   y <- y - lr v
+    Delta+ = mean_i (x - y_i) / (lr K)    (the round's mean local gradient)
+    x+ = x + lr_g mean_i (y_i - x)
+
+alpha = `alpha_cm` in (0, 1] (1 is FedAvg; WiMA tunes it in {0.05, 0.1,
+0.5}). The paper's clients all take K steps; here each client divides its
+own update by its own lr K_i (the two agree for equal K), and the means are
+over the clients with data (a round without data keeps x and Delta). No
+client keeps a state: `FedCM` is a `ClientStateAlgorithm` with
+`keeps_client_state` False, so the process is a `LearningProcess` on the
+family's shared machinery (docs/design.md sec. 4.9).
+"""
+
+import tensorflow as tf
+
+from tff_fedwin import checks
+from tff_fedwin.algorithms import gradient_transforms
+from tff_fedwin.algorithms.client_state import algorithm
+from tff_fedwin.algorithms.client_state import process
+
+
+def momentum_mix_gradient(
+    alpha: float,
+) -> gradient_transforms.GradientTransform:
+  """`alpha g + (1 - alpha) Delta`: FedCM's local step direction (Alg. 1).
+
+  `step_input` is Delta, the server's global-gradient estimate.
+  """
+
+  def transform(gradients, trainable, delta):
+    del trainable  # Unused.
+    return tf.nest.map_structure(
+        lambda g, d: tf.cast(alpha, g.dtype) * g
+        + tf.cast(1.0 - alpha, g.dtype) * d,
+        gradients,
+        delta,
+    )
+
+  return transform
+
+
+class FedCM(algorithm.ClientStateAlgorithm):
+  """FedCM's math: the server's vector is Delta; clients keep no state."""
+
+  def __init__(self, alpha: float):
+    """Initializes with the momentum weight.
+
+    Args:
+      alpha: alpha_CM in (0, 1], the weight of the client's own gradient.
+
+    Raises:
+      ValueError: naming `fedcm_alpha`, unless in (0, 1].
+    """
+    checks.check_number('fedcm_alpha', alpha, positive=True)
+    if alpha > 1:
+      raise ValueError(f'`fedcm_alpha` must be in (0, 1]; got {alpha!r}.')
+    self._alpha = float(alpha)
+
+  @property
+  def name(self) -> str:
+    return 'fedcm'
+
+  @property
+  def keeps_client_state(self) -> bool:
+    return False
+
+  @property
+  def gradient_transform(self) -> gradient_transforms.GradientTransform:
+    return momentum_mix_gradient(self._alpha)
+
+  def step_input(self, initial_trainable, server_vector, client_vector):
+    """Delta."""
+    del initial_trainable, client_vector  # Unused.
+    return server_vector
+
+  def new_client_vector(
+      self, client_vector, server_vector, model_delta, num_steps, learning_rate
+  ):
+    """What the client sends: (x - y) / (lr K), zeros for K = 0."""
+    del client_vector, server_vector  # Unused.
+    scale = tf.maximum(tf.cast(num_steps, tf.float32), 1.0) * learning_rate
+    return tf.nest.map_structure(
+        lambda d: d / tf.cast(scale, d.dtype), model_delta
+    )
+
+  def server_update(
+      self,
+      trainable,
+      server_vector,
+      *,
+      mean_model_delta,
+      vector_delta_sum,
+      client_weight_sum,
+      total_clients,
+      server_learning_rate,
+  ):
+    """`x + lr_g mean(dy)`; Delta the mean of the sent vectors (kept
+    without data)."""
+    del total_clients  # Unused.
+    new_trainable = tf.nest.map_structure(
+        lambda x, d: x + tf.cast(server_learning_rate, x.dtype) * d,
+        trainable,
+        mean_model_delta,
+    )
+    new_vector = tf.nest.map_structure(
+        lambda old, total: tf.where(
+            client_weight_sum > 0,
+            total / tf.cast(client_weight_sum, total.dtype),
+            old,
+        ),
+        server_vector,
+        vector_delta_sum,
+    )
+    return new_trainable, new_vector
+
+
+def build_fedcm(
+    model_fn, *, alpha: float, **process_args
+) -> process.ClientStateProcess:
+  """Builds FedCM (Xu et al. 2021, Algorithm 1) for TFF.
+
+  `client_state.build_client_state_process(model_fn, FedCM(alpha),
+  **process_args)`: a `tff.learning.templates.LearningProcess` (no client
+  states), its arguments and errors.
+
+  Raises:
+    ValueError: naming `fedcm_alpha`, unless in (0, 1]; and those of
+      `build_client_state_process`.
+  """
+  return process.build_client_state_process(
+      model_fn, FedCM(alpha), **process_args
+  )

@@ -1,0 +1,102 @@
+"""The parts of an algorithm a config selects: its optimizers, client rate
+schedule, sharpness, WSM classes and client-state math (`registry` builds
+the runners from them). `config` is a validated `ExperimentConfig`.
+"""
+
+from typing import Optional
+
+import tensorflow_federated as tff
+
+from tff_fedwin.algorithms import client_state
+from tff_fedwin.algorithms import fedacg
+from tff_fedwin.algorithms import fedcm
+from tff_fedwin.algorithms import feddyn
+from tff_fedwin.algorithms import scaffold
+from tff_fedwin.algorithms import scheduled_client_work
+from tff_fedwin.algorithms import sharpness
+from tff_fedwin.experiments import config as config_lib
+from tff_fedwin.tasks import registry as tasks_registry
+
+SERVER_MOMENTUM = 0.9  # FedAvgM (Hsu et al. 2019).
+
+
+def server_optimizer(config: config_lib.ExperimentConfig):
+  """FedAvgM: SGD with momentum 0.9; FedAdam, FedYogi; otherwise plain SGD."""
+  lr = config.server_learning_rate
+  # Unset: TFF's own epsilon (1e-7 for Adam, 1e-3 for Yogi).
+  epsilon = (
+      {}
+      if config.server_epsilon is None
+      else dict(epsilon=config.server_epsilon)
+  )
+  if config.algorithm == 'fedavgm':
+    return tff.learning.optimizers.build_sgdm(lr, momentum=SERVER_MOMENTUM)
+  if config.algorithm == 'fedadam':
+    return tff.learning.optimizers.build_adam(lr, **epsilon)
+  if config.algorithm == 'fedyogi':
+    return tff.learning.optimizers.build_yogi(lr, **epsilon)
+  return tff.learning.optimizers.build_sgdm(lr)
+
+
+def client_optimizer(config: config_lib.ExperimentConfig):
+  """Client SGD; with --client_momentum m > 0, TFF's SGDM (a = m a + g).
+
+  Without momentum the optimizer keeps no accumulator, as before the flag
+  existed, so the state (and checkpoints) of such runs is unchanged.
+  """
+  return tff.learning.optimizers.build_sgdm(
+      config.client_learning_rate, momentum=config.client_momentum or None
+  )
+
+
+def num_classes(config: config_lib.ExperimentConfig, task: tasks_registry.Task):
+  return task.num_classes if config.client_loss == 'wsm' else None
+
+
+def client_sharpness(
+    config: config_lib.ExperimentConfig,
+) -> Optional[sharpness.Sharpness]:
+  """`--client_sharpness` as the clients' `Sharpness`, or None ('none')."""
+  if config.client_sharpness == 'none':
+    return None
+  return sharpness.build_sharpness(
+      config.client_sharpness, config.sam_rho, config.sam_eta
+  )
+
+
+def client_learning_rate_fn(
+    config: config_lib.ExperimentConfig,
+) -> Optional[scheduled_client_work.ClientLearningRateFn]:
+  """`--client_lr_schedule`'s rate per round; None for `constant`."""
+  lr0, t_s = config.client_learning_rate, config.window_start_round
+  schedule = config.client_lr_schedule
+  if schedule == 'constant':
+    return None
+  if schedule == 'decay':
+    return scheduled_client_work.exponential_client_learning_rate_fn(lr0)
+  if schedule == 'ima':
+    return scheduled_client_work.ima_client_learning_rate_fn(lr0, t_s)
+  if schedule == 'ima_constant':
+    return scheduled_client_work.ima_constant_client_learning_rate_fn(
+        lr0, t_s, config.client_lr_low
+    )
+  if schedule == 'swa_cyclic':
+    return scheduled_client_work.swa_cyclic_client_learning_rate_fn(
+        lr0, config.swa_start_round, config.client_lr_low, config.swa_cycle
+    )
+  return scheduled_client_work.ima_cyclic_client_learning_rate_fn(
+      lr0, t_s, config.client_lr_low, config.client_lr_cycle
+  )
+
+
+def client_state_algorithm(
+    config: config_lib.ExperimentConfig,
+) -> client_state.ClientStateAlgorithm:
+  """The math of a `choices.CLIENT_STATE_FAMILY` algorithm."""
+  if config.algorithm == 'feddyn':
+    return feddyn.FedDyn(config.feddyn_alpha)
+  if config.algorithm == 'fedcm':
+    return fedcm.FedCM(config.fedcm_alpha)
+  if config.algorithm == 'fedacg':
+    return fedacg.FedACG(config.fedacg_lambda, config.fedacg_beta)
+  return scaffold.Scaffold()
