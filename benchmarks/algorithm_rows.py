@@ -16,6 +16,7 @@ ROWS = (
     ('FedSAM clients via build_fed_win (rho 0.05)', 'fedsam'),
     ('FedASAM clients via build_fed_win (rho 0.2, eta 0.05)', 'fedasam'),
     ('FedDyn (alpha 0.01), client states as TFF values', 'feddyn'),
+    ('FedDyn (alpha 0.01), client states as files', 'feddyn_files'),
     ('FedCM (alpha 0.1)', 'fedcm'),
     ('FedACG (lambda 0.85, beta 0.001)', 'fedacg'),
 )
@@ -27,9 +28,12 @@ def _timed(kind: str, model, sgd, learning_rate: float):
   from benchmarks import rounds as bench
   from tff_fedwin import algorithms
 
-  if kind == 'feddyn':
+  if kind in ('feddyn', 'feddyn_files'):
     return bench.scaffold_row(
-        model.model_fn, learning_rate, algorithm=algorithms.FedDyn(0.01)
+        model.model_fn,
+        learning_rate,
+        'files' if kind == 'feddyn_files' else 'values',
+        algorithm=algorithms.FedDyn(0.01),
     )
   fed_win_options = {
       'fednova': dict(fednova=algorithms.build_fednova()),
