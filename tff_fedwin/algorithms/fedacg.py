@@ -21,6 +21,7 @@ False and `client_start` the lookahead (docs/design.md sec. 4.9).
 """
 
 import tensorflow as tf
+import tensorflow_federated as tff
 
 from tff_fedwin import checks
 from tff_fedwin.algorithms import gradient_transforms
@@ -103,17 +104,15 @@ class FedACG(algorithm.ClientStateAlgorithm):
         server_vector,
         mean_model_delta,
     )
-    new_trainable = tf.nest.map_structure(
-        lambda x, m: x + tf.cast(server_learning_rate, x.dtype) * m,
-        trainable,
-        new_vector,
+    new_trainable = algorithm.sgd_step(
+        trainable, new_vector, server_learning_rate
     )
     return new_trainable, new_vector
 
 
 def build_fedacg(
     model_fn, *, lookahead: float, proximal_strength: float, **process_args
-) -> process.ClientStateProcess:
+) -> tff.learning.templates.LearningProcess:
   """Builds FedACG (Kim et al. 2024, Algorithm 1) for TFF.
 
   `client_state.build_client_state_process(model_fn, FedACG(lookahead,

@@ -19,6 +19,7 @@ family's shared machinery (docs/design.md sec. 4.9).
 """
 
 import tensorflow as tf
+import tensorflow_federated as tff
 
 from tff_fedwin import checks
 from tff_fedwin.algorithms import gradient_transforms
@@ -104,10 +105,8 @@ class FedCM(algorithm.ClientStateAlgorithm):
     """`x + lr_g mean(dy)`; Delta the mean of the sent vectors (kept
     without data)."""
     del total_clients  # Unused.
-    new_trainable = tf.nest.map_structure(
-        lambda x, d: x + tf.cast(server_learning_rate, x.dtype) * d,
-        trainable,
-        mean_model_delta,
+    new_trainable = algorithm.sgd_step(
+        trainable, mean_model_delta, server_learning_rate
     )
     new_vector = tf.nest.map_structure(
         lambda old, total: tf.where(
@@ -123,7 +122,7 @@ class FedCM(algorithm.ClientStateAlgorithm):
 
 def build_fedcm(
     model_fn, *, alpha: float, **process_args
-) -> process.ClientStateProcess:
+) -> tff.learning.templates.LearningProcess:
   """Builds FedCM (Xu et al. 2021, Algorithm 1) for TFF.
 
   `client_state.build_client_state_process(model_fn, FedCM(alpha),

@@ -117,10 +117,8 @@ class Scaffold(algorithm.ClientStateAlgorithm):
   ):
     """`x + lr_g mean(dy)`, `c + sum_i(dc_i) / N` (Alg. 1, lines 16-17)."""
     del client_weight_sum  # Unused.
-    new_trainable = tf.nest.map_structure(
-        lambda x, d: x + tf.cast(server_learning_rate, x.dtype) * d,
-        trainable,
-        mean_model_delta,
+    new_trainable = algorithm.sgd_step(
+        trainable, mean_model_delta, server_learning_rate
     )
     new_vector = tf.nest.map_structure(
         lambda c, d: c + d / tf.cast(total_clients, c.dtype),

@@ -136,6 +136,14 @@ class ClientStateAlgorithm(abc.ABC):
     """
 
 
+def sgd_step(trainable: Any, direction: Any, learning_rate: float) -> Any:
+  """`x + lr d` leaf by leaf: a server step along the round's direction d
+  (SCAFFOLD's and FedCM's mean model delta, FedACG's momentum)."""
+  return tf.nest.map_structure(
+      lambda x, d: x + tf.cast(learning_rate, x.dtype) * d, trainable, direction
+  )
+
+
 def check_algorithm(algorithm: Any) -> ClientStateAlgorithm:
   """`algorithm` if it is a `ClientStateAlgorithm`, else a TypeError."""
   if not isinstance(algorithm, ClientStateAlgorithm):
