@@ -29,6 +29,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_fedwin import choices
 from tff_fedwin import experiments
 from tff_fedwin.data import sources
 from tff_fedwin.experiments import registry as experiments_registry
@@ -57,6 +58,9 @@ def _config(data_npz, output_dir, name, **overrides):
           **overrides,
       },
   )
+
+
+CLIENT_STATE_ALGORITHMS = choices.CLIENT_STATE_ALGORITHMS
 
 
 def _read_csv(path):
@@ -97,6 +101,13 @@ SMOKE_CASES = {
         algorithm='scaffold',
         window_size=2,
         model='cnn_dropout',
+        client_states='disk',
+    ),
+    # The client-state family's second algorithm, its states on disk.
+    'feddyn_disk': dict(
+        algorithm='feddyn',
+        feddyn_alpha=0.1,
+        window_size=2,
         client_states='disk',
     ),
 }
@@ -337,7 +348,9 @@ def test_run_checkpoints_the_last_round(smoke_run):
   expected = [f'program_state_{TOTAL_ROUNDS}/saved_model.pb']
   # The client states are checkpointed too: in a file of their own, or in
   # the disk store's directory (tests/training/disk_client_states_test.py).
-  if config.algorithm == 'scaffold' and config.client_states != 'disk':
+  if config.algorithm in CLIENT_STATE_ALGORITHMS and (
+      config.client_states != 'disk'
+  ):
     expected.append(f'client_states_{TOTAL_ROUNDS}.npz')
   present = [
       name
@@ -353,7 +366,7 @@ def test_scaffold_client_states_go_through_files_by_default(smoke_run):
   # has no wider rounds than its clients per round).
   config, _, directory = smoke_run
   files_dir = os.path.join(directory, 'client_state_files')
-  if config.algorithm != 'scaffold':
+  if config.algorithm not in CLIENT_STATE_ALGORITHMS:
     assert not os.path.exists(files_dir)
     return
   names = os.listdir(files_dir)
@@ -422,6 +435,7 @@ RESUME_CASES = {
     'scaffold_wsm_broadcast': 'scaffold_wsm_broadcast',
     'fedavg_dropout': 'fedavg_dropout',
     'scaffold_dropout_disk': 'scaffold_dropout_disk',
+    'feddyn_disk': 'feddyn_disk',
 }
 # Every column but the timings: what the run trained and evaluated.
 TIMING_COLUMNS = ('round_time_seconds', 'eval_time_seconds')
