@@ -272,6 +272,18 @@ flags.DEFINE_float(
     '--algorithm=feddyn (WiMA tunes it in {0.01, 0.001}).',
 )
 flags.DEFINE_float(
+    'adabest_mu',
+    _DEFAULTS.adabest_mu,
+    'AdaBest mu > 0, the weight of the new drift in h_i; required with '
+    '--algorithm=adabest (WiMA tunes it in {0.01, 0.02}).',
+)
+flags.DEFINE_float(
+    'adabest_beta',
+    _DEFAULTS.adabest_beta,
+    "AdaBest beta in [0, 1), the server's bias correction; required with "
+    '--algorithm=adabest (WiMA: {0.5, 0.6, 0.7, 0.8, 0.9, 0.95}).',
+)
+flags.DEFINE_float(
     'fedcm_alpha',
     _DEFAULTS.fedcm_alpha,
     "FedCM alpha in (0, 1], the weight of a client's own gradient against "

@@ -355,17 +355,18 @@ def nonzero_controls(seed):
   ]
 
 
-def run_rounds(process, rounds, state_files_dir=None):
+def run_rounds(process, rounds, state_files_dir=None, initial_state=None):
   """Runs `process` on the schedule; yields (t, state, store, metrics).
 
   Through `runners.ClientStateRunner`: with `state_files_dir` (a `'files'`
-  process) it writes and reads the state files, else it calls `next`.
+  process) it writes and reads the state files, else it calls `next`. The
+  clients start from `initial_state` (default: a zero `ClientState`).
   """
-  store = training.ClientStateStore(scaffold.initial_client_state(model_fn))
+  if initial_state is None:
+    initial_state = scaffold.initial_client_state(model_fn)
+  store = training.ClientStateStore(initial_state)
   runner = runners.ClientStateRunner(
-      process,
-      scaffold.initial_client_state(model_fn),
-      state_files_dir=state_files_dir,
+      process, initial_state, state_files_dir=state_files_dir
   )
   state = runner.initialize()
   for t in range(1, rounds + 1):

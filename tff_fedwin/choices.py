@@ -87,7 +87,7 @@ WINDOW_PARTS = ('all', 'classifier', 'features')
 SHARPNESS_KINDS = ('sam', 'asam')
 # The --algorithm values with a model-sized state per client (the
 # `tff_fedwin.algorithms.client_state` family).
-CLIENT_STATE_ALGORITHMS = ('scaffold', 'feddyn')
+CLIENT_STATE_ALGORITHMS = ('scaffold', 'feddyn', 'adabest')
 # All --algorithm values built by `build_client_state_process`: those and the
 # ones whose server sends the clients a vector but keeps none per client.
 CLIENT_STATE_FAMILY = (*CLIENT_STATE_ALGORITHMS, 'fedcm', 'fedacg')

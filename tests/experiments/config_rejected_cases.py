@@ -576,6 +576,12 @@ BAD_CONFIGS = [
         feddyn_alpha=-0.1,
     ),
     _fails(
+        'adabest_without_beta',
+        ['--algorithm=adabest needs --adabest_beta in [0, 1)', 'not set'],
+        algorithm='adabest',
+        adabest_mu=0.01,
+    ),
+    _fails(
         'fedcm_alpha_above_one',
         ['--fedcm_alpha must be in (0, 1]', 'got 1.5'],
         algorithm='fedcm',

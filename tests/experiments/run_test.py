@@ -103,12 +103,21 @@ SMOKE_CASES = {
         model='cnn_dropout',
         client_states='disk',
     ),
-    # The client-state family's second algorithm, its states on disk.
-    'feddyn_disk': dict(
-        algorithm='feddyn',
-        feddyn_alpha=0.1,
+    # The client-state family beyond SCAFFOLD: AdaBest's states also hold
+    # the round it last trained in (a 0-d leaf), on disk and in memory.
+    'adabest_disk': dict(
+        algorithm='adabest',
+        adabest_mu=0.1,
+        adabest_beta=0.5,
         window_size=2,
         client_states='disk',
+    ),
+    'adabest_memory': dict(
+        algorithm='adabest',
+        adabest_mu=0.1,
+        adabest_beta=0.5,
+        window_size=2,
+        client_states='memory',
     ),
 }
 
@@ -435,7 +444,8 @@ RESUME_CASES = {
     'scaffold_wsm_broadcast': 'scaffold_wsm_broadcast',
     'fedavg_dropout': 'fedavg_dropout',
     'scaffold_dropout_disk': 'scaffold_dropout_disk',
-    'feddyn_disk': 'feddyn_disk',
+    'adabest_disk': 'adabest_disk',
+    'adabest_memory': 'adabest_memory',
 }
 # Every column but the timings: what the run trained and evaluated.
 TIMING_COLUMNS = ('round_time_seconds', 'eval_time_seconds')

@@ -451,3 +451,48 @@ def fedacg(
     models.append(kept[-1])
     _windowed(models, kept, t, ima_window)
   return models
+
+
+def adabest(
+    model,
+    w0,
+    client_batches,
+    *,
+    rounds,
+    mu,
+    beta,
+    client_learning_rate,
+    server_learning_rate,
+    client_loss='ce',
+):
+  """AdaBest (Varno et al. 2022, Alg. 1), all N clients every round (so
+  t - t_i' = 1 after round 1, and t at a client's first round, where h_i = 0).
+
+  Client i: y_i from x with steps lr_l (g(y) - h_i); h_i = h_i / (t - t_i') +
+  mu (x - y_i). Server: m = mean_i y_i, h = beta (m_prev - m) (m_prev = w^0
+  at first), x += lr_g (m - h - x). Returns [x^0, ..., x^rounds].
+  """
+  h = [np.zeros_like(w0) for _ in client_batches]
+  last = [0] * len(client_batches)
+  mean_prev = w0
+  models = [w0]
+  for t in range(1, rounds + 1):
+    x = models[-1]
+    local = []
+    for i, batches in enumerate(client_batches):
+      y, _ = client_sgd(
+          model,
+          x,
+          batches,
+          learning_rate=client_learning_rate,
+          client_loss=client_loss,
+          correction=-h[i],
+      )
+      h[i] = h[i] / (t - last[i]) + mu * (x - y)
+      last[i] = t
+      local.append(y)
+    mean = np.mean(local, axis=0)
+    correction = beta * (mean_prev - mean)
+    models.append(x + server_learning_rate * (mean - correction - x))
+    mean_prev = mean
+  return models

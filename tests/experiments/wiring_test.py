@@ -241,6 +241,24 @@ def _fedacg(server_learning_rate, lookahead, beta, ima_window=None):
   return expected
 
 
+def _adabest(server_learning_rate, mu, beta, client_loss='ce'):
+  def expected(inputs):
+    models = ref.adabest(
+        inputs.model,
+        inputs.initial_weights,
+        inputs.client_batches,
+        rounds=ROUNDS,
+        mu=mu,
+        beta=beta,
+        client_learning_rate=CLIENT_LR,
+        server_learning_rate=server_learning_rate,
+        client_loss=client_loss,
+    )
+    return models, None
+
+  return expected
+
+
 # IMA's client schedule (IMA code, Table 7), with t_s = 2: lr0 0.99^t before
 # round t_s, lr0 0.99^t_s 0.97^(t - t_s) from it on; rounds t = 1, 2, 3.
 IMA_START = 2
@@ -662,6 +680,19 @@ CASES = [
         ),
         _feddyn(0.9, 0.5, client_loss='wsm', ima_window=(2, IMA_START)),
         id='feddyn_wsm_ima',
+    ),
+    # AdaBest (mu 0.5, beta 0.7, lr_g 0.9) with WSM clients and a window.
+    pytest.param(
+        dict(
+            algorithm='adabest',
+            adabest_mu=0.5,
+            adabest_beta=0.7,
+            client_loss='wsm',
+            server_learning_rate=0.9,
+            window_size=2,
+        ),
+        _adabest(0.9, 0.5, 0.7, client_loss='wsm'),
+        id='adabest_wsm_window',
     ),
     # FedCM (alpha 0.3, lr_g 0.9) with WSM clients and a WiMA window.
     pytest.param(

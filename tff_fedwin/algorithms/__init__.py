@@ -4,6 +4,8 @@ core; round runners for `tff_fedwin.training`.
 """
 
 from tff_fedwin.aggregators.window_finalizer import build_window_finalizer
+from tff_fedwin.algorithms.adabest import AdaBest
+from tff_fedwin.algorithms.adabest import build_adabest
 from tff_fedwin.algorithms.client_state import build_client_state_process
 from tff_fedwin.algorithms.client_state import ClientStateAlgorithm
 from tff_fedwin.algorithms.client_training import CLIENT_LOSSES

@@ -76,9 +76,16 @@ class FedACG(algorithm.ClientStateAlgorithm):
     return initial_trainable
 
   def new_client_vector(
-      self, client_vector, server_vector, model_delta, num_steps, learning_rate
+      self,
+      client_vector,
+      server_vector,
+      model_delta,
+      num_steps,
+      learning_rate,
+      rounds_since_last,
   ):
     """Nothing of its own: zeros (the server reads the model deltas)."""
+    del rounds_since_last  # Unused.
     del client_vector, num_steps, learning_rate  # Unused.
     return tf.nest.map_structure(tf.zeros_like, server_vector)
 

@@ -82,9 +82,16 @@ class FedCM(algorithm.ClientStateAlgorithm):
     return server_vector
 
   def new_client_vector(
-      self, client_vector, server_vector, model_delta, num_steps, learning_rate
+      self,
+      client_vector,
+      server_vector,
+      model_delta,
+      num_steps,
+      learning_rate,
+      rounds_since_last,
   ):
     """What the client sends: (x - y) / (lr K), zeros for K = 0."""
+    del rounds_since_last  # Unused.
     del client_vector, server_vector  # Unused.
     scale = tf.maximum(tf.cast(num_steps, tf.float32), 1.0) * learning_rate
     return tf.nest.map_structure(

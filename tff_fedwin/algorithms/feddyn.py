@@ -91,9 +91,16 @@ class FedDyn(algorithm.ClientStateAlgorithm):
     )
 
   def new_client_vector(
-      self, client_vector, server_vector, model_delta, num_steps, learning_rate
+      self,
+      client_vector,
+      server_vector,
+      model_delta,
+      num_steps,
+      learning_rate,
+      rounds_since_last,
   ):
     """`s_k+ = s_k + alpha (x - theta_k^t)`; s_k for K = 0 (x - y = 0)."""
+    del rounds_since_last  # Unused.
     del server_vector, num_steps, learning_rate  # Unused.
     return tf.nest.map_structure(
         lambda s, d: s + tf.cast(self._alpha, s.dtype) * d,

@@ -97,9 +97,16 @@ class Scaffold(algorithm.ClientStateAlgorithm):
     return tf.nest.map_structure(tf.subtract, server_vector, client_vector)
 
   def new_client_vector(
-      self, client_vector, server_vector, model_delta, num_steps, learning_rate
+      self,
+      client_vector,
+      server_vector,
+      model_delta,
+      num_steps,
+      learning_rate,
+      rounds_since_last,
   ):
     """c_i+ by option II (`option_ii_control_variate`)."""
+    del rounds_since_last  # Unused.
     return option_ii_control_variate(
         client_vector, server_vector, model_delta, num_steps, learning_rate
     )

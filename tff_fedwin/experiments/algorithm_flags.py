@@ -25,6 +25,7 @@ ALGORITHMS = (
     'mime_lite',
     'scaffold',
     'feddyn',
+    'adabest',
     'fedcm',
     'fedacg',
 )
@@ -126,6 +127,14 @@ def check_algorithm_flags(config: Any, problems: Any) -> None:
 ALGORITHM_HPARAMS = {
     'feddyn': {
         'feddyn_alpha': ('> 0', lambda v: v > 0, '{0.01, 0.001}'),
+    },
+    'adabest': {
+        'adabest_mu': ('> 0', lambda v: v > 0, '{0.01, 0.02}'),
+        'adabest_beta': (
+            'in [0, 1)',
+            lambda v: 0 <= v < 1,
+            '{0.5, 0.6, 0.7, 0.8, 0.9, 0.95}',
+        ),
     },
     'fedcm': {
         'fedcm_alpha': ('in (0, 1]', lambda v: 0 < v <= 1, '{0.05, 0.1, 0.5}'),

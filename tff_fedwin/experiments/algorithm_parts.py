@@ -7,6 +7,7 @@ from typing import Optional
 
 import tensorflow_federated as tff
 
+from tff_fedwin.algorithms import adabest
 from tff_fedwin.algorithms import client_state
 from tff_fedwin.algorithms import fedacg
 from tff_fedwin.algorithms import fedcm
@@ -95,6 +96,8 @@ def client_state_algorithm(
   """The math of a `choices.CLIENT_STATE_FAMILY` algorithm."""
   if config.algorithm == 'feddyn':
     return feddyn.FedDyn(config.feddyn_alpha)
+  if config.algorithm == 'adabest':
+    return adabest.AdaBest(config.adabest_mu, config.adabest_beta)
   if config.algorithm == 'fedcm':
     return fedcm.FedCM(config.fedcm_alpha)
   if config.algorithm == 'fedacg':

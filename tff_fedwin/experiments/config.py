@@ -138,6 +138,8 @@ class ExperimentConfig:
   # Each algorithm's own (`algorithm_flags.ALGORITHM_HPARAMS`); None: unset,
   # required with its algorithm.
   feddyn_alpha: Optional[float] = None
+  adabest_mu: Optional[float] = None
+  adabest_beta: Optional[float] = None
   fedcm_alpha: Optional[float] = None
   fedacg_lambda: Optional[float] = None
   fedacg_beta: Optional[float] = None

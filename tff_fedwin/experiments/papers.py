@@ -192,6 +192,7 @@ IMA_TABLE_ALGORITHMS = (
 # tuning), not tuned here.
 _ALGORITHM_HPARAMS = {
     'feddyn': dict(feddyn_alpha=0.01),
+    'adabest': dict(adabest_mu=0.01, adabest_beta=0.9),
     'fedcm': dict(fedcm_alpha=0.1),
     'fedacg': dict(fedacg_lambda=0.85, fedacg_beta=0.001),
 }

@@ -230,9 +230,10 @@ def _client_state_runner(
   transfer = 'values'
   if keeps_states:
     transfer = transfer_modes.client_state_transfer(config)
+  algorithm = algorithm_parts.client_state_algorithm(config)
   process = client_state.build_client_state_process(
       task.model_fn,
-      algorithm_parts.client_state_algorithm(config),
+      algorithm,
       client_learning_rate=config.client_learning_rate,
       server_learning_rate=config.server_learning_rate,
       total_clients=num_train_clients,
@@ -254,7 +255,7 @@ def _client_state_runner(
     return runners.LearningProcessRunner(process, **shared)
   return runners.ClientStateRunner(
       process,
-      client_state.initial_client_state(task.model_fn),
+      client_state.initial_client_state(task.model_fn, algorithm),
       state_files_dir=(
           dirs.client_state_files if transfer == 'files' else None
       ),
@@ -273,6 +274,7 @@ RUNNER_BUILDERS: Mapping[str, RunnerBuilder] = types.MappingProxyType(
         'mime_lite': _mime_lite_runner,
         'scaffold': _client_state_runner,
         'feddyn': _client_state_runner,
+        'adabest': _client_state_runner,
         'fedcm': _client_state_runner,
         'fedacg': _client_state_runner,
     }

@@ -46,6 +46,7 @@ SERVER_OPTIMIZERS = {
     'fednova': 'sgd',
     'scaffold': 'sgd',
     'feddyn': 'sgd',
+    'adabest': 'sgd',
     'fedcm': 'sgd',
     'fedacg': 'sgd',
     'mime_lite': 'sgd',

@@ -25,7 +25,9 @@ def _special_values(dtype, shape, seed):
 
 def _read_in_graph(prefix, like):
   """The worker's c_i (`read_client_state` in a graph) for leaves `like`."""
-  spec = [tf.TensorSpec(x.shape, tf.as_dtype(x.dtype)) for x in like]
+  spec = types.ClientState(
+      [tf.TensorSpec(x.shape, tf.as_dtype(x.dtype)) for x in like]
+  )
   read = tf.function(lambda p: state_files.read_client_state(p, spec))
   return [t.numpy() for t in read(tf.constant(prefix)).control_variate]
 

@@ -60,6 +60,17 @@ class ClientStateAlgorithm(abc.ABC):
     """
     return True
 
+  @property
+  def tracks_rounds(self) -> bool:
+    """Whether a client's state also keeps the round it last took part in
+    (a `types.RoundClientState`; default False). `new_client_vector` then
+    gets the rounds since, t - t_i'; otherwise 1."""
+    return False
+
+  def initial_server_vector(self, trainable: Any) -> Any:
+    """The server's vector before round 1 (TF), from x^0; default zeros."""
+    return tf.nest.map_structure(tf.zeros_like, trainable)
+
   def client_start(self, trainable: Any, server_vector: Any) -> Any:
     """The trainable weights a client starts from (TF); default x itself.
 
@@ -89,6 +100,7 @@ class ClientStateAlgorithm(abc.ABC):
       model_delta: Any,
       num_steps: tf.Tensor,
       learning_rate: float,
+      rounds_since_last: tf.Tensor,
   ) -> Any:
     """The client's vector after its local training (TF).
 
@@ -98,6 +110,8 @@ class ClientStateAlgorithm(abc.ABC):
       model_delta: x - y, the trainable structure.
       num_steps: K, an int64 scalar (0 for a client without data).
       learning_rate: lr.
+      rounds_since_last: t - t_i', float32: the rounds since the client last
+        trained (with `tracks_rounds`; else 1).
 
     Returns:
       The new vector, the structure of `client_vector`; `client_vector`

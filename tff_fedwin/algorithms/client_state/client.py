@@ -41,11 +41,16 @@ def model_weights_specs(model_fn: ModelFn) -> tff.learning.models.ModelWeights:
     )
 
 
-def initial_client_state(model_fn: ModelFn) -> types.ClientState:
+def initial_client_state(
+    model_fn: ModelFn,
+    algorithm: algorithm_lib.ClientStateAlgorithm | None = None,
+) -> types.ClientState | types.RoundClientState:
   """The initial state of every client: a zero vector, as numpy arrays.
 
   Args:
     model_fn: A no-arg callable returning a `tff.learning.models.VariableModel`.
+    algorithm: The `ClientStateAlgorithm`; with `tracks_rounds` the state is a
+      `types.RoundClientState` with `last_round` 0. None: a `ClientState`.
 
   Returns:
     A `types.ClientState` whose `control_variate` holds numpy zeros with the
@@ -53,11 +58,12 @@ def initial_client_state(model_fn: ModelFn) -> types.ClientState:
     template of a `tff_fedwin.training.ClientStateStore`).
   """
   specs = model_weights_specs(model_fn)
-  return types.ClientState(
-      control_variate=tf.nest.map_structure(
-          lambda s: np.zeros(s.shape, s.dtype.as_numpy_dtype), specs.trainable
-      )
+  zeros = tf.nest.map_structure(
+      lambda s: np.zeros(s.shape, s.dtype.as_numpy_dtype), specs.trainable
   )
+  if algorithm is not None and algorithm.tracks_rounds:
+    return types.RoundClientState(zeros, np.float32(0))
+  return types.ClientState(control_variate=zeros)
 
 
 def build_client_update(
@@ -125,8 +131,11 @@ def build_client_update(
       sharpness=sharpness,
   )
 
-  def train(initial_weights, server_vector, client_vector, dataset):
-    """`(new client vector, ClientResult)`; `client_vector` None: none kept."""
+  def train(
+      initial_weights, server_vector, client_vector, dataset, rounds_since=1.0
+  ):
+    """`(new client vector, ClientResult, K)`; `client_vector` None: none
+    kept."""
     start = tff.learning.models.ModelWeights(
         algorithm.client_start(initial_weights.trainable, server_vector),
         initial_weights.non_trainable,
@@ -144,21 +153,26 @@ def build_client_update(
         output.model_delta,
         output.num_steps,
         client_learning_rate,
+        tf.cast(rounds_since, tf.float32),
     )
     sent_vector = new_client_vector
     if client_vector is not None:
       sent_vector = tf.nest.map_structure(
           tf.subtract, new_client_vector, client_vector
       )
-    return new_client_vector, types.ClientResult(
-        model_delta=tf.nest.map_structure(tf.negative, output.model_delta),
-        control_variate_delta=sent_vector,
-        non_trainable_weights=tf.nest.map_structure(
-            tf.identity, training.model_weights.non_trainable
+    return (
+        new_client_vector,
+        output.num_steps,
+        types.ClientResult(
+            model_delta=tf.nest.map_structure(tf.negative, output.model_delta),
+            control_variate_delta=sent_vector,
+            non_trainable_weights=tf.nest.map_structure(
+                tf.identity, training.model_weights.non_trainable
+            ),
+            client_weight=tf.cast(output.num_steps > 0, tf.float32),
+            num_examples=output.num_examples,
+            loss_sum=output.loss_sum,
         ),
-        client_weight=tf.cast(output.num_steps > 0, tf.float32),
-        num_examples=output.num_examples,
-        loss_sum=output.loss_sum,
     )
 
   if not algorithm.keeps_client_state:
@@ -168,13 +182,34 @@ def build_client_update(
         initial_weights, server_vector, client_state, dataset
     ):
       del client_state  # None: the algorithm keeps none.
-      return None, train(initial_weights, server_vector, None, dataset)[1]
+      return None, train(initial_weights, server_vector, None, dataset)[2]
 
     return client_update_without_state
 
+  if algorithm.tracks_rounds:
+
+    @tf.function
+    def client_update_with_rounds(
+        initial_weights, server_vector, client_state, dataset, round_num
+    ):
+      # The round t being run (`round_num` completed); a client without data
+      # keeps its vector and its last round.
+      t = tf.cast(round_num + 1, tf.float32)
+      new_client_vector, num_steps, result = train(
+          initial_weights,
+          server_vector,
+          client_state.control_variate,
+          dataset,
+          t - client_state.last_round,
+      )
+      last_round = tf.where(num_steps > 0, t, client_state.last_round)
+      return types.RoundClientState(new_client_vector, last_round), result
+
+    return client_update_with_rounds
+
   @tf.function
   def client_update(initial_weights, server_vector, client_state, dataset):
-    new_client_vector, result = train(
+    new_client_vector, _, result = train(
         initial_weights, server_vector, client_state.control_variate, dataset
     )
     return types.ClientState(new_client_vector), result

@@ -1,51 +1,78 @@
 """The federated `next` of a client-state process, one per transport.
 
-Each builder takes the client step `(x, v, C, D) -> (C+, sums summand)`
-(`process._client_step_fn`), the types, and `server_update(sums_type) ->
-(<S, sums> -> <S, M>)`, and returns the `tff.federated_computation` that
+Each builder takes the `NextParts` (the client step `(x, message, C, D) ->
+(C+, sums summand)` of `process._client_step_fn`, the types, the server's
+message, `server_update(sums_type) -> (<S, sums> -> <S, M>)`) and returns the `tff.federated_computation` that
 broadcasts x and the server vector v, maps the client step, sums and maps
 the server step: `values` (client states as CLIENTS-placed values),
 `state_files` (as files, `state_files`) and `without_client_states` (an
 algorithm that keeps none: FedCM, FedACG; a `LearningProcess`'s `next`).
 """
 
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_fedwin.algorithms.client_state import state_files
-from tff_fedwin.algorithms.client_state import types
 
 
-def values(
-    client_step, weights_and_c, server_state_type, data_type, server_update
-) -> tff.Computation:
-  """`next`: broadcast x and c, map the client step, sum, map the server step."""
-  client_state_type = tff.types.to_type(
-      types.ClientState(server_state_type.control_variate)
+class NextParts(NamedTuple):
+  """What every `next` builder takes.
+
+  Attributes:
+    client_step: `(x, message, C, D) -> (C+, sums summand)`.
+    broadcast_types: The types of x and of the server's message to the
+      clients (the server vector; with the round for `tracks_rounds`).
+    server_message: In a federated body, `state@SERVER -> message@SERVER`.
+    client_state_type: The type C of a client's state.
+    server_state_type: The type S.
+    data_type: The clients' dataset type.
+    server_update: `sums_type -> (<S, sums> -> <S, M>)`.
+  """
+
+  client_step: Callable[..., Any]
+  broadcast_types: tuple[Any, Any]
+  server_message: Callable[[Any], Any]
+  client_state_type: Any
+  server_state_type: Any
+  data_type: Any
+  server_update: Callable[[Any], tff.Computation]
+
+
+def _broadcast(parts: NextParts, state):
+  """x and the server's message, each broadcast to the clients."""
+  return (
+      tff.federated_broadcast(state.global_model_weights),
+      tff.federated_broadcast(parts.server_message(state)),
   )
 
-  @tff.tensorflow.computation(*weights_and_c, client_state_type, data_type)
-  def client_update_fn(
-      initial_weights, server_control_variate, client_state, dataset
-  ):
-    return client_step(
-        initial_weights, server_control_variate, client_state, dataset
-    )
 
-  server_update_fn = server_update(client_update_fn.type_signature.result[1])
+def values(parts: NextParts) -> tff.Computation:
+  """`next`: broadcast x and c, map the client step, sum, map the server step."""
+
+  @tff.tensorflow.computation(
+      *parts.broadcast_types, parts.client_state_type, parts.data_type
+  )
+  def client_update_fn(initial_weights, message, client_state, dataset):
+    return parts.client_step(initial_weights, message, client_state, dataset)
+
+  server_update_fn = parts.server_update(
+      client_update_fn.type_signature.result[1]
+  )
 
   @tff.federated_computation(
-      tff.FederatedType(server_state_type, tff.SERVER),
-      tff.FederatedType(data_type, tff.CLIENTS),
-      tff.FederatedType(client_state_type, tff.CLIENTS),
+      tff.FederatedType(parts.server_state_type, tff.SERVER),
+      tff.FederatedType(parts.data_type, tff.CLIENTS),
+      tff.FederatedType(parts.client_state_type, tff.CLIENTS),
   )
   def next_fn(state, client_data, client_states):
-    model_weights = tff.federated_broadcast(state.global_model_weights)
-    control_variate = tff.federated_broadcast(state.control_variate)
+    model_weights, message = _broadcast(parts, state)
     client_outputs = tff.federated_map(
         client_update_fn,
-        (model_weights, control_variate, client_states, client_data),
+        (model_weights, message, client_states, client_data),
     )
     sums = tff.federated_sum(client_outputs[1])
     new_state, metrics = tff.federated_map(server_update_fn, (state, sums))
@@ -54,48 +81,38 @@ def values(
   return next_fn
 
 
-def state_files_next(
-    client_step, weights_and_c, server_state_type, data_type, server_update
-) -> tff.Computation:
+def state_files_next(parts: NextParts) -> tff.Computation:
   """`next` with each client's c_i in and c_i+ out as files (`state_files`).
 
   `(<S@SERVER, {D*}@CLIENTS, {string}@CLIENTS> -> <S@SERVER, M@SERVER>)`:
   the strings are the clients' file prefixes; the client computation reads
   c_i, runs `client_step` and writes c_i+ before its sums are returned.
   """
-  control_variate_spec = tff.types.type_to_tf_tensor_specs(
-      server_state_type.control_variate
-  )
+  client_state_spec = tff.types.type_to_tf_tensor_specs(parts.client_state_type)
 
-  @tff.tensorflow.computation(*weights_and_c, np.str_, data_type)
-  def client_update_fn(initial_weights, server_control_variate, prefix, data):
-    client_state = state_files.read_client_state(prefix, control_variate_spec)
-    new_client_state, sums = client_step(
-        initial_weights, server_control_variate, client_state, data
+  @tff.tensorflow.computation(*parts.broadcast_types, np.str_, parts.data_type)
+  def client_update_fn(initial_weights, message, prefix, data):
+    client_state = state_files.read_client_state(prefix, client_state_spec)
+    new_client_state, sums = parts.client_step(
+        initial_weights, message, client_state, data
     )
     writes = state_files.write_client_state(prefix, new_client_state)
     with tf.control_dependencies(writes):
       return tf.nest.map_structure(tf.identity, sums)
 
-  server_update_fn = server_update(client_update_fn.type_signature.result)
+  server_update_fn = parts.server_update(client_update_fn.type_signature.result)
 
   @tff.federated_computation(
-      tff.FederatedType(server_state_type, tff.SERVER),
-      tff.FederatedType(data_type, tff.CLIENTS),
+      tff.FederatedType(parts.server_state_type, tff.SERVER),
+      tff.FederatedType(parts.data_type, tff.CLIENTS),
       tff.FederatedType(np.str_, tff.CLIENTS),
   )
   def next_fn(state, client_data, client_state_prefixes):
-    model_weights = tff.federated_broadcast(state.global_model_weights)
-    control_variate = tff.federated_broadcast(state.control_variate)
+    model_weights, message = _broadcast(parts, state)
     sums = tff.federated_sum(
         tff.federated_map(
             client_update_fn,
-            (
-                model_weights,
-                control_variate,
-                client_state_prefixes,
-                client_data,
-            ),
+            (model_weights, message, client_state_prefixes, client_data),
         )
     )
     new_state, metrics = tff.federated_map(server_update_fn, (state, sums))
@@ -104,29 +121,26 @@ def state_files_next(
   return next_fn
 
 
-def without_client_states(
-    client_step, weights_and_c, server_state_type, data_type, server_update
-) -> tff.Computation:
+def without_client_states(parts: NextParts) -> tff.Computation:
   """`next` of an algorithm without client states (`keeps_client_state`
   False): `(<S@SERVER, {D*}@CLIENTS> -> LearningProcessOutput<S, M>@SERVER)`,
   as `tff.learning.templates.LearningProcess` wants it."""
 
-  @tff.tensorflow.computation(*weights_and_c, data_type)
-  def client_update_fn(initial_weights, server_vector, dataset):
-    return client_step(initial_weights, server_vector, None, dataset)[1]
+  @tff.tensorflow.computation(*parts.broadcast_types, parts.data_type)
+  def client_update_fn(initial_weights, message, dataset):
+    return parts.client_step(initial_weights, message, None, dataset)[1]
 
-  server_update_fn = server_update(client_update_fn.type_signature.result)
+  server_update_fn = parts.server_update(client_update_fn.type_signature.result)
 
   @tff.federated_computation(
-      tff.FederatedType(server_state_type, tff.SERVER),
-      tff.FederatedType(data_type, tff.CLIENTS),
+      tff.FederatedType(parts.server_state_type, tff.SERVER),
+      tff.FederatedType(parts.data_type, tff.CLIENTS),
   )
   def next_fn(state, client_data):
-    model_weights = tff.federated_broadcast(state.global_model_weights)
-    server_vector = tff.federated_broadcast(state.control_variate)
+    model_weights, message = _broadcast(parts, state)
     sums = tff.federated_sum(
         tff.federated_map(
-            client_update_fn, (model_weights, server_vector, client_data)
+            client_update_fn, (model_weights, message, client_data)
         )
     )
     new_state, metrics = tff.federated_map(server_update_fn, (state, sums))

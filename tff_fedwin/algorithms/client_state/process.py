@@ -2,6 +2,7 @@
 
 from collections.abc import Callable
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
@@ -96,10 +97,10 @@ def model_weights_to_evaluate(
 
 
 def _initial_state_computation(
-    model_fn, *, window_size, window_mode, window_start_round
+    model_fn, algorithm, *, window_size, window_mode, window_start_round
 ) -> tff.Computation:
-  """`( -> S)`: x the model's initial weights, a zero server vector, round 0,
-  an empty window."""
+  """`( -> S)`: x the model's initial weights, the algorithm's initial server
+  vector (zeros by default), round 0, an empty window."""
 
   @tff.tensorflow.computation
   def initial_server_state_fn():
@@ -116,7 +117,7 @@ def _initial_state_computation(
       )
     return types.ServerState(
         global_model_weights=weights,
-        control_variate=zeros,
+        control_variate=algorithm.initial_server_vector(weights.trainable),
         round_num=tf.constant(0, tf.int64),
         window=window,
     )
@@ -130,13 +131,18 @@ def _client_step_fn(model_fn, algorithm, **client_args):
   `client_args` are those of `client.build_client_update`.
   """
 
-  def client_step(initial_weights, server_control_variate, client_state, data):
+  def client_step(initial_weights, message, client_state, data):
     client_update = client.build_client_update(
         model_fn, algorithm, **client_args
     )
-    new_client_state, result = client_update(
-        initial_weights, server_control_variate, client_state, data
-    )
+    if algorithm.tracks_rounds:  # The message is (server vector, round_num).
+      new_client_state, result = client_update(
+          initial_weights, message[0], client_state, data, message[1]
+      )
+    else:
+      new_client_state, result = client_update(
+          initial_weights, message, client_state, data
+      )
     return new_client_state, server.round_sums_summand(result)
 
   return client_step
@@ -153,6 +159,36 @@ def _server_update_builder(server_state_type, algorithm, **server_args):
     return server_update_fn
 
   return build
+
+
+def _broadcast_types(algorithm, server_state_type):
+  """The types of x and of the server's message (`_server_message`)."""
+  message = server_state_type.control_variate
+  if algorithm.tracks_rounds:
+    message = tff.StructType([message, server_state_type.round_num])
+  return server_state_type.global_model_weights, message
+
+
+def _server_message(algorithm):
+  """`state@SERVER -> message@SERVER`, in a federated body: the server
+  vector, and with `tracks_rounds` also the completed rounds."""
+  if algorithm.tracks_rounds:
+    return lambda state: tff.federated_zip(
+        (state.control_variate, state.round_num)
+    )
+  return lambda state: state.control_variate
+
+
+def _client_state_type(algorithm, server_state_type):
+  """C: a `ClientState` of the server vector's type, with `tracks_rounds` a
+  `RoundClientState` (its round a float32 scalar)."""
+  if algorithm.tracks_rounds:
+    return tff.types.to_type(
+        types.RoundClientState(
+            server_state_type.control_variate, tff.TensorType(np.float32)
+        )
+    )
+  return tff.types.to_type(types.ClientState(server_state_type.control_variate))
 
 
 def _learning_process(
@@ -289,6 +325,7 @@ def build_client_state_process(
 
   initial_server_state_fn = _initial_state_computation(
       model_fn,
+      algorithm,
       window_size=window_size,
       window_mode=window_mode,
       window_start_round=window_start_round,
@@ -310,29 +347,30 @@ def build_client_state_process(
   if not algorithm.keeps_client_state:
     next_builder = next_fns.without_client_states
   next_fn = next_builder(
-      _client_step_fn(
-          model_fn,
-          algorithm,
-          client_learning_rate=client_learning_rate,
-          client_loss=client_loss,
-          num_classes=num_classes,
-          weight_decay=float(client_weight_decay),
-          sharpness=client_sharpness,
-          loop_implementation=loop_implementation,
-      ),
-      (
-          server_state_type.global_model_weights,
-          server_state_type.control_variate,
-      ),
-      server_state_type,
-      data_type,
-      _server_update_builder(
-          server_state_type,
-          algorithm,
-          server_learning_rate=server_learning_rate,
-          total_clients=total_clients,
-          with_window=with_window,
-      ),
+      next_fns.NextParts(
+          client_step=_client_step_fn(
+              model_fn,
+              algorithm,
+              client_learning_rate=client_learning_rate,
+              client_loss=client_loss,
+              num_classes=num_classes,
+              weight_decay=float(client_weight_decay),
+              sharpness=client_sharpness,
+              loop_implementation=loop_implementation,
+          ),
+          broadcast_types=_broadcast_types(algorithm, server_state_type),
+          server_message=_server_message(algorithm),
+          client_state_type=_client_state_type(algorithm, server_state_type),
+          server_state_type=server_state_type,
+          data_type=data_type,
+          server_update=_server_update_builder(
+              server_state_type,
+              algorithm,
+              server_learning_rate=server_learning_rate,
+              total_clients=total_clients,
+              with_window=with_window,
+          ),
+      )
   )
   if not algorithm.keeps_client_state:
     return _learning_process(

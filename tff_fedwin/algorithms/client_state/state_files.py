@@ -66,25 +66,24 @@ def _output_prefix(prefix):
   return prefix + f'.{_OUT}'
 
 
-def read_client_state(
-    prefix: tf.Tensor, control_variate_spec: Any
-) -> types.ClientState:
-  """In the worker: c_i from the raw bytes in `<prefix>.in.<i>` (TF ops).
+def read_client_state(prefix: tf.Tensor, client_state_spec: Any) -> Any:
+  """In the worker: the client's state from the raw bytes in
+  `<prefix>.in.<i>` (TF ops).
 
   Args:
     prefix: A string scalar tensor, the client's file prefix.
-    control_variate_spec: The structure of `tf.TensorSpec`s of c_i.
+    client_state_spec: The state's structure of `tf.TensorSpec`s (a
+      `types.ClientState` or `RoundClientState` of specs).
 
   Returns:
-    A `types.ClientState` of tensors with the specs' dtypes and shapes.
+    The state, `client_state_spec`'s structure of tensors with its dtypes and
+    shapes.
   """
   leaves = [
       _read_raw(_input_path(prefix, i), spec)
-      for i, spec in enumerate(tf.nest.flatten(control_variate_spec))
+      for i, spec in enumerate(tf.nest.flatten(client_state_spec))
   ]
-  return types.ClientState(
-      tf.nest.pack_sequence_as(control_variate_spec, leaves)
-  )
+  return tf.nest.pack_sequence_as(client_state_spec, leaves)
 
 
 def _read_raw(path: tf.Tensor, spec: tf.TensorSpec) -> tf.Tensor:
@@ -99,14 +98,11 @@ def _read_raw(path: tf.Tensor, spec: tf.TensorSpec) -> tf.Tensor:
   return tf.reshape(flat, spec.shape)
 
 
-def write_client_state(
-    prefix: tf.Tensor, state: types.ClientState
-) -> list[tf.Operation]:
-  """In the worker: the op that writes c_i+ as the bundle `<prefix>.out`."""
+def write_client_state(prefix: tf.Tensor, state: Any) -> list[tf.Operation]:
+  """In the worker: the op that writes the client's new state (every leaf)
+  as the bundle `<prefix>.out`."""
   return [
-      tensor_bundles.save_op(
-          _output_prefix(prefix), tf.nest.flatten(state.control_variate)
-      )
+      tensor_bundles.save_op(_output_prefix(prefix), tf.nest.flatten(state))
   ]
 
 

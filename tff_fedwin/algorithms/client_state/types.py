@@ -41,6 +41,21 @@ class ClientState(NamedTuple):
   control_variate: Any
 
 
+class RoundClientState(NamedTuple):
+  """A client's state for an algorithm that also keeps the round it last
+  took part in (`ClientStateAlgorithm.tracks_rounds`: AdaBest).
+
+  Attributes:
+    control_variate: The client's vector, as `ClientState`'s.
+    last_round: float32 scalar, the last round t in which the client trained
+      (0 before its first); a float so the state files read it as raw bytes
+      (exact up to 2^24 rounds).
+  """
+
+  control_variate: Any
+  last_round: Any
+
+
 class ClientResult(NamedTuple):
   """What one client's local step reports.
 
