@@ -20,6 +20,6 @@ apply fedcm_mix_swapped tff_fedwin/algorithms/fedcm.py "        lambda g, d: tf.
 apply fedcm_delta_unnormalized tff_fedwin/algorithms/fedcm.py "        lambda d: d / tf.cast(scale, d.dtype), model_delta" "        lambda d: d, model_delta" tests/experiments/wiring_test.py -k fedcm
 apply fedacg_no_lookahead tff_fedwin/algorithms/fedacg.py "        lambda x, m: x + tf.cast(self._lookahead, x.dtype) * m," "        lambda x, m: x + 0.0 * m," tests/algorithms/fedacg_test.py
 apply fedacg_momentum_not_decayed tff_fedwin/algorithms/fedacg.py "            tf.cast(self._lookahead, m.dtype) * m + d," "            m + d," tests/experiments/wiring_test.py -k fedacg
-apply adabest_no_staleness_decay tff_fedwin/algorithms/adabest.py "      return h / tf.cast(rounds_since_last, h.dtype) + tf.cast(" "      return h + tf.cast(" tests/algorithms/adabest_test.py
+apply adabest_no_staleness_decay tff_fedwin/algorithms/adabest.py "          h / tf.cast(rounds_since_last, h.dtype)" "          h" tests/algorithms/adabest_test.py
 apply adabest_server_correction_sign tff_fedwin/algorithms/adabest.py "        * (new - tf.cast(self._beta, x.dtype) * (old - new) - x)," "        * (new + tf.cast(self._beta, x.dtype) * (old - new) - x)," tests/algorithms/adabest_test.py
 apply client_state_last_round_not_kept tff_fedwin/algorithms/client_state/client.py "      last_round = tf.where(num_steps > 0, t, client_state.last_round)" "      last_round = client_state.last_round" tests/algorithms/adabest_test.py
