@@ -31,6 +31,8 @@ curve.
       --experiments=ima_early_start       # IMA from round 112: the speed-up
   .venv/bin/python scripts/reproduce_papers.py \
       --experiments=tuning                # 24 runs on the validation split
+  .venv/bin/python scripts/reproduce_papers.py \
+      --experiments=wima_swa_start        # WiMA Fig. 2: 18 runs of 40 rounds
 
 Runs go to --root_output_dir (runs/reproduce), tables to --output
 (results/tables.md), one line per run (its time and accuracies) to --runs_csv

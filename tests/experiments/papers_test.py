@@ -285,3 +285,63 @@ def test_ima_table_verdicts_pair_every_algorithm_of_the_table():
   )
   pairs = run_verdicts.IMA_TABLE_PAIRS + run_verdicts.IMA_YOGI_SPLIT
   assert {row for pair in pairs for row in pair} == set(TABLE['ima_algorithms'])
+
+
+def test_wima_swa_start_is_wima_fig_2_at_our_scale():
+  # WiMA Fig. 2 / sec. 4: FedAvg; WiMA and SWA from each start round; SWA
+  # with cyclic client rate, second rate lr * 1e-2 (0.05 -> 5e-4), c = 5.
+  rows = TABLE['wima_swa_start']
+  wima_row = TABLE['wima_algorithms']['fedavg alpha=0.05 W=10']
+  labels = []
+  for start, wima, swa in papers.swa_start_rows():
+    labels += [wima, swa]
+    assert (rows[wima].window_size, rows[wima].window_mode) == (10, 'evaluate')
+    assert rows[wima].window_start_round == start
+    # wima_algorithms' FedAvg row but for t_s and the summary span.
+    assert (
+        attrs.evolve(
+            rows[wima],
+            window_start_round=0,
+            summary_last_n=wima_row.summary_last_n,
+        )
+        == wima_row
+    )
+    assert (
+        rows[swa].swa_start_round,
+        rows[swa].swa_cycle,
+        rows[swa].client_lr_schedule,
+        rows[swa].client_lr_low,
+        rows[swa].window_size,
+    ) == (start, 5, 'swa_cyclic', 5e-4, 0)
+    assert (
+        attrs.evolve(
+            rows[swa],
+            swa_start_round=0,
+            swa_cycle=1,
+            client_lr_schedule='constant',
+            client_lr_low=rows[wima].client_lr_low,
+            window_size=10,
+            window_start_round=start,
+        )
+        == rows[wima]
+    )
+  assert list(rows) == labels
+  assert [start for start, _, _ in papers.swa_start_rows()] == [10, 20, 30]
+  # The summary: the evals of rounds 36, 38 and 40, after SWA from t_s = 30
+  # first averages (round 35).
+  assert {
+      (c.total_rounds, c.rounds_per_eval, c.summary_last_n)
+      for c in rows.values()
+  } == {(40, 2, 3)}
+
+
+def test_swa_table_verdicts_pair_every_start_round():
+  # tff_fedwin.reporting cannot import experiments: its list is kept here.
+  assert run_verdicts.SWA_TABLE_PAIRS == tuple(
+      (swa, 'window', wima, model)
+      for _, wima, swa in papers.swa_start_rows()
+      for model in ('window', 'global')
+  )
+  assert run_verdicts.MODEL_COMPARISONS == {
+      'wima_swa_start': run_verdicts.SWA_TABLE_PAIRS
+  }

@@ -59,6 +59,43 @@ def test_verdict_table_by_hand():
   assert 'Yes if the interval is above 0' in lines[0]
 
 
+def test_model_comparisons_pick_each_rows_model_by_hand():
+  # Row 's' (SWA-like): window 0.5, 1.0, 0.75; global 0.25 in every seed.
+  records = _RECORDS + [
+      _line('s', 0, 0.5, 0.25),
+      _line('s', 1, 1.0, 0.25),
+      _line('s', 2, 0.75, 0.25),
+  ]
+  pairs = {
+      'e': (('s', 'window', 'w', 'window'), ('s', 'global', 'w', 'window'))
+  }
+  found = run_verdicts.comparisons(records, 'e', {}, pairs)
+  # Minus w's window 0.5, 0.75, 1.0: s's window, s's global.
+  assert found[2:] == [
+      (
+          'row A (model) - row B (model)',
+          's (window) - w (window)',
+          {'0': 0.0, '1': 0.25, '2': -0.25},
+      ),
+      (
+          'row A (model) - row B (model)',
+          's (global) - w (window)',
+          {'0': -0.25, '1': -0.5, '2': -0.75},
+      ),
+  ]
+  lines = run_verdicts.verdict_table(records, 'e', {}, pairs)
+  # [0, 0.25, -0.25]: mean 0, sample std 0.25, half-width 4.303 * 0.25 /
+  # sqrt(3) = 0.62108 -> [-0.6211, +0.6211]. [-0.25, -0.5, -0.75]: mean
+  # -0.5, std 0.25 -> [-1.1211, +0.1211]. Both within noise.
+  assert lines[6:] == [
+      '| row A (model) - row B (model) | s (window) - w (window) | 3 | '
+      '+0.0000 | 0.2500 | [-0.6211, +0.6211] | 1/3 | within noise |',
+      '| row A (model) - row B (model) | s (global) - w (window) | 3 | '
+      '-0.5000 | 0.2500 | [-1.1211, +0.1211] | 0/3 | within noise |',
+      '',
+  ]
+
+
 def test_one_seed_prints_no_interval():
   lines = run_verdicts.verdict_table(_RECORDS, 'other', {})
   # 'other' has one seed: window - global -0.9, no interval.
@@ -83,3 +120,7 @@ def test_every_compared_row_is_a_row_of_its_experiment():
   for experiment, pairs in run_verdicts.ROW_COMPARISONS.items():
     for a, b in pairs:
       assert a in table[experiment] and b in table[experiment], (a, b)
+  for experiment, pairs in run_verdicts.MODEL_COMPARISONS.items():
+    for a, model_a, b, model_b in pairs:
+      assert a in table[experiment] and b in table[experiment], (a, b)
+      assert {model_a, model_b} <= {'window', 'global'}

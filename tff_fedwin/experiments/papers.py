@@ -147,6 +147,7 @@ def paper_experiments(
   }
   table['tuning'] = _tuning_experiment(base)
   table['wima_algorithms'] = _wima_algorithms(base)
+  table['wima_swa_start'] = _wima_swa_start(base)
   # IMA Table 1's shape: IMA on each algorithm of the table we have
   # (FedFA and FedGMA are not here), alpha = 0.1, 40 rounds as `ima`
   # (whose FedAvg and FedAdam rows these are); FedYogi, which IMA set back
@@ -218,15 +219,78 @@ def _algorithm_flags(alg: str, alpha: float) -> dict:
   )
 
 
+# WiMA Table 2's setting at our scale, shared by `wima_algorithms` and
+# `wima_swa_start`.
+_WIMA_ALPHA = 0.05
+_WIMA_WINDOW = 10
+
+
 def _wima_algorithms(base):
   """{row: config}: each algorithm with a W = 10 window at alpha = 0.05."""
   rows = {}
   for alg in (*config_lib.ALGORITHMS, *_SHARPNESS_ROWS):
-    flags = _algorithm_flags(alg, 0.05)
+    flags = _algorithm_flags(alg, _WIMA_ALPHA)
     rate = flags['server_learning_rate']
     shown = f' slr={rate}' if alg in ('fedavgm', *_SERVER_RATES) else ''
-    rows[f'{alg} alpha=0.05{shown} W=10'] = attrs.evolve(
-        base, window_size=10, **flags
+    rows[f'{alg} alpha={_WIMA_ALPHA}{shown} W={_WIMA_WINDOW}'] = attrs.evolve(
+        base, window_size=_WIMA_WINDOW, **flags
+    )
+  return rows
+
+
+# WiMA Fig. 2's comparison: SWA from these start rounds (of 40), cycle c.
+SWA_START_ROUNDS = (10, 20, 30)
+SWA_CYCLE = 5
+# The round from which every row averages: SWA from t_s = 30 first averages
+# at round t_s + c = 35.
+_SWA_SUMMARY_FROM = max(SWA_START_ROUNDS) + SWA_CYCLE
+
+
+def swa_start_rows() -> tuple[tuple[int, str, str], ...]:
+  """`wima_swa_start`'s labels: ((t_s, WiMA row, SWA row), ...)."""
+  prefix = f'fedavg alpha={_WIMA_ALPHA}'
+  return tuple(
+      (
+          start,
+          f'{prefix} WiMA W={_WIMA_WINDOW} t_s={start}',
+          f'{prefix} SWA t_s={start} c={SWA_CYCLE}',
+      )
+      for start in SWA_START_ROUNDS
+  )
+
+
+def _wima_swa_start(base):
+  """{row: config}: WiMA Fig. 2 (WiMA vs SWA from several start rounds).
+
+  FedAvg at `wima_algorithms`' alpha and W, per start round t_s in
+  `SWA_START_ROUNDS`: WiMA, its window active from max(W, t_s)
+  (docs/design.md sec. 1.2; evaluate mode: the run's global model is the
+  plain FedAvg, and training does not depend on t_s, so the rows differ
+  only before t_s), and SWA (a server-side read-out, sec. 1.14) from t_s
+  with FedSWA's cyclic client rate, cycle c = 5 (the paper's c in {10, 20}
+  of 10,000 rounds would leave t_s = 30 of 40 at most one average; c = 5
+  gives 2, 4 and 6 averaged models for t_s = 30, 20, 10) and second rate
+  lr * 1e-2. The summary covers the evals after round 35, where every row
+  averages.
+  """
+  base = attrs.evolve(
+      base,
+      **_algorithm_flags('fedavg', _WIMA_ALPHA),
+      # The evals after round 35: 36, 38, 40.
+      summary_last_n=base.total_rounds // base.rounds_per_eval
+      - _SWA_SUMMARY_FROM // base.rounds_per_eval,
+  )
+  rows = {}
+  for start, wima, swa in swa_start_rows():
+    rows[wima] = attrs.evolve(
+        base, window_size=_WIMA_WINDOW, window_start_round=start
+    )
+    rows[swa] = attrs.evolve(
+        base,
+        swa_start_round=start,
+        swa_cycle=SWA_CYCLE,
+        client_lr_schedule='swa_cyclic',
+        client_lr_low=base.client_learning_rate / 100,
     )
   return rows
 

@@ -8,7 +8,11 @@ accuracy) and tabulates, by the rule of `tff_fedwin.reporting.paired`:
   (evaluate mode), window - global, paired by seed (the same trajectory);
 - per pair of rows in `ROW_COMPARISONS`, row A - row B of the global
   model's accuracy, paired by seed (in broadcast mode, IMA's rows, the
-  window is the global model).
+  window is the global model);
+- per pair in `MODEL_COMPARISONS`, a named model ('window' or 'global') of
+  row A minus one of row B, paired by seed (WiMA Fig. 2: SWA's model, the
+  `window` column of an SWA run, against WiMA's window and FedAvg's global
+  model).
 
 RESULTS.md quotes these verdicts.
 """
@@ -57,8 +61,27 @@ ROW_COMPARISONS = {
     ),
 }
 
+# WiMA Fig. 2's shape (`experiments.papers.swa_start_rows`; tests/experiments/
+# papers_test.py keeps them equal): per start round t_s, SWA's model minus
+# WiMA's window, then minus FedAvg's global model (the WiMA run's).
+SWA_TABLE_PAIRS = tuple(
+    (
+        f'fedavg alpha=0.05 SWA t_s={start} c=5',
+        'window',
+        f'fedavg alpha=0.05 WiMA W=10 t_s={start}',
+        model,
+    )
+    for start in (10, 20, 30)
+    for model in ('window', 'global')
+)
+# Claims on named models: {experiment: ((row A, model A, row B, model B),
+# ...)}, A's model - B's model of the last-N accuracy per seed.
+MODEL_COMPARISONS = {'wima_swa_start': SWA_TABLE_PAIRS}
+
 WINDOW_MINUS_GLOBAL = 'window - global'
 ROW_MINUS_ROW = 'row A - row B (global)'
+MODEL_MINUS_MODEL = 'row A (model) - row B (model)'
+_MODEL_INDEX = {'window': 0, 'global': 1}
 
 
 def _accuracies(records, experiment):
@@ -79,6 +102,9 @@ def comparisons(
     row_comparisons: Mapping[str, Sequence[tuple[str, str]]] = (
         ROW_COMPARISONS
     ),
+    model_comparisons: Mapping[str, Sequence[tuple[str, str, str, str]]] = (
+        MODEL_COMPARISONS
+    ),
 ) -> list[tuple[str, str, dict[str, float]]]:
   """(kind, rows, {seed: difference}) of the experiment's paired claims.
 
@@ -87,6 +113,8 @@ def comparisons(
     experiment: Whose lines to read.
     row_comparisons: {experiment: ((row A, row B), ...)}; a pair is paired
       over the seeds both rows have.
+    model_comparisons: {experiment: ((row A, model A, row B, model B), ...)}
+      with models 'window' or 'global'; paired as `row_comparisons`.
 
   Raises:
     ValueError: A compared row has no line, or two rows share no seed.
@@ -98,18 +126,31 @@ def comparisons(
       found.append(
           (WINDOW_MINUS_GLOBAL, row, {s: w - g for s, (w, g) in seeds.items()})
       )
-  for a, b in row_comparisons.get(experiment, ()):
+
+  def paired_seeds(a, b):
     missing = [r for r in (a, b) if r not in rows]
     if missing:
       raise ValueError(f'{experiment}: no runs-CSV line of rows {missing}.')
     seeds = [s for s in rows[a] if s in rows[b]]
     if not seeds:
       raise ValueError(f'{experiment}: rows {a!r} and {b!r} share no seed.')
+    return seeds
+
+  for a, b in row_comparisons.get(experiment, ()):
     found.append(
         (
             ROW_MINUS_ROW,
             f'{a} - {b}',
-            {s: rows[a][s][1] - rows[b][s][1] for s in seeds},
+            {s: rows[a][s][1] - rows[b][s][1] for s in paired_seeds(a, b)},
+        )
+    )
+  for a, model_a, b, model_b in model_comparisons.get(experiment, ()):
+    i, j = _MODEL_INDEX[model_a], _MODEL_INDEX[model_b]
+    found.append(
+        (
+            MODEL_MINUS_MODEL,
+            f'{a} ({model_a}) - {b} ({model_b})',
+            {s: rows[a][s][i] - rows[b][s][j] for s in paired_seeds(a, b)},
         )
     )
   return found
@@ -121,6 +162,9 @@ def verdict_table(
     row_comparisons: Mapping[str, Sequence[tuple[str, str]]] = (
         ROW_COMPARISONS
     ),
+    model_comparisons: Mapping[str, Sequence[tuple[str, str, str, str]]] = (
+        MODEL_COMPARISONS
+    ),
 ) -> list[str]:
   """Markdown: the experiment's paired differences with their verdicts.
 
@@ -128,13 +172,16 @@ def verdict_table(
     records: Runs-CSV lines (dicts; values may be strings).
     experiment: Whose lines to read.
     row_comparisons: As in `comparisons`.
+    model_comparisons: As in `comparisons`.
 
   Returns:
     A caption, a table (one line per comparison: seeds, mean, sample std,
     95% t interval, seeds > 0, verdict) and a blank line; no lines if the
     experiment has no paired claim (e.g. no window and no row pairs).
   """
-  found = comparisons(list(records), experiment, row_comparisons)
+  found = comparisons(
+      list(records), experiment, row_comparisons, model_comparisons
+  )
   if not found:
     return []
   lines = [
