@@ -17,6 +17,7 @@ ROWS = (
     ('FedASAM clients via build_fed_win (rho 0.2, eta 0.05)', 'fedasam'),
     ('FedDyn (alpha 0.01), client states as TFF values', 'feddyn'),
     ('FedDyn (alpha 0.01), client states as files', 'feddyn_files'),
+    ('AdaBest (mu 0.01, beta 0.9), client states as files', 'adabest_files'),
     ('FedCM (alpha 0.1)', 'fedcm'),
     ('FedACG (lambda 0.85, beta 0.001)', 'fedacg'),
 )
@@ -28,12 +29,16 @@ def _timed(kind: str, model, sgd, learning_rate: float):
   from benchmarks import rounds as bench
   from tff_fedwin import algorithms
 
-  if kind in ('feddyn', 'feddyn_files'):
+  if kind in ('feddyn', 'feddyn_files', 'adabest_files'):
     return bench.scaffold_row(
         model.model_fn,
         learning_rate,
-        'files' if kind == 'feddyn_files' else 'values',
-        algorithm=algorithms.FedDyn(0.01),
+        'values' if kind == 'feddyn' else 'files',
+        algorithm=(
+            algorithms.AdaBest(0.01, 0.9)
+            if kind == 'adabest_files'
+            else algorithms.FedDyn(0.01)
+        ),
     )
   fed_win_options = {
       'fednova': dict(fednova=algorithms.build_fednova()),

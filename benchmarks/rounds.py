@@ -158,7 +158,9 @@ def scaffold_row(
     )
     runner = algorithms.ClientStateRunner(
         process,
-        scaffold.initial_client_state(model_fn),
+        algorithms.client_state.initial_client_state(
+            model_fn, algorithm or scaffold.Scaffold()
+        ),
         state_files_dir=clients,
         server_state_dir=server,
         dataset_computation=computation,
