@@ -23,8 +23,12 @@ more than the model but which keep no client state (FedCM, FedACG):
 vector a client sends, summed over the round's clients) and `client_start`
 (the weights a client starts from, e.g. FedACG's lookahead).
 
-`tff_fedwin.algorithms.scaffold` and `tff_fedwin.algorithms.feddyn` are the
-worked examples with client states, `fedcm` and `fedacg` without.
+Two more serve AdaBest: `tracks_rounds` (each client's state also keeps the
+round it last trained in, a `types.RoundClientState`) and
+`initial_server_vector` (the server's vector before round 1, from x^0).
+
+`tff_fedwin.algorithms.scaffold`, `feddyn` and `adabest` are the worked
+examples with client states, `fedcm` and `fedacg` without.
 """
 
 import abc
