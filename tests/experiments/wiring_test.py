@@ -184,77 +184,24 @@ def _scaffold(
   return expected
 
 
-def _feddyn(server_learning_rate, alpha, client_loss='ce', ima_window=None):
+def _client_state_family(reference, server_learning_rate, **kwargs):
+  """`inputs -> (models, IMA's aggregates or None)` of a family algorithm's
+  `wiring_reference` function (`ref.feddyn`, ...) with `kwargs` (its
+  hyperparameters, `client_loss`, `ima_window` where it takes one)."""
+
   def expected(inputs):
-    aggregates = None if ima_window is None else []
-    models = ref.feddyn(
+    if kwargs.get('ima_window') is not None:
+      kwargs['aggregates'] = []
+    models = reference(
         inputs.model,
         inputs.initial_weights,
         inputs.client_batches,
         rounds=ROUNDS,
-        alpha=alpha,
         client_learning_rate=CLIENT_LR,
         server_learning_rate=server_learning_rate,
-        client_loss=client_loss,
-        ima_window=ima_window,
-        aggregates=aggregates,
+        **kwargs,
     )
-    return models, aggregates
-
-  return expected
-
-
-def _fedcm(server_learning_rate, alpha, client_loss='ce'):
-  def expected(inputs):
-    models = ref.fedcm(
-        inputs.model,
-        inputs.initial_weights,
-        inputs.client_batches,
-        rounds=ROUNDS,
-        alpha=alpha,
-        client_learning_rate=CLIENT_LR,
-        server_learning_rate=server_learning_rate,
-        client_loss=client_loss,
-    )
-    return models, None
-
-  return expected
-
-
-def _fedacg(server_learning_rate, lookahead, beta, ima_window=None):
-  def expected(inputs):
-    aggregates = None if ima_window is None else []
-    models = ref.fedacg(
-        inputs.model,
-        inputs.initial_weights,
-        inputs.client_batches,
-        rounds=ROUNDS,
-        lookahead=lookahead,
-        proximal_strength=beta,
-        client_learning_rate=CLIENT_LR,
-        server_learning_rate=server_learning_rate,
-        ima_window=ima_window,
-        aggregates=aggregates,
-    )
-    return models, aggregates
-
-  return expected
-
-
-def _adabest(server_learning_rate, mu, beta, client_loss='ce'):
-  def expected(inputs):
-    models = ref.adabest(
-        inputs.model,
-        inputs.initial_weights,
-        inputs.client_batches,
-        rounds=ROUNDS,
-        mu=mu,
-        beta=beta,
-        client_learning_rate=CLIENT_LR,
-        server_learning_rate=server_learning_rate,
-        client_loss=client_loss,
-    )
-    return models, None
+    return models, kwargs.get('aggregates')
 
   return expected
 
@@ -678,7 +625,13 @@ CASES = [
             window_mode='broadcast',
             window_start_round=IMA_START,
         ),
-        _feddyn(0.9, 0.5, client_loss='wsm', ima_window=(2, IMA_START)),
+        _client_state_family(
+            ref.feddyn,
+            0.9,
+            alpha=0.5,
+            client_loss='wsm',
+            ima_window=(2, IMA_START),
+        ),
         id='feddyn_wsm_ima',
     ),
     # AdaBest (mu 0.5, beta 0.7, lr_g 0.9) with WSM clients and a window.
@@ -691,7 +644,9 @@ CASES = [
             server_learning_rate=0.9,
             window_size=2,
         ),
-        _adabest(0.9, 0.5, 0.7, client_loss='wsm'),
+        _client_state_family(
+            ref.adabest, 0.9, mu=0.5, beta=0.7, client_loss='wsm'
+        ),
         id='adabest_wsm_window',
     ),
     # FedCM (alpha 0.3, lr_g 0.9) with WSM clients and a WiMA window.
@@ -703,7 +658,7 @@ CASES = [
             server_learning_rate=0.9,
             window_size=2,
         ),
-        _fedcm(0.9, 0.3, client_loss='wsm'),
+        _client_state_family(ref.fedcm, 0.9, alpha=0.3, client_loss='wsm'),
         id='fedcm_wsm_window',
     ),
     # FedACG (lambda 0.8, beta 0.5) with an IMA window.
@@ -717,7 +672,13 @@ CASES = [
             window_mode='broadcast',
             window_start_round=IMA_START,
         ),
-        _fedacg(1.0, 0.8, 0.5, ima_window=(2, IMA_START)),
+        _client_state_family(
+            ref.fedacg,
+            1.0,
+            lookahead=0.8,
+            proximal_strength=0.5,
+            ima_window=(2, IMA_START),
+        ),
         id='fedacg_ima',
     ),
     # The window on part of the model (WiMA Table 5): the evaluated model's
