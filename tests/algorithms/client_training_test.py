@@ -17,6 +17,7 @@ import tensorflow_federated as tff
 
 from tff_fedwin.algorithms import client_loop
 from tff_fedwin.algorithms import client_training
+from tff_fedwin.algorithms import optimizer_steps
 
 NUM_CLASSES = 3
 INPUT_DIM = 2
@@ -84,7 +85,7 @@ def _build(
 ):
   return client_training.build_client_training(
       _model(with_unused),
-      optimizer_step=optimizer_step or client_training.sgd_step(LEARNING_RATE),
+      optimizer_step=optimizer_step or optimizer_steps.sgd_step(LEARNING_RATE),
       client_loss=client_loss,
       num_classes=NUM_CLASSES if client_loss == 'wsm' else None,
       gradient_transform=gradient_transform,
@@ -167,7 +168,7 @@ class TestClientInit:
 
   def test_tff_optimizer_state_takes_the_hparams(self):
     training = _build(
-        optimizer_step=client_training.tff_optimizer_step(
+        optimizer_step=optimizer_steps.tff_optimizer_step(
             tff.learning.optimizers.build_sgdm(0.9)
         )
     )
@@ -248,7 +249,7 @@ class TestClientStep:
 
   def test_tff_optimizer_step_with_momentum(self):
     training = _build(
-        optimizer_step=client_training.tff_optimizer_step(
+        optimizer_step=optimizer_steps.tff_optimizer_step(
             tff.learning.optimizers.build_sgdm(LEARNING_RATE, momentum=0.5)
         )
     )
@@ -274,7 +275,7 @@ class TestClientStep:
     wd = 0.1
     training = _build(
         client_loss,
-        optimizer_step=client_training.tff_optimizer_step(
+        optimizer_step=optimizer_steps.tff_optimizer_step(
             tff.learning.optimizers.build_sgdm(LEARNING_RATE, momentum=0.9)
         ),
         weight_decay=wd,
@@ -418,5 +419,5 @@ def test_train_client_matches_numpy_sgd(loop, client_loss):
 def test_build_rejects_bad_loss_arguments(kwargs, argument):
   with pytest.raises(ValueError, match=argument):
     client_training.build_client_training(
-        _model(), optimizer_step=client_training.sgd_step(0.1), **kwargs
+        _model(), optimizer_step=optimizer_steps.sgd_step(0.1), **kwargs
     )

@@ -116,12 +116,9 @@ class AdaBest(algorithm.ClientStateAlgorithm):
         mean,
         server_vector,
     )
-    new_vector = tf.nest.map_structure(
-        lambda new, old: tf.where(client_weight_sum > 0, new, old),
-        mean,
-        server_vector,
+    return new_trainable, algorithm.with_data(
+        client_weight_sum, mean, server_vector
     )
-    return new_trainable, new_vector
 
 
 def build_adabest(

@@ -18,6 +18,8 @@ import tensorflow_federated as tff
 from tff_fedwin import checks
 from tff_fedwin import choices
 from tff_fedwin.algorithms import gradient_transforms
+from tff_fedwin.algorithms import optimizer_steps
+from tff_fedwin.algorithms import reference_gradient
 from tff_fedwin.algorithms import sharpness as sharpness_lib
 from tff_fedwin.losses import labels as labels_lib
 from tff_fedwin.losses import wsm
@@ -46,6 +48,8 @@ class ClientStepState(NamedTuple):
     num_steps: int64, batches processed (K).
     loss_sum: float32, sum over batches of the model's own batch loss times
       the batch size (0 if the model reports no loss).
+    start_trainable: The client's start weights, flat, with
+      `subtract_start_gradient` (MIME); `()` without.
   """
 
   optimizer_state: Any
@@ -54,6 +58,7 @@ class ClientStepState(NamedTuple):
   num_examples: Any
   num_steps: Any
   loss_sum: Any
+  start_trainable: Any = ()
 
 
 class ClientOutput(NamedTuple):
@@ -74,26 +79,13 @@ class ClientOutput(NamedTuple):
   loss_sum: Any
 
 
-class OptimizerStep(NamedTuple):
-  """How `client_step` moves the weights given the (transformed) gradients.
-
-  Attributes:
-    initialize: `(trainable_specs, hparams) -> optimizer_state`, with
-      `trainable_specs` a tuple of `tf.TensorSpec`s and `hparams` the
-      optimizer's hyperparameters or `None`.
-    next: `(optimizer_state, trainable, gradients) -> (optimizer_state,
-      new_trainable)` on tuples of tensors (variables are read).
-  """
-
-  initialize: Callable[[Any, Any], Any]
-  next: Callable[[Any, Any, Any], tuple[Any, Any]]
-
-
 class ClientTraining(NamedTuple):
   """The parts returned by `build_client_training` (see there).
 
   `class_label_key` is the labels' key when `client_init` counts class
-  proportions (`'wsm'`), else `None`.
+  proportions (`'wsm'`), else `None`. `batch_gradient(step_state, batch)`
+  is `(gradients, batch size)` of the training loss at the model's weights
+  (before weight decay and the transform; MIME's full gradient).
   """
 
   model: tff.learning.models.VariableModel
@@ -102,33 +94,7 @@ class ClientTraining(NamedTuple):
   client_step: Callable[[ClientStepState, Any], ClientStepState]
   client_final: Callable[[Any, ClientStepState], ClientOutput]
   class_label_key: Optional[str]
-
-
-def tff_optimizer_step(
-    optimizer: tff.learning.optimizers.Optimizer,
-) -> OptimizerStep:
-  """A step of a `tff.learning.optimizers.Optimizer` (model-delta clients)."""
-
-  def initialize(trainable_specs, hparams):
-    state = optimizer.initialize(trainable_specs)
-    if hparams is not None:
-      state = optimizer.set_hparams(state, hparams)
-    return state
-
-  return OptimizerStep(initialize=initialize, next=optimizer.next)
-
-
-def sgd_step(learning_rate: float) -> OptimizerStep:
-  """Plain SGD without state: `w <- w - lr * g` (SCAFFOLD's client step)."""
-
-  def next_fn(state, trainable, gradients):
-    new_trainable = tuple(
-        w - tf.cast(learning_rate, w.dtype) * g
-        for w, g in zip(trainable, gradients)
-    )
-    return state, new_trainable
-
-  return OptimizerStep(initialize=lambda specs, hparams: (), next=next_fn)
+  batch_gradient: Callable[[ClientStepState, Any], tuple[Any, Any]]
 
 
 def zero_all_if_any_non_finite(structure: Any, all_finite: Any) -> Any:
@@ -186,9 +152,10 @@ def _batch_loss_fn(client_loss: str, label_key: str) -> Callable[..., Any]:
 
 
 def _build_client_init(
-    model_weights, optimizer_step, *, num_classes, label_key
+    model_weights, optimizer_step, *, num_classes, label_key, keep_start
 ):
-  """`client_init`; counts class proportions iff `num_classes` is set."""
+  """`client_init`; counts class proportions iff `num_classes` is set; keeps
+  the start weights iff `keep_start`."""
 
   @tf.function
   def client_init(
@@ -211,6 +178,11 @@ def _build_client_init(
         num_examples=tf.constant(0, tf.int64),
         num_steps=tf.constant(0, tf.int64),
         loss_sum=tf.constant(0.0, tf.float32),
+        start_trainable=(
+            tuple(tf.nest.flatten(initial_weights.trainable))
+            if keep_start
+            else ()
+        ),
     )
 
   return client_init
@@ -245,6 +217,7 @@ def _build_client_step(
     gradient_transform,
     weight_decay,
     sharpness,
+    subtract_start_gradient,
 ):
   """`client_step`: one optimizer step on the batch's (transformed) gradient."""
 
@@ -260,6 +233,12 @@ def _build_client_step(
       gradients = sharpness_lib.perturbed_gradient(
           sharpness, model, trainable, gradients, gradient_at
       )
+    if subtract_start_gradient:
+      start = tf.nest.pack_sequence_as(trainable, step_state.start_trainable)
+      at_start = reference_gradient.gradient_at_weights(
+          model, trainable, start, gradient_at
+      )
+      gradients = tf.nest.map_structure(tf.subtract, gradients, at_start)
     gradients = weight_decay_gradient(gradients, trainable, weight_decay)
     if gradient_transform is not None:
       step_input = tf.nest.pack_sequence_as(trainable, step_state.step_input)
@@ -309,13 +288,14 @@ def _build_client_final(trainable):
 def build_client_training(
     model: tff.learning.models.VariableModel,
     *,
-    optimizer_step: OptimizerStep,
+    optimizer_step: optimizer_steps.OptimizerStep,
     client_loss: str = 'ce',
     num_classes: Optional[int] = None,
     label_key: str = labels_lib.DEFAULT_LABEL_KEY,
     gradient_transform: Optional[GradientTransform] = None,
     weight_decay: float = 0.0,
     sharpness: Optional[sharpness_lib.Sharpness] = None,
+    subtract_start_gradient: bool = False,
 ) -> ClientTraining:
   """Builds `client_init`, `client_step` and `client_final` on `model`.
 
@@ -350,8 +330,8 @@ def build_client_training(
     Args:
       model: A `tff.learning.models.VariableModel`; for `'wsm'` its
         `forward_pass(batch).predictions` must be logits [batch, num_classes].
-      optimizer_step: An `OptimizerStep`, e.g. `tff_optimizer_step(optimizer)`
-        or `sgd_step(learning_rate)`.
+      optimizer_step: An `optimizer_steps.OptimizerStep`, e.g.
+        `tff_optimizer_step(optimizer)` or `sgd_step(learning_rate)`.
       client_loss: One of `CLIENT_LOSSES`.
       num_classes: The number of classes C >= 1; required for `'wsm'`.
       label_key: The labels' key in mapping batches (else `batch[1]`).
@@ -361,6 +341,9 @@ def build_client_training(
         0 (default) adds nothing.
       sharpness: A `sharpness.Sharpness` (SAM or ASAM), or None (default): the
         plain gradient.
+    subtract_start_gradient: Whether the batch gradient at the client's start
+        weights is subtracted before weight decay and the transform (MIME's
+        g(y; b) - g(x; b); not with `sharpness`).
 
     Returns:
       A `ClientTraining`.
@@ -372,8 +355,24 @@ def build_client_training(
   check_client_loss(client_loss, num_classes)
   checks.check_number('weight_decay', weight_decay, minimum=0)
   sharpness_lib.check_sharpness(sharpness)
+  if sharpness is not None and subtract_start_gradient:
+    raise ValueError(
+        '`sharpness` and `subtract_start_gradient` exclude each other.'
+    )
   model_weights = tff.learning.models.ModelWeights.from_model(model)
   num_classes = num_classes if client_loss == 'wsm' else None
+  batch_loss = _batch_loss_fn(client_loss, label_key)
+
+  def batch_gradient(step_state, batch):
+    output, gradients = _batch_gradient(
+        model,
+        model_weights.trainable,
+        batch_loss,
+        batch,
+        step_state.class_proportions,
+    )
+    return gradients, _batch_size(output)
+
   return ClientTraining(
       model=model,
       model_weights=model_weights,
@@ -382,16 +381,19 @@ def build_client_training(
           optimizer_step,
           num_classes=num_classes,
           label_key=label_key,
+          keep_start=subtract_start_gradient,
       ),
       client_step=_build_client_step(
           model,
           model_weights.trainable,
           optimizer_step,
-          batch_loss=_batch_loss_fn(client_loss, label_key),
+          batch_loss=batch_loss,
           gradient_transform=gradient_transform,
           weight_decay=float(weight_decay),
           sharpness=sharpness,
+          subtract_start_gradient=subtract_start_gradient,
       ),
       client_final=_build_client_final(model_weights.trainable),
       class_label_key=label_key if num_classes is not None else None,
+      batch_gradient=batch_gradient,
   )

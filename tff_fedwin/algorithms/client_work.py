@@ -17,6 +17,7 @@ from tff_fedwin import checks
 from tff_fedwin.algorithms import client_loop
 from tff_fedwin.algorithms import client_model
 from tff_fedwin.algorithms import client_training
+from tff_fedwin.algorithms import optimizer_steps
 from tff_fedwin.algorithms import fednova as fednova_lib
 from tff_fedwin.algorithms import sharpness as sharpness_lib
 from tff_fedwin.losses import labels as labels_lib
@@ -61,7 +62,7 @@ def _build_client_update(
     transform = client_training.proximal_gradient(proximal_strength)
   training = client_training.build_client_training(
       client_model.build_client_model(model_fn),
-      optimizer_step=client_training.tff_optimizer_step(optimizer),
+      optimizer_step=optimizer_steps.tff_optimizer_step(optimizer),
       client_loss=client_loss,
       num_classes=num_classes,
       label_key=label_key,

@@ -102,14 +102,14 @@ class FedACG(algorithm.ClientStateAlgorithm):
   ):
     """`m+ = lambda m + mean(y_i - s)`, `x + lr_g m+` (kept without data)."""
     del vector_delta_sum, total_clients  # Unused.
-    new_vector = tf.nest.map_structure(
-        lambda m, d: tf.where(
-            client_weight_sum > 0,
-            tf.cast(self._lookahead, m.dtype) * m + d,
-            m,
+    new_vector = algorithm.with_data(
+        client_weight_sum,
+        tf.nest.map_structure(
+            lambda m, d: tf.cast(self._lookahead, m.dtype) * m + d,
+            server_vector,
+            mean_model_delta,
         ),
         server_vector,
-        mean_model_delta,
     )
     new_trainable = algorithm.sgd_step(
         trainable, new_vector, server_learning_rate

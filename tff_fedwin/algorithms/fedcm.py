@@ -115,16 +115,13 @@ class FedCM(algorithm.ClientStateAlgorithm):
     new_trainable = algorithm.sgd_step(
         trainable, mean_model_delta, server_learning_rate
     )
-    new_vector = tf.nest.map_structure(
-        lambda old, total: tf.where(
-            client_weight_sum > 0,
-            total / tf.cast(client_weight_sum, total.dtype),
-            old,
-        ),
-        server_vector,
+    mean = tf.nest.map_structure(
+        lambda total: total / tf.cast(client_weight_sum, total.dtype),
         vector_delta_sum,
     )
-    return new_trainable, new_vector
+    return new_trainable, algorithm.with_data(
+        client_weight_sum, mean, server_vector
+    )
 
 
 def build_fedcm(

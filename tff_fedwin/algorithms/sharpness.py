@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from tff_fedwin import checks
 from tff_fedwin import choices
+from tff_fedwin.algorithms import reference_gradient
 
 SHARPNESS_KINDS = choices.SHARPNESS_KINDS
 # Added to the norm (the authors' `minimizers.py`).
@@ -153,12 +154,13 @@ def perturbed_gradient(
       weights,
       [is_scaled(v.name) for v in variables],
   )
-  metrics = [v.read_value() for v in model.local_variables]
-  for variable, step in zip(variables, steps):
-    variable.assign_add(step)
-  _, perturbed = gradient_at()
-  # w itself, not (w + e) - e: exact, where the authors' p.sub_(eps) rounds.
-  restored = zip(variables + list(model.local_variables), weights + metrics)
-  for variable, value in restored:
-    variable.assign(value)
-  return perturbed
+  # Restores w itself, not (w + e) - e: exact, where the authors' p.sub_(eps)
+  # rounds.
+  return reference_gradient.gradient_at_weights(
+      model,
+      trainable,
+      tf.nest.pack_sequence_as(
+          trainable, [w + e for w, e in zip(weights, steps)]
+      ),
+      gradient_at,
+  )

@@ -27,8 +27,13 @@ Two more serve AdaBest: `tracks_rounds` (each client's state also keeps the
 round it last trained in, a `types.RoundClientState`) and
 `initial_server_vector` (the server's vector before round 1, from x^0).
 
+Two serve MIME: `uses_full_gradient` (before the clients train, the round's
+clients send their full-batch gradient at x and the server's vector becomes
+`round_vector` of their mean) and `subtracts_start_gradient` (every local
+step's gradient is g(y; b) - g(x; b), the same batch at the start weights).
+
 `tff_fedwin.algorithms.scaffold`, `feddyn` and `adabest` are the worked
-examples with client states, `fedcm` and `fedacg` without.
+examples with client states, `fedcm`, `fedacg` and `mime` without.
 """
 
 import abc
@@ -83,6 +88,25 @@ class ClientStateAlgorithm(abc.ABC):
     """
     del server_vector  # Unused.
     return trainable
+
+  @property
+  def uses_full_gradient(self) -> bool:
+    """Whether the round starts with the clients' full-batch gradients at x
+    (default False; only without client states). The server's vector for
+    the round is then `round_vector` of their mean."""
+    return False
+
+  def round_vector(self, server_vector: Any, full_gradient: Any) -> Any:
+    """The server's vector for the round (TF), from the mean full-batch
+    gradient at x of the round's clients with data; the clients step with
+    it and `server_update` gets it. Only called with `uses_full_gradient`."""
+    raise NotImplementedError(f'{self.name} does not use full gradients.')
+
+  @property
+  def subtracts_start_gradient(self) -> bool:
+    """Whether each local step's gradient is g(y; b) - g(s; b), b the batch
+    and s the client's start weights (MIME's correction; default False)."""
+    return False
 
   @property
   @abc.abstractmethod
@@ -159,6 +183,14 @@ def sgd_step(trainable: Any, direction: Any, learning_rate: float) -> Any:
   (SCAFFOLD's and FedCM's mean model delta, FedACG's momentum)."""
   return tf.nest.map_structure(
       lambda x, d: x + tf.cast(learning_rate, x.dtype) * d, trainable, direction
+  )
+
+
+def with_data(client_weight_sum: tf.Tensor, new: Any, old: Any) -> Any:
+  """`new` leaf by leaf if a client of the round had data, else `old`: a
+  server vector a round without data keeps."""
+  return tf.nest.map_structure(
+      lambda n, o: tf.where(client_weight_sum > 0, n, o), new, old
   )
 
 

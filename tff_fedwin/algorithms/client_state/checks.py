@@ -62,3 +62,20 @@ def check_wsm_labels(input_spec: Any) -> None:
         f"{client.LABEL_KEY!r} or at index 1 of (x, y) batches; the model's "
         f'input_spec is {input_spec}: {error.args[0]}'
     ) from error
+
+
+def check_full_gradient(algorithm: Any, client_sharpness: Any) -> None:
+  """Raises ValueError for MIME's hooks where they are not supported: a
+  full-gradient round with client states, or the start-weights gradient
+  with a sharpness-aware step (whose second gradient it would replace)."""
+  if algorithm.uses_full_gradient and algorithm.keeps_client_state:
+    raise ValueError(
+        f'{algorithm.name}: `uses_full_gradient` is supported only without '
+        'client states (`keeps_client_state` False).'
+    )
+  if algorithm.subtracts_start_gradient and client_sharpness is not None:
+    raise ValueError(
+        f'{algorithm.name} subtracts the gradient at the start weights from '
+        'every step: `client_sharpness` must be None, got '
+        f'{client_sharpness!r}.'
+    )

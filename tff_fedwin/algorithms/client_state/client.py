@@ -10,6 +10,8 @@ import tensorflow_federated as tff
 from tff_fedwin.algorithms import client_loop
 from tff_fedwin.algorithms import client_model
 from tff_fedwin.algorithms import client_training
+from tff_fedwin.algorithms import reference_gradient
+from tff_fedwin.algorithms import optimizer_steps
 from tff_fedwin.algorithms import sharpness as sharpness_lib
 from tff_fedwin.algorithms.client_state import algorithm as algorithm_lib
 from tff_fedwin.algorithms.client_state import types
@@ -64,6 +66,41 @@ def initial_client_state(
   if algorithm is not None and algorithm.tracks_rounds:
     return types.RoundClientState(zeros, np.float32(0))
   return types.ClientState(control_variate=zeros)
+
+
+def build_full_gradient(
+    model_fn: ModelFn,
+    *,
+    client_loss: str = 'ce',
+    num_classes: int | None = None,
+) -> Callable[..., reference_gradient.GradientSum]:
+  """Builds a client's full-batch gradient at x as a `tf.function`.
+
+  `full_gradient(initial_weights, dataset) -> GradientSum`: grad f_i(x), the
+  gradient of the client's mean training loss (the model's, or WSM's with
+  its class proportions) over one pass of `dataset` at `initial_weights`
+  (`reference_gradient.full_gradient`), weight 1; zeros and weight 0 for an
+  empty dataset. MIME's first step of a round (docs/design.md sec. 4.9).
+  Call inside the graph that runs it (builds the model).
+  """
+  training = client_training.build_client_training(
+      client_model.build_client_model(model_fn),
+      optimizer_step=optimizer_steps.sgd_step(0.0),
+      client_loss=client_loss,
+      num_classes=num_classes,
+      label_key=LABEL_KEY,
+  )
+
+  @tf.function
+  def full_gradient(initial_weights, dataset):
+    step_state = training.client_init(initial_weights, dataset)
+    return reference_gradient.full_gradient(
+        lambda batch: training.batch_gradient(step_state, batch),
+        training.model_weights.trainable,
+        dataset,
+    )
+
+  return full_gradient
 
 
 def build_client_update(
@@ -122,13 +159,14 @@ def build_client_update(
   loop_implementation = client_loop.client_loop(loop_implementation)
   training = client_training.build_client_training(
       client_model.build_client_model(model_fn),
-      optimizer_step=client_training.sgd_step(client_learning_rate),
+      optimizer_step=optimizer_steps.sgd_step(client_learning_rate),
       client_loss=client_loss,
       num_classes=num_classes,
       label_key=LABEL_KEY,
       gradient_transform=algorithm.gradient_transform,
       weight_decay=weight_decay,
       sharpness=sharpness,
+      subtract_start_gradient=algorithm.subtracts_start_gradient,
   )
 
   def train(

@@ -6,7 +6,8 @@ message, `server_update(sums_type) -> (<S, sums> -> <S, M>)`) and returns the `t
 broadcasts x and the server vector v, maps the client step, sums and maps
 the server step: `values` (client states as CLIENTS-placed values),
 `state_files` (as files, `state_files`) and `without_client_states` (an
-algorithm that keeps none: FedCM, FedACG; a `LearningProcess`'s `next`).
+algorithm that keeps none: FedCM, FedACG, MIME; a `LearningProcess`'s
+`next`, with MIME's full-gradient step first).
 """
 
 from collections.abc import Callable
@@ -31,6 +32,10 @@ class NextParts(NamedTuple):
     server_state_type: The type S.
     data_type: The clients' dataset type.
     server_update: `sums_type -> (<S, sums> -> <S, M>)`.
+    full_gradient: With `uses_full_gradient` (MIME), the client's `(x, D) ->
+      GradientSum` traced in a computation; else None.
+    round_state: With `full_gradient`, `sums_type -> (<S, sums> -> S)`: the
+      state with the round's server vector; else None.
   """
 
   client_step: Callable[..., Any]
@@ -40,6 +45,8 @@ class NextParts(NamedTuple):
   server_state_type: Any
   data_type: Any
   server_update: Callable[[Any], tff.Computation]
+  full_gradient: Callable[..., Any] | None = None
+  round_state: Callable[[Any], tff.Computation] | None = None
 
 
 def _broadcast(parts: NextParts, state):
@@ -121,23 +128,51 @@ def state_files_next(parts: NextParts) -> tff.Computation:
   return next_fn
 
 
+def _full_gradient_step(parts: NextParts):
+  """`(state, x@CLIENTS, data) -> state`, in a federated body: the clients'
+  full-batch gradients at x summed, then the server's `round_state`."""
+
+  @tff.tensorflow.computation(parts.broadcast_types[0], parts.data_type)
+  def full_gradient_fn(initial_weights, dataset):
+    return parts.full_gradient(initial_weights, dataset)
+
+  round_state_fn = parts.round_state(full_gradient_fn.type_signature.result)
+
+  def step(state, model_weights, client_data):
+    sums = tff.federated_sum(
+        tff.federated_map(full_gradient_fn, (model_weights, client_data))
+    )
+    return tff.federated_map(round_state_fn, (state, sums))
+
+  return step
+
+
 def without_client_states(parts: NextParts) -> tff.Computation:
   """`next` of an algorithm without client states (`keeps_client_state`
   False): `(<S@SERVER, {D*}@CLIENTS> -> LearningProcessOutput<S, M>@SERVER)`,
-  as `tff.learning.templates.LearningProcess` wants it."""
+  as `tff.learning.templates.LearningProcess` wants it. With
+  `parts.full_gradient` (MIME) the round first sums the clients' full-batch
+  gradients at x and replaces the server vector (`round_state`), then
+  broadcasts it."""
 
   @tff.tensorflow.computation(*parts.broadcast_types, parts.data_type)
   def client_update_fn(initial_weights, message, dataset):
     return parts.client_step(initial_weights, message, None, dataset)[1]
 
   server_update_fn = parts.server_update(client_update_fn.type_signature.result)
+  full_gradient_step = None
+  if parts.full_gradient is not None:
+    full_gradient_step = _full_gradient_step(parts)
 
   @tff.federated_computation(
       tff.FederatedType(parts.server_state_type, tff.SERVER),
       tff.FederatedType(parts.data_type, tff.CLIENTS),
   )
   def next_fn(state, client_data):
-    model_weights, message = _broadcast(parts, state)
+    model_weights = tff.federated_broadcast(state.global_model_weights)
+    if full_gradient_step is not None:
+      state = full_gradient_step(state, model_weights, client_data)
+    message = tff.federated_broadcast(parts.server_message(state))
     sums = tff.federated_sum(
         tff.federated_map(
             client_update_fn, (model_weights, message, client_data)

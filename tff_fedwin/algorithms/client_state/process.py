@@ -161,6 +161,27 @@ def _server_update_builder(server_state_type, algorithm, **server_args):
   return build
 
 
+def _full_gradient_parts(model_fn, algorithm, server_state_type, **args):
+  """NextParts' `full_gradient` and `round_state` (MIME), else Nones;
+  `args` are `client.build_full_gradient`'s."""
+  if not algorithm.uses_full_gradient:
+    return {}
+
+  def full_gradient(initial_weights, dataset):
+    return client.build_full_gradient(model_fn, **args)(
+        initial_weights, dataset
+    )
+
+  def round_state(sums_type):
+    @tff.tensorflow.computation(server_state_type, sums_type)
+    def round_state_fn(state, sums):
+      return server.with_round_vector(algorithm, state, sums)
+
+    return round_state_fn
+
+  return dict(full_gradient=full_gradient, round_state=round_state)
+
+
 def _broadcast_types(algorithm, server_state_type):
   """The types of x and of the server's message (`_server_message`)."""
   message = server_state_type.control_variate
@@ -314,6 +335,7 @@ def build_client_state_process(
         f'{algorithm.name} keeps no client states: `client_state_transfer` '
         f"must be 'values', got {client_state_transfer!r}."
     )
+  checks.check_full_gradient(algorithm, client_sharpness)
   checks.check_window_args(window_size, window_mode, window_start_round)
   checks.check_model(model_fn)
   with tf.Graph().as_default():
@@ -369,6 +391,13 @@ def build_client_state_process(
               server_learning_rate=server_learning_rate,
               total_clients=total_clients,
               with_window=with_window,
+          ),
+          **_full_gradient_parts(
+              model_fn,
+              algorithm,
+              server_state_type,
+              client_loss=client_loss,
+              num_classes=num_classes,
           ),
       )
   )

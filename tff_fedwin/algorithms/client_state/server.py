@@ -92,6 +92,35 @@ def server_step(
 
 
 @tf.function
+def with_round_vector(
+    algorithm: algorithm_lib.ClientStateAlgorithm,
+    state: types.ServerState,
+    sums: Any,
+) -> types.ServerState:
+  """`state` with the round's server vector, from the full-gradient sums (TF).
+
+  c = sum_i w_i grad f_i(x) / sum_i w_i over the round's clients, then the
+  algorithm's `round_vector(v, c)` (MIME's momentum update); a round
+  without data keeps v.
+
+  Args:
+    algorithm: A `ClientStateAlgorithm` with `uses_full_gradient`.
+    state: The server state S.
+    sums: The round's sum of `reference_gradient.GradientSum`s.
+  """
+  weight = sums.client_weight
+  mean = tf.nest.map_structure(
+      lambda t: tf.math.divide_no_nan(t, tf.cast(weight, t.dtype)),
+      sums.weighted_gradient,
+  )
+  vector = algorithm_lib.with_data(
+      weight,
+      algorithm.round_vector(state.control_variate, mean),
+      state.control_variate,
+  )
+  return state._replace(control_variate=vector)
+
+
 def round_metrics(sums: types.RoundSums) -> collections.OrderedDict:
   """The round's `train_loss`, `num_examples` and `num_clients_with_data`."""
   return collections.OrderedDict(
