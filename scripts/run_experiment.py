@@ -302,6 +302,13 @@ flags.DEFINE_float(
     'FedACG beta >= 0, its proximal term (beta/2)||w - lookahead||^2; '
     'required with --algorithm=fedacg (WiMA: {0.01, 0.001}).',
 )
+flags.DEFINE_float(
+    'mime_beta',
+    _DEFAULTS.mime_beta,
+    "MIME's momentum beta in [0, 1), of the server optimizer state every "
+    'local step uses; 0 is MIME with SGD; required with --algorithm=mime '
+    '(WiMA: 0 for MIME SGD, 0.9 for MIME SGDm).',
+)
 # Window.
 flags.DEFINE_integer(
     'window_size',

@@ -609,6 +609,25 @@ BAD_CONFIGS = [
         client_states='disk',
     ),
     _fails(
+        'mime_beta_one',
+        ['--mime_beta must be in [0, 1)', 'got 1.0'],
+        algorithm='mime',
+        mime_beta=1.0,
+    ),
+    _fails(
+        'mime_without_beta',
+        ['--algorithm=mime needs --mime_beta in [0, 1)', '0.9 (MIME SGDm)'],
+        algorithm='mime',
+    ),
+    _fails(
+        'mime_client_sharpness',
+        ['--client_sharpness is supported with', "'mime'", 'at x'],
+        algorithm='mime',
+        mime_beta=0.9,
+        client_sharpness='sam',
+        sam_rho=0.05,
+    ),
+    _fails(
         'feddyn_client_momentum',
         ['--client_momentum is supported with', "'feddyn'"],
         algorithm='feddyn',

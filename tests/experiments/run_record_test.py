@@ -59,6 +59,7 @@ CHANGES = dict(
     fedcm_alpha=0.1,
     fedacg_lambda=0.85,
     fedacg_beta=0.01,
+    mime_beta=0.9,
     client_weight_decay=0.001,
     client_lr_low=1e-4,
     client_lr_cycle=10,

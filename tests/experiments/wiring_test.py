@@ -30,6 +30,7 @@ import tensorflow_federated as tff
 
 from tests.experiments import session_worker
 from tests.experiments import wiring_reference as ref
+from tests.experiments import wiring_reference_family as family_ref
 from tff_fedwin.tasks import registry
 from tff_fedwin import experiments
 
@@ -186,7 +187,7 @@ def _scaffold(
 
 def _client_state_family(reference, server_learning_rate, **kwargs):
   """`inputs -> (models, IMA's aggregates or None)` of a family algorithm's
-  `wiring_reference` function (`ref.feddyn`, ...) with `kwargs` (its
+  `wiring_reference_family` function (`family_ref.feddyn`, ...) with `kwargs` (its
   hyperparameters, `client_loss`, `ima_window` where it takes one)."""
 
   def expected(inputs):
@@ -626,7 +627,7 @@ CASES = [
             window_start_round=IMA_START,
         ),
         _client_state_family(
-            ref.feddyn,
+            family_ref.feddyn,
             0.9,
             alpha=0.5,
             client_loss='wsm',
@@ -645,7 +646,7 @@ CASES = [
             window_size=2,
         ),
         _client_state_family(
-            ref.adabest, 0.9, mu=0.5, beta=0.7, client_loss='wsm'
+            family_ref.adabest, 0.9, mu=0.5, beta=0.7, client_loss='wsm'
         ),
         id='adabest_wsm_window',
     ),
@@ -658,7 +659,9 @@ CASES = [
             server_learning_rate=0.9,
             window_size=2,
         ),
-        _client_state_family(ref.fedcm, 0.9, alpha=0.3, client_loss='wsm'),
+        _client_state_family(
+            family_ref.fedcm, 0.9, alpha=0.3, client_loss='wsm'
+        ),
         id='fedcm_wsm_window',
     ),
     # FedACG (lambda 0.8, beta 0.5) with an IMA window.
@@ -673,13 +676,33 @@ CASES = [
             window_start_round=IMA_START,
         ),
         _client_state_family(
-            ref.fedacg,
+            family_ref.fedacg,
             1.0,
             lookahead=0.8,
             proximal_strength=0.5,
             ima_window=(2, IMA_START),
         ),
         id='fedacg_ima',
+    ),
+    # MIME with SGDm (beta 0.9, lr_g 0.9), WSM clients and an IMA window.
+    pytest.param(
+        dict(
+            algorithm='mime',
+            mime_beta=0.9,
+            client_loss='wsm',
+            server_learning_rate=0.9,
+            window_size=2,
+            window_mode='broadcast',
+            window_start_round=IMA_START,
+        ),
+        _client_state_family(
+            family_ref.mime,
+            0.9,
+            beta=0.9,
+            client_loss='wsm',
+            ima_window=(2, IMA_START),
+        ),
+        id='mime_wsm_ima',
     ),
     # The window on part of the model (WiMA Table 5): the evaluated model's
     # classifier, or everything but it, is the window's; the rest w^t.

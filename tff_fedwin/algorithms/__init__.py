@@ -19,6 +19,8 @@ from tff_fedwin.algorithms.feddyn import build_feddyn
 from tff_fedwin.algorithms.feddyn import FedDyn
 from tff_fedwin.algorithms.fednova import FedNovaFactory
 from tff_fedwin.algorithms.fednova import build_fednova
+from tff_fedwin.algorithms.mime import build_mime
+from tff_fedwin.algorithms.mime import Mime
 from tff_fedwin.algorithms.mime_lite import build_mime_lite_with_window
 from tff_fedwin.algorithms.multi_round import build_multi_round_process
 from tff_fedwin.algorithms.partial_window_runner import PartialWindowRunner

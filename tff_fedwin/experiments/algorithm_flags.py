@@ -28,6 +28,7 @@ ALGORITHMS = (
     'adabest',
     'fedcm',
     'fedacg',
+    'mime',
 )
 # The algorithms with a model-sized state per client, and all of
 # `build_client_state_process`'s (plain SGD clients, a W-slot window).
@@ -42,6 +43,9 @@ CLIENT_OPTIMIZER_ALGORITHMS = tuple(
 # `--client_sharpness`: the client-training core's (TFF's Mime Lite builder
 # takes neither).
 WEIGHT_DECAY_ALGORITHMS = tuple(a for a in ALGORITHMS if a != 'mime_lite')
+# Those whose clients take `--client_sharpness`: not MIME, whose second
+# gradient of a step is at x.
+SHARPNESS_ALGORITHMS = tuple(a for a in WEIGHT_DECAY_ALGORITHMS if a != 'mime')
 # The algorithms with an adaptive server optimizer (`--server_epsilon`).
 ADAPTIVE_SERVER_ALGORITHMS = ('fedadam', 'fedyogi')
 
@@ -146,6 +150,13 @@ ALGORITHM_HPARAMS = {
             '{0.8, 0.85, 0.9}',
         ),
         'fedacg_beta': ('>= 0', lambda v: v >= 0, '{0.01, 0.001}'),
+    },
+    'mime': {
+        'mime_beta': (
+            'in [0, 1)',
+            lambda v: 0 <= v < 1,
+            '{0 (MIME SGD), 0.9 (MIME SGDm)}',
+        ),
     },
 }
 

@@ -12,6 +12,7 @@ from tff_fedwin.algorithms import client_state
 from tff_fedwin.algorithms import fedacg
 from tff_fedwin.algorithms import fedcm
 from tff_fedwin.algorithms import feddyn
+from tff_fedwin.algorithms import mime
 from tff_fedwin.algorithms import scaffold
 from tff_fedwin.algorithms import scheduled_client_work
 from tff_fedwin.algorithms import sharpness
@@ -102,4 +103,6 @@ def client_state_algorithm(
     return fedcm.FedCM(config.fedcm_alpha)
   if config.algorithm == 'fedacg':
     return fedacg.FedACG(config.fedacg_lambda, config.fedacg_beta)
+  if config.algorithm == 'mime':
+    return mime.Mime(config.mime_beta)
   return scaffold.Scaffold()

@@ -143,6 +143,7 @@ class ExperimentConfig:
   fedcm_alpha: Optional[float] = None
   fedacg_lambda: Optional[float] = None
   fedacg_beta: Optional[float] = None
+  mime_beta: Optional[float] = None
   window_size: int = 0
   window_mode: str = 'evaluate'
   window_start_round: int = 0
@@ -361,7 +362,7 @@ def validate_config(config: ExperimentConfig) -> None:
   schedule_flags.check_schedule_flags(config, ExperimentConfig(), problems)
   swa_flags.check_swa_flags(config, ExperimentConfig(), problems)
   sharpness_flags.check_sharpness_flags(
-      config, ExperimentConfig(), problems, WEIGHT_DECAY_ALGORITHMS
+      config, ExperimentConfig(), problems, algorithm_flags.SHARPNESS_ALGORITHMS
   )
   algorithm_flags.check_algorithm_flags(config, problems)
   _check_workers(config, problems)

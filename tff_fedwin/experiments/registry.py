@@ -277,6 +277,7 @@ RUNNER_BUILDERS: Mapping[str, RunnerBuilder] = types.MappingProxyType(
         'adabest': _client_state_runner,
         'fedcm': _client_state_runner,
         'fedacg': _client_state_runner,
+        'mime': _client_state_runner,
     }
 )
 

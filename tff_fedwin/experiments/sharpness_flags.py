@@ -39,7 +39,8 @@ def check_sharpness_flags(
     problems.add(
         f'--client_sharpness is supported with --algorithm='
         f'{", ".join(algorithms)}; got {config.algorithm!r} (TFF\'s Mime Lite '
-        'builder runs its own client steps).'
+        "builder runs its own client steps; MIME's second gradient of a "
+        'step is at x).'
     )
   if not config.sam_rho > 0:
     problems.add(

@@ -49,6 +49,7 @@ SERVER_OPTIMIZERS = {
     'adabest': 'sgd',
     'fedcm': 'sgd',
     'fedacg': 'sgd',
+    'mime': 'sgd',
     'mime_lite': 'sgd',
     'fedavgm': 'sgdm',
     'fedadam': 'adam',

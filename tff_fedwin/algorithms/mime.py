@@ -1,0 +1,151 @@
+"""MIME (Karimireddy et al. 2021) with SGD or SGDm, one module of math.
+
+"Breaking the centralized barrier for cross-device federated learning"
+(NeurIPS 2021; arXiv:2008.03606, "Mime"; WiMA Table 2's "MIME SGD" and
+"MIME SGDm"). Every local step mimics the server optimizer on i.i.d. data:
+an SVRG-corrected gradient, stepped with the server's optimizer state,
+which the clients do not change (Algorithm 1 of the paper, base optimizer
+SGD with momentum beta; beta = 0 is SGD):
+
+    c = mean_{i in S} grad f_i(x)           (full-batch, before training)
+    d = (1 - beta) (g_i(y; b) - g_i(x; b) + c) + beta m,   y <- y - lr d
+    m+ = (1 - beta) c + beta m              (the server's state update)
+    x+ = x + lr_g mean_i (y_i - x)
+
+Because m+ is known before the clients train, the server sends it and a
+step is d = (1 - beta) (g(y; b) - g(x; b)) + m+: the family's
+`uses_full_gradient` (the round first sums the clients' grad f_i(x); the
+server vector m becomes `round_vector`, m+) and `subtracts_start_gradient`
+(g(x; b) on the same batch b) hooks. No client keeps a state. The WiMA
+authors' code steps with PyTorch's momentum convention (m = beta m + c,
+d = g' + beta m), which is this one with lr / (1 - beta); the means are
+uniform over the clients with data, as theirs. docs/design.md sec. 4.9.
+"""
+
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_fedwin import checks
+from tff_fedwin.algorithms import gradient_transforms
+from tff_fedwin.algorithms.client_state import algorithm
+from tff_fedwin.algorithms.client_state import process
+
+
+def mime_step_gradient(beta: float) -> gradient_transforms.GradientTransform:
+  """`(1 - beta) (g(y; b) - g(x; b)) + m+`: MIME's local step direction.
+
+  The client-training core gives the transform g(y; b) - g(x; b) (with
+  `subtracts_start_gradient`); `step_input` is m+, the round's server
+  vector (which holds (1 - beta) c + beta m, so c enters through it).
+  """
+
+  def transform(gradients, trainable, momentum):
+    del trainable  # Unused.
+    return tf.nest.map_structure(
+        lambda g, m: tf.cast(1.0 - beta, g.dtype) * g + m, gradients, momentum
+    )
+
+  return transform
+
+
+class Mime(algorithm.ClientStateAlgorithm):
+  """MIME's math: the server's vector is the momentum m; no client state."""
+
+  def __init__(self, beta: float):
+    """Initializes with the base optimizer's momentum.
+
+    Args:
+      beta: The momentum in [0, 1); 0 is MIME with SGD (m+ = c).
+
+    Raises:
+      ValueError: naming `mime_beta`, unless in [0, 1).
+    """
+    checks.check_number('mime_beta', beta, minimum=0)
+    if beta >= 1:
+      raise ValueError(f'`mime_beta` must be in [0, 1); got {beta!r}.')
+    self._beta = float(beta)
+
+  @property
+  def name(self) -> str:
+    return 'mime'
+
+  @property
+  def keeps_client_state(self) -> bool:
+    return False
+
+  @property
+  def uses_full_gradient(self) -> bool:
+    return True
+
+  @property
+  def subtracts_start_gradient(self) -> bool:
+    return True
+
+  def round_vector(self, server_vector, full_gradient):
+    """m+ = (1 - beta) c + beta m, c the round's mean full gradient."""
+    return tf.nest.map_structure(
+        lambda m, c: tf.cast(1.0 - self._beta, c.dtype) * c
+        + tf.cast(self._beta, m.dtype) * m,
+        server_vector,
+        full_gradient,
+    )
+
+  @property
+  def gradient_transform(self) -> gradient_transforms.GradientTransform:
+    return mime_step_gradient(self._beta)
+
+  def step_input(self, initial_trainable, server_vector, client_vector):
+    """m+."""
+    del initial_trainable, client_vector  # Unused.
+    return server_vector
+
+  def new_client_vector(
+      self,
+      client_vector,
+      server_vector,
+      model_delta,
+      num_steps,
+      learning_rate,
+      rounds_since_last,
+  ):
+    """Nothing to send: zeros (the full gradient went in the first step)."""
+    del client_vector, server_vector, num_steps, learning_rate  # Unused.
+    del rounds_since_last  # Unused.
+    return tf.nest.map_structure(tf.zeros_like, model_delta)
+
+  def server_update(
+      self,
+      trainable,
+      server_vector,
+      *,
+      mean_model_delta,
+      vector_delta_sum,
+      client_weight_sum,
+      total_clients,
+      server_learning_rate,
+  ):
+    """`x + lr_g mean(dy)`; m+ (set before the clients trained) kept."""
+    del vector_delta_sum, client_weight_sum, total_clients  # Unused.
+    return (
+        algorithm.sgd_step(trainable, mean_model_delta, server_learning_rate),
+        server_vector,
+    )
+
+
+def build_mime(
+    model_fn, *, beta: float, **process_args
+) -> tff.learning.templates.LearningProcess:
+  """Builds MIME (Karimireddy et al. 2021, Algorithm 1; SGD or SGDm) for TFF.
+
+  `client_state.build_client_state_process(model_fn, Mime(beta),
+  **process_args)`: a `tff.learning.templates.LearningProcess` (no client
+  states) whose `next` first sums the clients' full-batch gradients at x,
+  then trains them; its arguments and errors.
+
+  Raises:
+    ValueError: naming `mime_beta`, unless in [0, 1); with
+      `client_sharpness`; and those of `build_client_state_process`.
+  """
+  return process.build_client_state_process(
+      model_fn, Mime(beta), **process_args
+  )
