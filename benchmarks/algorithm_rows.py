@@ -20,6 +20,7 @@ ROWS = (
     ('AdaBest (mu 0.01, beta 0.9), client states as files', 'adabest_files'),
     ('FedCM (alpha 0.1)', 'fedcm'),
     ('FedACG (lambda 0.85, beta 0.001)', 'fedacg'),
+    ('MIME SGDm (beta 0.9)', 'mime'),
 )
 
 
@@ -60,6 +61,7 @@ def _timed(kind: str, model, sgd, learning_rate: float):
       'fedacg': lambda: algorithms.build_fedacg(
           model.model_fn, lookahead=0.85, proximal_strength=0.001, **shared
       ),
+      'mime': lambda: algorithms.build_mime(model.model_fn, beta=0.9, **shared),
   }
   shared = dict(client_learning_rate=learning_rate, total_clients=1)
   return bench.learning_process_row(builders[kind])
