@@ -21,6 +21,7 @@ ROWS = (
     ('FedCM (alpha 0.1)', 'fedcm'),
     ('FedACG (lambda 0.85, beta 0.001)', 'fedacg'),
     ('MIME SGDm (beta 0.9)', 'mime'),
+    ('FedGMA (threshold 0.8)', 'fedgma'),
 )
 
 
@@ -62,6 +63,9 @@ def _timed(kind: str, model, sgd, learning_rate: float):
           model.model_fn, lookahead=0.85, proximal_strength=0.001, **shared
       ),
       'mime': lambda: algorithms.build_mime(model.model_fn, beta=0.9, **shared),
+      'fedgma': lambda: algorithms.build_fedgma(
+          model.model_fn, threshold=0.8, **shared
+      ),
   }
   shared = dict(client_learning_rate=learning_rate, total_clients=1)
   return bench.learning_process_row(builders[kind])

@@ -309,6 +309,13 @@ flags.DEFINE_float(
     'local step uses; 0 is MIME with SGD; required with --algorithm=mime '
     '(WiMA: 0 for MIME SGD, 0.9 for MIME SGDm).',
 )
+flags.DEFINE_float(
+    'fedgma_threshold',
+    _DEFAULTS.fedgma_threshold,
+    "FedGMA's mask threshold tau in [0, 1]: a coordinate of the mean update "
+    "whose clients' sign agreement is above tau counts fully, the others "
+    'scaled by their agreement; required with --algorithm=fedgma (IMA: 0.8).',
+)
 # Window.
 flags.DEFINE_integer(
     'window_size',

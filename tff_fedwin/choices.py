@@ -90,6 +90,12 @@ SHARPNESS_KINDS = ('sam', 'asam')
 CLIENT_STATE_ALGORITHMS = ('scaffold', 'feddyn', 'adabest')
 # All --algorithm values built by `build_client_state_process`: those and the
 # ones whose server sends the clients a vector but keeps none per client.
-CLIENT_STATE_FAMILY = (*CLIENT_STATE_ALGORITHMS, 'fedcm', 'fedacg', 'mime')
+CLIENT_STATE_FAMILY = (
+    *CLIENT_STATE_ALGORITHMS,
+    'fedcm',
+    'fedacg',
+    'mime',
+    'fedgma',
+)
 # --client_states: where their per-client states live.
 CLIENT_STATE_KINDS = ('auto', 'memory', 'disk')

@@ -27,3 +27,6 @@ apply mime_momentum_undamped tff_fedwin/algorithms/mime.py "        lambda m, c:
 apply mime_step_undamped tff_fedwin/algorithms/mime.py "        lambda g, m: tf.cast(1.0 - beta, g.dtype) * g + m, gradients, momentum" "        lambda g, m: g + m, gradients, momentum" tests/experiments/wiring_test.py -k mime
 apply mime_no_start_gradient tff_fedwin/algorithms/client_training.py "      gradients = tf.nest.map_structure(tf.subtract, gradients, at_start)" "      gradients = gradients" tests/algorithms/mime_test.py
 apply full_gradient_per_batch tff_fedwin/algorithms/reference_gradient.py "    count += size" "    count += 1.0" tests/algorithms/mime_test.py
+apply fedgma_hard_mask tff_fedwin/algorithms/fedgma.py $'      tf.ones_like(agreement),\n      agreement,\n  )' $'      tf.ones_like(agreement),\n      tf.zeros_like(agreement),\n  )' tests/algorithms/fedgma_test.py
+apply fedgma_threshold_flipped tff_fedwin/algorithms/fedgma.py "      agreement > tf.cast(threshold, agreement.dtype)," "      agreement < tf.cast(threshold, agreement.dtype)," tests/experiments/wiring_test.py -k fedgma
+apply fedgma_unmasked tff_fedwin/algorithms/fedgma.py "    masked = tf.nest.map_structure(tf.multiply, mask, mean_model_delta)" "    masked = mean_model_delta" tests/experiments/wiring_test.py -k fedgma

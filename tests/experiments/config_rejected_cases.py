@@ -615,6 +615,25 @@ BAD_CONFIGS = [
         mime_beta=1.0,
     ),
     _fails(
+        'fedgma_threshold_above_one',
+        ['--fedgma_threshold must be in [0, 1]', 'got 1.2'],
+        algorithm='fedgma',
+        fedgma_threshold=1.2,
+    ),
+    _fails(
+        'fedgma_without_threshold',
+        ['--algorithm=fedgma needs --fedgma_threshold in [0, 1]', 'uses 0.8'],
+        algorithm='fedgma',
+    ),
+    _fails(
+        'fedgma_threshold_with_fedavg',
+        [
+            '--fedgma_threshold is for --algorithm=fedgma',
+            'got --algorithm=fedavg',
+        ],
+        fedgma_threshold=0.8,
+    ),
+    _fails(
         'mime_without_beta',
         ['--algorithm=mime needs --mime_beta in [0, 1)', '0.9 (MIME SGDm)'],
         algorithm='mime',

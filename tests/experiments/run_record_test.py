@@ -60,6 +60,7 @@ CHANGES = dict(
     fedacg_lambda=0.85,
     fedacg_beta=0.01,
     mime_beta=0.9,
+    fedgma_threshold=0.8,
     client_weight_decay=0.001,
     client_lr_low=1e-4,
     client_lr_cycle=10,

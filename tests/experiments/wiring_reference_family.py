@@ -1,6 +1,6 @@
 """Independent numpy arithmetic of the client-state family for wiring_test.py.
 
-FedDyn, FedCM, FedACG, AdaBest and MIME, each from its paper's algorithm
+FedDyn, FedCM, FedACG, AdaBest, MIME and FedGMA, each from its paper's algorithm
 (the references in each docstring), in float64 on `wiring_reference`'s
 network, client SGD and batch gradients (no tff_fedwin imports). Every
 client takes part in every round.
@@ -245,6 +245,48 @@ def mime(
       deltas.append(w - x)
     m = (1 - beta) * c + beta * m
     kept.append(x + server_learning_rate * np.mean(deltas, axis=0))
+    models.append(kept[-1])
+    _windowed(models, kept, t, ima_window)
+  return models
+
+
+def fedgma(
+    model,
+    w0,
+    client_batches,
+    *,
+    rounds,
+    threshold,
+    client_learning_rate,
+    server_learning_rate,
+    client_loss='ce',
+    ima_window=None,
+    aggregates=None,
+):
+  """FedGMA (Tenison et al. 2023; soft AND-mask), all N clients every round.
+
+  Client i: y_i from x by plain SGD; A = |mean_i sign(y_i - x)|, m = 1 where
+  A > tau else A; a = x + lr_g m * mean_i(y_i - x). IMA and `aggregates` as
+  in `feddyn`. Returns [x^0, ..., x^rounds].
+  """
+  models = [w0]
+  kept = [] if aggregates is None else aggregates
+  for t in range(rounds):
+    x = models[-1]
+    deltas = [
+        client_sgd(
+            model,
+            x,
+            batches,
+            learning_rate=client_learning_rate,
+            client_loss=client_loss,
+        )[0]
+        - x
+        for batches in client_batches
+    ]
+    agreement = np.abs(np.mean(np.sign(deltas), axis=0))
+    mask = np.where(agreement > threshold, 1.0, agreement)
+    kept.append(x + server_learning_rate * mask * np.mean(deltas, axis=0))
     models.append(kept[-1])
     _windowed(models, kept, t, ima_window)
   return models

@@ -704,6 +704,27 @@ CASES = [
         ),
         id='mime_wsm_ima',
     ),
+    # FedGMA (tau 0.6: with 4 clients an agreement of 1/2 stays a soft 1/2),
+    # WSM clients and an IMA window.
+    pytest.param(
+        dict(
+            algorithm='fedgma',
+            fedgma_threshold=0.6,
+            client_loss='wsm',
+            server_learning_rate=0.9,
+            window_size=2,
+            window_mode='broadcast',
+            window_start_round=IMA_START,
+        ),
+        _client_state_family(
+            family_ref.fedgma,
+            0.9,
+            threshold=0.6,
+            client_loss='wsm',
+            ima_window=(2, IMA_START),
+        ),
+        id='fedgma_wsm_ima',
+    ),
     # The window on part of the model (WiMA Table 5): the evaluated model's
     # classifier, or everything but it, is the window's; the rest w^t.
     pytest.param(

@@ -17,6 +17,8 @@ from tff_fedwin.algorithms.fedcm import build_fedcm
 from tff_fedwin.algorithms.fedcm import FedCM
 from tff_fedwin.algorithms.feddyn import build_feddyn
 from tff_fedwin.algorithms.feddyn import FedDyn
+from tff_fedwin.algorithms.fedgma import build_fedgma
+from tff_fedwin.algorithms.fedgma import FedGma
 from tff_fedwin.algorithms.fednova import FedNovaFactory
 from tff_fedwin.algorithms.fednova import build_fednova
 from tff_fedwin.algorithms.mime import build_mime

@@ -29,6 +29,7 @@ ALGORITHMS = (
     'fedcm',
     'fedacg',
     'mime',
+    'fedgma',
 )
 # The algorithms with a model-sized state per client, and all of
 # `build_client_state_process`'s (plain SGD clients, a W-slot window).
@@ -125,37 +126,56 @@ def check_algorithm_flags(config: Any, problems: Any) -> None:
     )
 
 
-# Each algorithm's own hyperparameters: flag -> (allowed, test, WiMA's tuning
-# set). Required with the algorithm (no default: the papers tune them per
+# Each algorithm's own hyperparameters: flag -> (allowed, test, the papers'
+# values). Required with the algorithm (no default: the papers tune them per
 # task), refused with any other.
 ALGORITHM_HPARAMS = {
     'feddyn': {
-        'feddyn_alpha': ('> 0', lambda v: v > 0, '{0.01, 0.001}'),
+        'feddyn_alpha': (
+            '> 0',
+            lambda v: v > 0,
+            'WiMA tunes it in {0.01, 0.001}',
+        ),
     },
     'adabest': {
-        'adabest_mu': ('> 0', lambda v: v > 0, '{0.01, 0.02}'),
+        'adabest_mu': ('> 0', lambda v: v > 0, 'WiMA tunes it in {0.01, 0.02}'),
         'adabest_beta': (
             'in [0, 1)',
             lambda v: 0 <= v < 1,
-            '{0.5, 0.6, 0.7, 0.8, 0.9, 0.95}',
+            'WiMA tunes it in {0.5, 0.6, 0.7, 0.8, 0.9, 0.95}',
         ),
     },
     'fedcm': {
-        'fedcm_alpha': ('in (0, 1]', lambda v: 0 < v <= 1, '{0.05, 0.1, 0.5}'),
+        'fedcm_alpha': (
+            'in (0, 1]',
+            lambda v: 0 < v <= 1,
+            'WiMA tunes it in {0.05, 0.1, 0.5}',
+        ),
     },
     'fedacg': {
         'fedacg_lambda': (
             'in [0, 1)',
             lambda v: 0 <= v < 1,
-            '{0.8, 0.85, 0.9}',
+            'WiMA tunes it in {0.8, 0.85, 0.9}',
         ),
-        'fedacg_beta': ('>= 0', lambda v: v >= 0, '{0.01, 0.001}'),
+        'fedacg_beta': (
+            '>= 0',
+            lambda v: v >= 0,
+            'WiMA tunes it in {0.01, 0.001}',
+        ),
     },
     'mime': {
         'mime_beta': (
             'in [0, 1)',
             lambda v: 0 <= v < 1,
-            '{0 (MIME SGD), 0.9 (MIME SGDm)}',
+            'WiMA runs 0 (MIME SGD) and 0.9 (MIME SGDm)',
+        ),
+    },
+    'fedgma': {
+        'fedgma_threshold': (
+            'in [0, 1]',
+            lambda v: 0 <= v <= 1,
+            'IMA Table 5 uses 0.8',
         ),
     },
 }
@@ -176,7 +196,7 @@ def _check_algorithm_hparams(config: Any, problems: Any) -> None:
       if value is None:
         problems.add(
             f'--algorithm={algorithm} needs --{flag} {allowed} (no default; '
-            f'WiMA tunes it in {tuned}); it is not set.'
+            f'{tuned}); it is not set.'
         )
         continue
       with problems.check():

@@ -11,6 +11,7 @@ from tff_fedwin.algorithms import adabest
 from tff_fedwin.algorithms import client_state
 from tff_fedwin.algorithms import fedacg
 from tff_fedwin.algorithms import fedcm
+from tff_fedwin.algorithms import fedgma
 from tff_fedwin.algorithms import feddyn
 from tff_fedwin.algorithms import mime
 from tff_fedwin.algorithms import scaffold
@@ -105,4 +106,6 @@ def client_state_algorithm(
     return fedacg.FedACG(config.fedacg_lambda, config.fedacg_beta)
   if config.algorithm == 'mime':
     return mime.Mime(config.mime_beta)
+  if config.algorithm == 'fedgma':
+    return fedgma.FedGma(config.fedgma_threshold)
   return scaffold.Scaffold()

@@ -144,6 +144,7 @@ class ExperimentConfig:
   fedacg_lambda: Optional[float] = None
   fedacg_beta: Optional[float] = None
   mime_beta: Optional[float] = None
+  fedgma_threshold: Optional[float] = None
   window_size: int = 0
   window_mode: str = 'evaluate'
   window_start_round: int = 0

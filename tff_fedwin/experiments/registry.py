@@ -278,6 +278,7 @@ RUNNER_BUILDERS: Mapping[str, RunnerBuilder] = types.MappingProxyType(
         'fedcm': _client_state_runner,
         'fedacg': _client_state_runner,
         'mime': _client_state_runner,
+        'fedgma': _client_state_runner,
     }
 )
 

@@ -50,6 +50,7 @@ SERVER_OPTIMIZERS = {
     'fedcm': 'sgd',
     'fedacg': 'sgd',
     'mime': 'sgd',
+    'fedgma': 'sgd',
     'mime_lite': 'sgd',
     'fedavgm': 'sgdm',
     'fedadam': 'adam',
