@@ -196,7 +196,11 @@ _ALGORITHM_HPARAMS = {
     'adabest': dict(adabest_mu=0.01, adabest_beta=0.9),
     'fedcm': dict(fedcm_alpha=0.1),
     'fedacg': dict(fedacg_lambda=0.85, fedacg_beta=0.001),
+    # IMA Table 5's AND-mask threshold.
+    'fedgma': dict(fedgma_threshold=0.8),
 }
+# MIME's two rows of WiMA Table 2: SGD (beta = 0) and SGDm (beta = 0.9).
+_MIME_BETAS = (0.0, 0.9)
 _SHARPNESS_ROWS = {
     'fedsam': dict(client_sharpness='sam', sam_rho=0.05),
     'fedasam': dict(client_sharpness='asam', sam_rho=0.2, sam_eta=0.05),
@@ -232,9 +236,14 @@ def _wima_algorithms(base):
     flags = _algorithm_flags(alg, _WIMA_ALPHA)
     rate = flags['server_learning_rate']
     shown = f' slr={rate}' if alg in ('fedavgm', *_SERVER_RATES) else ''
-    rows[f'{alg} alpha={_WIMA_ALPHA}{shown} W={_WIMA_WINDOW}'] = attrs.evolve(
-        base, window_size=_WIMA_WINDOW, **flags
-    )
+    variants = {'': {}}
+    if alg == 'mime':
+      variants = {f' beta={b}': dict(mime_beta=b) for b in _MIME_BETAS}
+    for name, extra in variants.items():
+      label = f'{alg}{name} alpha={_WIMA_ALPHA}{shown} W={_WIMA_WINDOW}'
+      rows[label] = attrs.evolve(
+          base, window_size=_WIMA_WINDOW, **flags, **extra
+      )
   return rows
 
 
