@@ -199,8 +199,14 @@ _ALGORITHM_HPARAMS = {
     # IMA Table 5's AND-mask threshold.
     'fedgma': dict(fedgma_threshold=0.8),
 }
-# MIME's two rows of WiMA Table 2: SGD (beta = 0) and SGDm (beta = 0.9).
-_MIME_BETAS = (0.0, 0.9)
+# MIME's rows of WiMA Table 2: SGD (beta = 0) and SGDm (beta = 0.9), at
+# server rate 1.0 as the rest; MIME SGD also at 0.1, the other value of
+# WiMA's grid for it (eta_s in {0.1, 1}): at 1.0 it does not learn here.
+_MIME_ROWS = {
+    ' beta=0.0': dict(mime_beta=0.0),
+    ' beta=0.0 slr=0.1': dict(mime_beta=0.0, server_learning_rate=0.1),
+    ' beta=0.9': dict(mime_beta=0.9),
+}
 _SHARPNESS_ROWS = {
     'fedsam': dict(client_sharpness='sam', sam_rho=0.05),
     'fedasam': dict(client_sharpness='asam', sam_rho=0.2, sam_eta=0.05),
@@ -236,13 +242,12 @@ def _wima_algorithms(base):
     flags = _algorithm_flags(alg, _WIMA_ALPHA)
     rate = flags['server_learning_rate']
     shown = f' slr={rate}' if alg in ('fedavgm', *_SERVER_RATES) else ''
-    variants = {'': {}}
-    if alg == 'mime':
-      variants = {f' beta={b}': dict(mime_beta=b) for b in _MIME_BETAS}
-    for name, extra in variants.items():
-      label = f'{alg}{name} alpha={_WIMA_ALPHA}{shown} W={_WIMA_WINDOW}'
+    for name, extra in (_MIME_ROWS if alg == 'mime' else {'': {}}).items():
+      variant, _, slr = name.partition(' slr=')
+      shown_here = f' slr={slr}' if slr else shown
+      label = f'{alg}{variant} alpha={_WIMA_ALPHA}{shown_here} W={_WIMA_WINDOW}'
       rows[label] = attrs.evolve(
-          base, window_size=_WIMA_WINDOW, **flags, **extra
+          base, window_size=_WIMA_WINDOW, **{**flags, **extra}
       )
   return rows
 
