@@ -374,7 +374,7 @@ flags.DEFINE_enum(
     "--client_lr_cycle rounds; or swa_cyclic, FedSWA's cyclic rate from "
     '--swa_start_round on: (1 - a) lr + a --client_lr_low, a = ((t - 1) mod '
     '--swa_cycle + 1) / --swa_cycle. With '
-    f'{", ".join(config_lib.CLIENT_OPTIMIZER_ALGORITHMS)}.',
+    f'{", ".join(config_lib.CLIENT_SCHEDULE_ALGORITHMS)}.',
 )
 flags.DEFINE_float(
     'client_lr_low',

@@ -166,14 +166,19 @@ def np_batches(data):
 
 
 def np_client_update(
-    server_params, server_control, client_control, data, client_loss='ce'
+    server_params,
+    server_control,
+    client_control,
+    data,
+    client_loss='ce',
+    lr=CLIENT_LEARNING_RATE,
 ):
-  """SCAFFOLD client: local corrected SGD, then option-II control update.
+  """SCAFFOLD client: local corrected SGD, then option-II control update,
+  both with the round's client rate `lr`.
 
   With client_loss='wsm' the step uses the WSM gradient with the client's
   class proportions; the reported loss stays the plain cross-entropy.
   """
-  lr = CLIENT_LEARNING_RATE
   y_params = [p.copy() for p in server_params]
   num_steps, num_examples, loss_sum = 0, 0, 0.0
   if client_loss == 'wsm' and len(data[1]):
@@ -265,8 +270,10 @@ def np_simulate(
     mode='evaluate',
     start_round=0,
     server_learning_rate=1.0,
+    lr_of_round=lambda t: CLIENT_LEARNING_RATE,
 ):
-  """SCAFFOLD (+ WSM clients) (+ window) for `rounds` rounds, in float64.
+  """SCAFFOLD (+ WSM clients) (+ window) for `rounds` rounds, in float64;
+  round t's clients step with `lr_of_round(t)`.
 
   The window holds the post-server-step models w^t (`aggregated[t]`); it is
   active at t >= max(W, start_round), where the window model is WiMA Eq. 4;
@@ -282,7 +289,12 @@ def np_simulate(
     sampled = sampled_clients(t)
     results = [
         np_client_update(
-            x, control, client_controls[i], CLIENT_DATA[i], client_loss
+            x,
+            control,
+            client_controls[i],
+            CLIENT_DATA[i],
+            client_loss,
+            lr_of_round(t),
         )
         for i in sampled
     ]

@@ -25,11 +25,14 @@ def np_fedcm(
     window_size=None,
     mode='evaluate',
     client_loss='ce',
+    lr_of_round=lambda t: LR,
 ):
-  """[(x sent next, Delta, window model)] after rounds 1..rounds."""
+  """[(x sent next, Delta, window model)] after rounds 1..rounds; round t's
+  clients step with `lr_of_round(t)`."""
   x, delta = sref.np_initial_params(), sref.np_zeros()
   aggregated, history = [x], []
   for t in range(1, rounds + 1):
+    lr = lr_of_round(t)
     deltas, sent = [], []
     for i in sref.sampled_clients(t):
       data = sref.CLIENT_DATA[i]
@@ -40,12 +43,12 @@ def np_fedcm(
         if client_loss == 'wsm':
           g = sref.np_wsm_gradients(y, xb, yb, beta)
         y = [
-            p - LR * (ALPHA * gj + (1 - ALPHA) * dj)
+            p - lr * (ALPHA * gj + (1 - ALPHA) * dj)
             for p, gj, dj in zip(y, g, delta)
         ]
         k += 1
       deltas.append([yj - xj for yj, xj in zip(y, x)])
-      sent.append([(xj - yj) / (LR * k) for xj, yj in zip(x, y)])
+      sent.append([(xj - yj) / (lr * k) for xj, yj in zip(x, y)])
     delta = [np.mean([v[j] for v in sent], axis=0) for j in range(len(x))]
     w_t = [
         xj + server_lr * np.mean([d[j] for d in deltas], axis=0)

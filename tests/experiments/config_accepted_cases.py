@@ -124,6 +124,16 @@ GOOD_CONFIGS = [
         dict(algorithm='fedprox', client_lr_schedule='ima', window_size=2),
         id='fedprox_ima',
     ),
+    # The client-state family's SGD clients take the schedules too.
+    pytest.param(
+        dict(
+            algorithm='scaffold',
+            client_lr_schedule='ima',
+            window_size=2,
+            window_mode='broadcast',
+        ),
+        id='scaffold_ima',
+    ),
     pytest.param(
         dict(
             algorithm='fedprox',

@@ -136,8 +136,8 @@ def test_messages_list_the_tasks_of_the_check(overrides, tasks):
 
 _ALGORITHM_MESSAGES = [
     pytest.param(
-        dict(algorithm='scaffold', client_lr_schedule='decay'),
-        config_lib.CLIENT_OPTIMIZER_ALGORITHMS,
+        dict(algorithm='mime_lite', client_lr_schedule='decay'),
+        config_lib.CLIENT_SCHEDULE_ALGORITHMS,
         id='client_lr_schedule',
     ),
     pytest.param(

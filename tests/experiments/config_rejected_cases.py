@@ -145,18 +145,6 @@ BAD_CONFIGS = [
         client_loss='wsm',
     ),
     _fails(
-        'ima_with_scaffold',
-        ['--client_lr_schedule', '--algorithm'],
-        algorithm='scaffold',
-        client_lr_schedule='ima',
-    ),
-    _fails(
-        'decay_with_scaffold',
-        ['--client_lr_schedule', '--algorithm'],
-        algorithm='scaffold',
-        client_lr_schedule='decay',
-    ),
-    _fails(
         'ima_with_mime_lite',
         ['--client_lr_schedule', '--algorithm'],
         algorithm='mime_lite',
@@ -219,9 +207,9 @@ BAD_CONFIGS = [
         swa_start_round=2,
     ),
     _fails(
-        'swa_cyclic_with_scaffold',
+        'swa_cyclic_with_mime_lite',
         ['--client_lr_schedule', '--algorithm'],
-        algorithm='scaffold',
+        algorithm='mime_lite',
         client_lr_schedule='swa_cyclic',
         swa_start_round=2,
         swa_cycle=2,

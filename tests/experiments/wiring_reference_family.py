@@ -3,13 +3,21 @@
 FedDyn, FedCM, FedACG, AdaBest, MIME and FedGMA, each from its paper's algorithm
 (the references in each docstring), in float64 on `wiring_reference`'s
 network, client SGD and batch gradients (no tff_fedwin imports). Every
-client takes part in every round.
+client takes part in every round. `client_learning_rate` is lr_l, or (FedDyn,
+FedCM, FedGMA) the list of round t's lr_l, t = 1, 2, ... (a client schedule).
 """
 
 import numpy as np
 
 from tests.experiments.wiring_reference import batch_gradient
 from tests.experiments.wiring_reference import client_sgd
+
+
+def _rate(client_learning_rate, t):
+  """lr_l of round t + 1 (t = 0, 1, ...): the list's entry, or the float."""
+  if isinstance(client_learning_rate, (list, tuple)):
+    return client_learning_rate[t]
+  return client_learning_rate
 
 
 def feddyn(
@@ -46,7 +54,7 @@ def feddyn(
           model,
           x,
           batches,
-          learning_rate=client_learning_rate,
+          learning_rate=_rate(client_learning_rate, t),
           client_loss=client_loss,
           proximal_strength=alpha,
           correction=-s[i],
@@ -89,8 +97,9 @@ def fedcm(
   """
   delta = np.zeros_like(w0)
   models = [w0]
-  for _ in range(rounds):
+  for t in range(rounds):
     x = models[-1]
+    lr = _rate(client_learning_rate, t)
     deltas, sent = [], []
     for batches in client_batches:
       beta = None
@@ -100,9 +109,9 @@ def fedcm(
       w = x.copy()
       for xb, yb in batches:
         g = batch_gradient(model, w, xb, yb, beta)
-        w = w - client_learning_rate * (alpha * g + (1 - alpha) * delta)
+        w = w - lr * (alpha * g + (1 - alpha) * delta)
       deltas.append(w - x)
-      sent.append((x - w) / (client_learning_rate * len(batches)))
+      sent.append((x - w) / (lr * len(batches)))
     delta = np.mean(sent, axis=0)
     models.append(x + server_learning_rate * np.mean(deltas, axis=0))
   return models
@@ -278,7 +287,7 @@ def fedgma(
             model,
             x,
             batches,
-            learning_rate=client_learning_rate,
+            learning_rate=_rate(client_learning_rate, t),
             client_loss=client_loss,
         )[0]
         - x

@@ -44,7 +44,7 @@ _TASK_LISTS = {
 }
 # Flag -> the algorithms its help must name, as the checks decide them.
 _ALGORITHM_LISTS = {
-    'client_lr_schedule': config_lib.CLIENT_OPTIMIZER_ALGORITHMS,
+    'client_lr_schedule': config_lib.CLIENT_SCHEDULE_ALGORITHMS,
     'client_momentum': config_lib.CLIENT_OPTIMIZER_ALGORITHMS,
     'client_weight_decay': config_lib.WEIGHT_DECAY_ALGORITHMS,
     'server_epsilon': config_lib.ADAPTIVE_SERVER_ALGORITHMS,

@@ -42,13 +42,24 @@ def tff_optimizer_step(
 
 
 def sgd_step(learning_rate: float) -> OptimizerStep:
-  """Plain SGD without state: `w <- w - lr * g` (SCAFFOLD's client step)."""
+  """Plain SGD without momentum: `w <- w - lr * g` (the client-state family's).
+
+  The rate is `learning_rate`, or the round's `hparams['learning_rate']`
+  when the client passes one (a client learning-rate schedule): the
+  optimizer state is then that rate, a float32 scalar; else it is `()`.
+  """
+
+  def initialize(specs, hparams):
+    del specs  # Unused.
+    if hparams is None:
+      return ()
+    return tf.cast(hparams['learning_rate'], tf.float32)
 
   def next_fn(state, trainable, gradients):
+    rate = learning_rate if isinstance(state, tuple) else state
     new_trainable = tuple(
-        w - tf.cast(learning_rate, w.dtype) * g
-        for w, g in zip(trainable, gradients)
+        w - tf.cast(rate, w.dtype) * g for w, g in zip(trainable, gradients)
     )
     return state, new_trainable
 
-  return OptimizerStep(initialize=lambda specs, hparams: (), next=next_fn)
+  return OptimizerStep(initialize=initialize, next=next_fn)

@@ -35,11 +35,14 @@ ALGORITHMS = (
 # `build_client_state_process`'s (plain SGD clients, a W-slot window).
 CLIENT_STATE_ALGORITHMS = choices.CLIENT_STATE_ALGORITHMS
 CLIENT_STATE_FAMILY = choices.CLIENT_STATE_FAMILY
-# The algorithms whose clients take `--client_lr_schedule` and
-# `--client_momentum` (TFF's SGD(M) on the client-training core).
+# The algorithms whose clients take `--client_momentum` (TFF's SGD(M) on
+# the client-training core).
 CLIENT_OPTIMIZER_ALGORITHMS = tuple(
     a for a in ALGORITHMS if a not in ('mime_lite', *CLIENT_STATE_FAMILY)
 )
+# Those whose clients take `--client_lr_schedule`: TFF's SGD(M) clients and
+# the client-state family's SGD (not TFF's Mime Lite builder).
+CLIENT_SCHEDULE_ALGORITHMS = tuple(a for a in ALGORITHMS if a != 'mime_lite')
 # The algorithms whose clients take `--client_weight_decay` and
 # `--client_sharpness`: the client-training core's (TFF's Mime Lite builder
 # takes neither).
@@ -76,11 +79,11 @@ def check_algorithm_flags(config: Any, problems: Any) -> None:
   if config.algorithm == 'mime_lite' and config.client_loss != 'ce':
     problems.add('--algorithm=mime_lite supports --client_loss=ce only.')
   if config.client_lr_schedule != 'constant' and (
-      config.algorithm not in CLIENT_OPTIMIZER_ALGORITHMS
+      config.algorithm not in CLIENT_SCHEDULE_ALGORITHMS
   ):
     problems.add(
         f'--client_lr_schedule={config.client_lr_schedule} is supported with '
-        f'--algorithm={problems_lib.listed(CLIENT_OPTIMIZER_ALGORITHMS)}; got '
+        f'--algorithm={problems_lib.listed(CLIENT_SCHEDULE_ALGORITHMS)}; got '
         f'{config.algorithm!r}.'
     )
   if config.client_momentum and (

@@ -186,6 +186,7 @@ IMA_TABLE_ALGORITHMS = (
     'fedprox',
     'fedasam',
     'fednova',
+    'fedgma',
     'fedadam',
     'fedyogi',
 )

@@ -245,6 +245,7 @@ def _client_state_runner(
       window_mode=config.window_mode,
       window_start_round=config.window_start_round,
       client_state_transfer=transfer,
+      client_learning_rate_fn=algorithm_parts.client_learning_rate_fn(config),
   )
   shared = dict(
       extra_window_sizes=config_lib.parse_window_sizes(config),

@@ -40,7 +40,15 @@ _IMA_ROWS = (
 # IMA_TABLE_ALGORITHMS`; tests/experiments/papers_test.py keeps them equal).
 IMA_TABLE_PAIRS = tuple(
     (f'{alg} alpha=0.1 IMA', f'{alg} alpha=0.1 no window')
-    for alg in ('fedavg', 'fedprox', 'fedasam', 'fednova', 'fedadam', 'fedyogi')
+    for alg in (
+        'fedavg',
+        'fedprox',
+        'fedasam',
+        'fednova',
+        'fedgma',
+        'fedadam',
+        'fedyogi',
+    )
 )
 # FedYogi's IMA split into the window's and the schedule's share.
 _YOGI_SCHEDULE = 'fedyogi alpha=0.1 IMA schedule only W=1'

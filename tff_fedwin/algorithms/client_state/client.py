@@ -113,6 +113,7 @@ def build_client_update(
     weight_decay: float = 0.0,
     sharpness: sharpness_lib.Sharpness | None = None,
     loop_implementation: client_loop.LoopForm | None = None,
+    client_learning_rate_fn: Callable[[tf.Tensor], tf.Tensor] | None = None,
 ) -> Callable[..., tuple[types.ClientState, types.ClientResult]]:
   """Builds the client step of `algorithm` as a `tf.function` (builds the model).
 
@@ -147,6 +148,10 @@ def build_client_update(
     loop_implementation: The loop over the batches: a form of
       `client_loop.LOOP_FORMS`, or `None`: `HELD_BATCHES`
       (`client_loop.client_loop`).
+    client_learning_rate_fn: The client schedule, round t (int32, 1-based)
+      -> lr_t (`scheduled_client_work`'s); the step then takes `round_num`
+      (rounds completed) and lr_t replaces `client_learning_rate` in the
+      steps and in `new_client_vector`. None: the constant rate.
 
   Returns:
     The client step, a `tf.function`.
@@ -169,11 +174,27 @@ def build_client_update(
       subtract_start_gradient=algorithm.subtracts_start_gradient,
   )
 
+  def round_rate(round_num):
+    """(lr_t, the optimizer's hparams): the schedule's at t = round_num + 1,
+    else the constant rate and None."""
+    if client_learning_rate_fn is None:
+      return client_learning_rate, None
+    rate = tf.cast(
+        client_learning_rate_fn(tf.cast(round_num, tf.int32) + 1), tf.float32
+    )
+    return rate, {'learning_rate': rate}
+
   def train(
-      initial_weights, server_vector, client_vector, dataset, rounds_since=1.0
+      initial_weights,
+      server_vector,
+      client_vector,
+      dataset,
+      rounds_since=1.0,
+      round_num=None,
   ):
     """`(new client vector, ClientResult, K)`; `client_vector` None: none
     kept."""
+    learning_rate, hparams = round_rate(round_num)
     start = tff.learning.models.ModelWeights(
         algorithm.client_start(initial_weights.trainable, server_vector),
         initial_weights.non_trainable,
@@ -183,6 +204,7 @@ def build_client_update(
         start,
         dataset,
         algorithm.step_input(start.trainable, server_vector, client_vector),
+        optimizer_hparams=hparams,
         loop_implementation=loop_implementation,
     )
     new_client_vector = algorithm.new_client_vector(
@@ -190,7 +212,7 @@ def build_client_update(
         server_vector,
         output.model_delta,
         output.num_steps,
-        client_learning_rate,
+        learning_rate,
         tf.cast(rounds_since, tf.float32),
     )
     sent_vector = new_client_vector
@@ -217,10 +239,15 @@ def build_client_update(
 
     @tf.function
     def client_update_without_state(
-        initial_weights, server_vector, client_state, dataset
+        initial_weights, server_vector, client_state, dataset, round_num=None
     ):
       del client_state  # None: the algorithm keeps none.
-      return None, train(initial_weights, server_vector, None, dataset)[2]
+      return (
+          None,
+          train(
+              initial_weights, server_vector, None, dataset, round_num=round_num
+          )[2],
+      )
 
     return client_update_without_state
 
@@ -239,6 +266,7 @@ def build_client_update(
           client_state.control_variate,
           dataset,
           t - client_state.last_round,
+          round_num,
       )
       last_round = tf.where(num_steps > 0, t, client_state.last_round)
       return types.RoundClientState(new_client_vector, last_round), result
@@ -246,9 +274,15 @@ def build_client_update(
     return client_update_with_rounds
 
   @tf.function
-  def client_update(initial_weights, server_vector, client_state, dataset):
+  def client_update(
+      initial_weights, server_vector, client_state, dataset, round_num=None
+  ):
     new_client_vector, _, result = train(
-        initial_weights, server_vector, client_state.control_variate, dataset
+        initial_weights,
+        server_vector,
+        client_state.control_variate,
+        dataset,
+        round_num=round_num,
     )
     return types.ClientState(new_client_vector), result
 

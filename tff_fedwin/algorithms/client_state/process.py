@@ -11,6 +11,7 @@ from tff_fedwin.aggregators import window_math
 from tff_fedwin.aggregators import window_readout
 from tff_fedwin.algorithms import client_loop
 from tff_fedwin.algorithms import client_training
+from tff_fedwin.algorithms import scheduled_client_work
 from tff_fedwin.algorithms import sharpness as sharpness_lib
 from tff_fedwin.algorithms.client_state import algorithm as algorithm_lib
 from tff_fedwin.algorithms.client_state import checks
@@ -21,6 +22,7 @@ from tff_fedwin.algorithms.client_state import state_files
 from tff_fedwin.algorithms.client_state import types
 
 ModelFn = Callable[[], tff.learning.models.VariableModel]
+ClientLearningRateFn = scheduled_client_work.ClientLearningRateFn
 
 
 class ClientStateProcess(tff.templates.IterativeProcess):
@@ -125,8 +127,9 @@ def _initial_state_computation(
   return initial_server_state_fn
 
 
-def _client_step_fn(model_fn, algorithm, **client_args):
-  """`(x, c, C, D) -> (C+, round sums summand)`, traced in a computation.
+def _client_step_fn(model_fn, algorithm, sends_round, **client_args):
+  """`(x, c, C, D) -> (C+, round sums summand)`, traced in a computation;
+  with `sends_round` the message is (c, round_num).
 
   `client_args` are those of `client.build_client_update`.
   """
@@ -135,7 +138,7 @@ def _client_step_fn(model_fn, algorithm, **client_args):
     client_update = client.build_client_update(
         model_fn, algorithm, **client_args
     )
-    if algorithm.tracks_rounds:  # The message is (server vector, round_num).
+    if sends_round:  # The message is (server vector, round_num).
       new_client_state, result = client_update(
           initial_weights, message[0], client_state, data, message[1]
       )
@@ -182,18 +185,21 @@ def _full_gradient_parts(model_fn, algorithm, server_state_type, **args):
   return dict(full_gradient=full_gradient, round_state=round_state)
 
 
-def _broadcast_types(algorithm, server_state_type):
+def _broadcast_types(sends_round, server_state_type):
   """The types of x and of the server's message (`_server_message`)."""
   message = server_state_type.control_variate
-  if algorithm.tracks_rounds:
-    message = tff.StructType([message, server_state_type.round_num])
+  if sends_round:  # A Python tuple, so the vector keeps its container.
+    message = tff.types.StructWithPythonType(
+        [message, server_state_type.round_num], tuple
+    )
   return server_state_type.global_model_weights, message
 
 
-def _server_message(algorithm):
+def _server_message(sends_round):
   """`state@SERVER -> message@SERVER`, in a federated body: the server
-  vector, and with `tracks_rounds` also the completed rounds."""
-  if algorithm.tracks_rounds:
+  vector, and with `sends_round` (`tracks_rounds` or a client schedule)
+  also the completed rounds."""
+  if sends_round:
     return lambda state: tff.federated_zip(
         (state.control_variate, state.round_num)
     )
@@ -244,6 +250,7 @@ def build_client_state_process(
     window_start_round: int = 0,
     loop_implementation: client_loop.LoopForm | None = None,
     client_state_transfer: str = 'values',
+    client_learning_rate_fn: ClientLearningRateFn | None = None,
 ) -> ClientStateProcess | tff.learning.templates.LearningProcess:
   """Builds the process of a `ClientStateAlgorithm` (SCAFFOLD, FedDyn) for TFF.
 
@@ -297,6 +304,10 @@ def build_client_state_process(
       or `'files'` (files the driver and the workers share: several times
       faster and lighter in the driver, `state_files`; local workers or a
       shared file system).
+    client_learning_rate_fn: The clients' rate per round t (int32, 1-based;
+      e.g. `scheduled_client_work.ima_client_learning_rate_fn`, IMA's), in
+      the steps and the algorithm's `new_client_vector`; None (default):
+      `client_learning_rate` every round.
 
   An algorithm that keeps no client states (`keeps_client_state` False:
   FedCM, FedACG) gives a `tff.learning.templates.LearningProcess` instead:
@@ -336,6 +347,14 @@ def build_client_state_process(
         f"must be 'values', got {client_state_transfer!r}."
     )
   checks.check_full_gradient(algorithm, client_sharpness)
+  if client_learning_rate_fn is not None and not callable(
+      client_learning_rate_fn
+  ):
+    raise TypeError(
+        '`client_learning_rate_fn` must be callable or None, got '
+        f'{type(client_learning_rate_fn).__name__}.'
+    )
+  sends_round = algorithm.tracks_rounds or client_learning_rate_fn is not None
   checks.check_window_args(window_size, window_mode, window_start_round)
   checks.check_model(model_fn)
   with tf.Graph().as_default():
@@ -373,15 +392,17 @@ def build_client_state_process(
           client_step=_client_step_fn(
               model_fn,
               algorithm,
+              sends_round,
               client_learning_rate=client_learning_rate,
+              client_learning_rate_fn=client_learning_rate_fn,
               client_loss=client_loss,
               num_classes=num_classes,
               weight_decay=float(client_weight_decay),
               sharpness=client_sharpness,
               loop_implementation=loop_implementation,
           ),
-          broadcast_types=_broadcast_types(algorithm, server_state_type),
-          server_message=_server_message(algorithm),
+          broadcast_types=_broadcast_types(sends_round, server_state_type),
+          server_message=_server_message(sends_round),
           client_state_type=_client_state_type(algorithm, server_state_type),
           server_state_type=server_state_type,
           data_type=data_type,
