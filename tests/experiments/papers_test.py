@@ -152,6 +152,25 @@ def test_ima_early_start_shares_its_baselines_with_ima_local_setup():
           for row in ('no window', 'IMA')
       }
   )
+  # The ablations' reference rows: mnist_wima's FedAvg, ima's FedAvg.
+  shared.update(
+      {
+          ('wima_window_part', f'fedavg alpha={a} W=10'): (
+              'mnist_wima',
+              f'fedavg alpha={a} W=10',
+          )
+          for a in (0.0, 0.05)
+      }
+  )
+  shared.update(
+      {
+          ('ima_decays', f'fedavg alpha=0.1 {row}'): (
+              'ima',
+              f'fedavg alpha=0.1 {row}',
+          )
+          for row in ('no window', 'IMA')
+      }
+  )
   assert papers.shared_runs(TABLE) == shared
   for (name, label), (owner, owner_label) in shared.items():
     assert TABLE[name][label] == TABLE[owner][owner_label]
@@ -173,9 +192,17 @@ def test_rows_that_train_like_an_ima_row_until_t_s_fork_from_it():
   # int(0.375 * 300) = 112 -> 110 (its IMA row trains like ima_local_setup's
   # before 112); ima (40 rounds, eval every 2) t_s = 30 -> 28, the
   # schedule-only row only (its no-window row has the constant lr, which
-  # parts from IMA's at round 1), as ima_algorithms' FedYogi one.
+  # parts from IMA's at round 1), as ima_algorithms' FedYogi one and
+  # ima_decays' other schemes (0.99^t as IMA's before t_s).
   setup = 'ima_local_setup'
   expected = {
+      **{
+          ('ima_decays', f'fedavg alpha=0.1 {row}'): (
+              ('ima', 'fedavg alpha=0.1 IMA'),
+              28,
+          )
+          for row in ('IMA const lr', 'IMA cyclic c=5', 'IMA NA decay')
+      },
       ('ima', 'fedavg alpha=0.1 IMA schedule only W=1'): (
           ('ima', 'fedavg alpha=0.1 IMA'),
           28,
@@ -355,5 +382,59 @@ def test_swa_table_verdicts_pair_every_start_round():
       for model in ('window', 'global')
   )
   assert run_verdicts.MODEL_COMPARISONS == {
-      'wima_swa_start': run_verdicts.SWA_TABLE_PAIRS
+      'wima_swa_start': run_verdicts.SWA_TABLE_PAIRS,
+      'wima_window_part': run_verdicts.WINDOW_PART_PAIRS,
   }
+
+
+def test_wima_window_part_is_mnist_wimas_fedavg_over_each_part():
+  rows = TABLE['wima_window_part']
+  for alpha in (0.0, 0.05):
+    whole = f'fedavg alpha={alpha} W=10'
+    assert rows[whole] == TABLE['mnist_wima'][whole]
+    assert rows[whole].window_part == 'all'
+    for part in ('classifier', 'features'):
+      config = rows[f'{whole} {part} only']
+      assert config.window_part == part
+      assert attrs.evolve(config, window_part='all') == rows[whole]
+  # WiMA Table 5's claims: features only - classifier only, - whole model.
+  for a, model_a, b, model_b in run_verdicts.WINDOW_PART_PAIRS:
+    assert (model_a, model_b) == ('window', 'window')
+    assert a in rows and b in rows
+    assert rows[a].window_part == 'features'
+  assert len(run_verdicts.WINDOW_PART_PAIRS) == 4
+
+
+def test_ima_decays_is_imas_fedavg_row_with_each_decay_scheme():
+  rows = TABLE['ima_decays']
+  ima = TABLE['ima']['fedavg alpha=0.1 IMA']
+  assert rows['fedavg alpha=0.1 IMA'] == ima
+  assert rows['fedavg alpha=0.1 no window'] == (
+      TABLE['ima']['fedavg alpha=0.1 no window']
+  )
+  # IMA sec. 7.3.2: constant 5e-5; cyclic down to 5e-5 (cycle 5 of our 10
+  # IMA rounds); NA: the baselines' 0.99^t only.
+  schedules = {
+      'IMA const lr': ('ima_constant', 5e-5),
+      'IMA cyclic c=5': ('ima_cyclic', 5e-5),
+      'IMA NA decay': ('decay', ima.client_lr_low),
+  }
+  for suffix, (schedule, low) in schedules.items():
+    config = rows[f'fedavg alpha=0.1 {suffix}']
+    assert (config.client_lr_schedule, config.client_lr_low) == (
+        schedule,
+        low,
+    )
+    assert (
+        attrs.evolve(
+            config,
+            client_lr_schedule='ima',
+            client_lr_low=ima.client_lr_low,
+            client_lr_cycle=ima.client_lr_cycle,
+        )
+        == ima
+    )
+  assert rows['fedavg alpha=0.1 IMA cyclic c=5'].client_lr_cycle == 5
+  assert {row for pair in run_verdicts.IMA_DECAY_PAIRS for row in pair} == set(
+      rows
+  )

@@ -17,6 +17,7 @@ import attrs
 
 from tff_fedwin.experiments import config as config_lib
 from tff_fedwin.experiments import forks
+from tff_fedwin.experiments import paper_ablations
 
 # Grids of the `tuning` experiment: {group: (flag, values)}; a group's rows
 # differ only in that flag.
@@ -148,8 +149,12 @@ def paper_experiments(
   table['tuning'] = _tuning_experiment(base)
   table['wima_algorithms'] = _wima_algorithms(base)
   table['wima_swa_start'] = _wima_swa_start(base)
+  table['wima_window_part'] = paper_ablations.wima_window_part(
+      table['mnist_wima']
+  )
+  table['ima_decays'] = paper_ablations.ima_decays(table['ima'])
   # IMA Table 1's shape: IMA on each algorithm of the table we have
-  # (FedFA and FedGMA are not here), alpha = 0.1, 40 rounds as `ima`
+  # (FedFA is not here), alpha = 0.1, 40 rounds as `ima`
   # (whose FedAvg and FedAdam rows these are); FedYogi, which IMA set back
   # (RESULTS.md sec. 2d), also with the schedule alone.
   table['ima_algorithms'] = _ima_experiment(

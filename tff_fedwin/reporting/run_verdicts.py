@@ -56,8 +56,15 @@ IMA_YOGI_SPLIT = (
     ('fedyogi alpha=0.1 IMA', _YOGI_SCHEDULE),
     (_YOGI_SCHEDULE, 'fedyogi alpha=0.1 no window'),
 )
+# IMA Table 3's shape (`experiments.paper_ablations.ima_decays`): IMA's
+# exponential client decay minus each other scheme, and minus no IMA.
+IMA_DECAY_PAIRS = tuple(
+    (_IMA_FEDAVG, f'fedavg alpha=0.1 {other}')
+    for other in ('IMA const lr', 'IMA cyclic c=5', 'IMA NA decay', 'no window')
+)
 ROW_COMPARISONS = {
     'ima_algorithms': IMA_TABLE_PAIRS + IMA_YOGI_SPLIT,
+    'ima_decays': IMA_DECAY_PAIRS,
     'ima': _IMA_ROWS,
     'ima_local_setup': _IMA_ROWS,
     'ima_early_start': ((_IMA_FEDAVG, _IMA_BASE), _IMA_ADAM),
@@ -82,9 +89,23 @@ SWA_TABLE_PAIRS = tuple(
     for start in (10, 20, 30)
     for model in ('window', 'global')
 )
+# WiMA Table 5's shape (`experiments.paper_ablations.wima_window_part`):
+# per alpha, the window over the feature extractor only minus the one over
+# the classifier only, then minus the whole model's.
+WINDOW_PART_PAIRS = tuple(
+    (f'fedavg alpha={alpha} W=10 features only', 'window', other, 'window')
+    for alpha in (0.0, 0.05)
+    for other in (
+        f'fedavg alpha={alpha} W=10 classifier only',
+        f'fedavg alpha={alpha} W=10',
+    )
+)
 # Claims on named models: {experiment: ((row A, model A, row B, model B),
 # ...)}, A's model - B's model of the last-N accuracy per seed.
-MODEL_COMPARISONS = {'wima_swa_start': SWA_TABLE_PAIRS}
+MODEL_COMPARISONS = {
+    'wima_swa_start': SWA_TABLE_PAIRS,
+    'wima_window_part': WINDOW_PART_PAIRS,
+}
 
 WINDOW_MINUS_GLOBAL = 'window - global'
 ROW_MINUS_ROW = 'row A - row B (global)'
