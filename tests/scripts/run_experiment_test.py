@@ -138,7 +138,7 @@ def _bad(flag, **values):
         _bad('--client_loss', task='shakespeare', client_loss='wsm'),
         _bad(
             '--client_lr_schedule',
-            algorithm='scaffold',
+            algorithm='mime_lite',
             client_lr_schedule='ima',
         ),
         _bad('--client_learning_rate', client_learning_rate=0.0),
