@@ -5,6 +5,7 @@ import pytest
 
 from tff_fedwin import experiments
 from tff_fedwin.experiments import config as config_lib
+from tff_fedwin.experiments import paper_algorithms
 from tff_fedwin.experiments import papers
 from tff_fedwin.reporting import run_verdicts
 
@@ -298,7 +299,7 @@ def test_the_algorithm_tables_put_the_window_on_every_algorithm():
   # IMA's table: each algorithm with and without IMA, the pair equal but for
   # the window and the schedule.
   ima = TABLE['ima_algorithms']
-  for alg in papers.IMA_TABLE_ALGORITHMS:
+  for alg in paper_algorithms.IMA_TABLE_ALGORITHMS:
     without, with_ima = (
         ima[f'{alg} alpha=0.1 no window'],
         ima[f'{alg} alpha=0.1 IMA'],
@@ -320,7 +321,7 @@ def test_ima_table_verdicts_pair_every_algorithm_of_the_table():
   # tff_fedwin.reporting cannot import experiments: its list is kept here.
   assert run_verdicts.IMA_TABLE_PAIRS == tuple(
       (f'{alg} alpha=0.1 IMA', f'{alg} alpha=0.1 no window')
-      for alg in papers.IMA_TABLE_ALGORITHMS
+      for alg in paper_algorithms.IMA_TABLE_ALGORITHMS
   )
   pairs = run_verdicts.IMA_TABLE_PAIRS + run_verdicts.IMA_YOGI_SPLIT
   assert {row for pair in pairs for row in pair} == set(TABLE['ima_algorithms'])
@@ -332,7 +333,7 @@ def test_wima_swa_start_is_wima_fig_2_at_our_scale():
   rows = TABLE['wima_swa_start']
   wima_row = TABLE['wima_algorithms']['fedavg alpha=0.05 W=10']
   labels = []
-  for start, wima, swa in papers.swa_start_rows():
+  for start, wima, swa in paper_algorithms.swa_start_rows():
     labels += [wima, swa]
     assert (rows[wima].window_size, rows[wima].window_mode) == (10, 'evaluate')
     assert rows[wima].window_start_round == start
@@ -365,7 +366,11 @@ def test_wima_swa_start_is_wima_fig_2_at_our_scale():
         == rows[wima]
     )
   assert list(rows) == labels
-  assert [start for start, _, _ in papers.swa_start_rows()] == [10, 20, 30]
+  assert [start for start, _, _ in paper_algorithms.swa_start_rows()] == [
+      10,
+      20,
+      30,
+  ]
   # The summary: the evals of rounds 36, 38 and 40, after SWA from t_s = 30
   # first averages (round 35).
   assert {
@@ -378,7 +383,7 @@ def test_swa_table_verdicts_pair_every_start_round():
   # tff_fedwin.reporting cannot import experiments: its list is kept here.
   assert run_verdicts.SWA_TABLE_PAIRS == tuple(
       (swa, 'window', wima, model)
-      for _, wima, swa in papers.swa_start_rows()
+      for _, wima, swa in paper_algorithms.swa_start_rows()
       for model in ('window', 'global')
   )
   assert run_verdicts.MODEL_COMPARISONS == {

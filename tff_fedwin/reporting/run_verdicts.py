@@ -76,7 +76,7 @@ ROW_COMPARISONS = {
     ),
 }
 
-# WiMA Fig. 2's shape (`experiments.papers.swa_start_rows`; tests/experiments/
+# WiMA Fig. 2's shape (`experiments.paper_algorithms.swa_start_rows`; tests/experiments/
 # papers_test.py keeps them equal): per start round t_s, SWA's model minus
 # WiMA's window, then minus FedAvg's global model (the WiMA run's).
 SWA_TABLE_PAIRS = tuple(

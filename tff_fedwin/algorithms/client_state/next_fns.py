@@ -1,8 +1,9 @@
 """The federated `next` of a client-state process, one per transport.
 
 Each builder takes the `NextParts` (the client step `(x, message, C, D) ->
-(C+, sums summand)` of `process._client_step_fn`, the types, the server's
-message, `server_update(sums_type) -> (<S, sums> -> <S, M>)`) and returns the `tff.federated_computation` that
+(C+, sums summand)` of `client_step_fn`, the types of `broadcast_types`, the
+server's message of `server_message`, `server_update(sums_type) -> (<S,
+sums> -> <S, M>)`) and returns the `tff.federated_computation` that
 broadcasts x and the server vector v, maps the client step, sums and maps
 the server step: `values` (client states as CLIENTS-placed values),
 `state_files` (as files, `state_files`) and `without_client_states` (an
@@ -17,7 +18,54 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_fedwin.algorithms.client_state import client
+from tff_fedwin.algorithms.client_state import server
 from tff_fedwin.algorithms.client_state import state_files
+
+
+def client_step_fn(model_fn, algorithm, sends_round, **client_args):
+  """`(x, c, C, D) -> (C+, round sums summand)`, traced in a computation;
+  with `sends_round` the message is (c, round_num).
+
+  `client_args` are those of `client.build_client_update`.
+  """
+
+  def client_step(initial_weights, message, client_state, data):
+    client_update = client.build_client_update(
+        model_fn, algorithm, **client_args
+    )
+    if sends_round:  # The message is (server vector, round_num).
+      new_client_state, result = client_update(
+          initial_weights, message[0], client_state, data, message[1]
+      )
+    else:
+      new_client_state, result = client_update(
+          initial_weights, message, client_state, data
+      )
+    return new_client_state, server.round_sums_summand(result)
+
+  return client_step
+
+
+def broadcast_types(sends_round, server_state_type):
+  """The types of x and of the server's message (`server_message`)."""
+  message = server_state_type.control_variate
+  if sends_round:  # A Python tuple, so the vector keeps its container.
+    message = tff.types.StructWithPythonType(
+        [message, server_state_type.round_num], tuple
+    )
+  return server_state_type.global_model_weights, message
+
+
+def server_message(sends_round):
+  """`state@SERVER -> message@SERVER`, in a federated body: the server
+  vector, and with `sends_round` (`tracks_rounds` or a client schedule)
+  also the completed rounds."""
+  if sends_round:
+    return lambda state: tff.federated_zip(
+        (state.control_variate, state.round_num)
+    )
+  return lambda state: state.control_variate
 
 
 class NextParts(NamedTuple):

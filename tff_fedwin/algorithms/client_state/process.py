@@ -127,30 +127,6 @@ def _initial_state_computation(
   return initial_server_state_fn
 
 
-def _client_step_fn(model_fn, algorithm, sends_round, **client_args):
-  """`(x, c, C, D) -> (C+, round sums summand)`, traced in a computation;
-  with `sends_round` the message is (c, round_num).
-
-  `client_args` are those of `client.build_client_update`.
-  """
-
-  def client_step(initial_weights, message, client_state, data):
-    client_update = client.build_client_update(
-        model_fn, algorithm, **client_args
-    )
-    if sends_round:  # The message is (server vector, round_num).
-      new_client_state, result = client_update(
-          initial_weights, message[0], client_state, data, message[1]
-      )
-    else:
-      new_client_state, result = client_update(
-          initial_weights, message, client_state, data
-      )
-    return new_client_state, server.round_sums_summand(result)
-
-  return client_step
-
-
 def _server_update_builder(server_state_type, algorithm, **server_args):
   """`sums_type -> (<S, sums> -> <S, M>)`; `server_args` of the server step."""
 
@@ -183,27 +159,6 @@ def _full_gradient_parts(model_fn, algorithm, server_state_type, **args):
     return round_state_fn
 
   return dict(full_gradient=full_gradient, round_state=round_state)
-
-
-def _broadcast_types(sends_round, server_state_type):
-  """The types of x and of the server's message (`_server_message`)."""
-  message = server_state_type.control_variate
-  if sends_round:  # A Python tuple, so the vector keeps its container.
-    message = tff.types.StructWithPythonType(
-        [message, server_state_type.round_num], tuple
-    )
-  return server_state_type.global_model_weights, message
-
-
-def _server_message(sends_round):
-  """`state@SERVER -> message@SERVER`, in a federated body: the server
-  vector, and with `sends_round` (`tracks_rounds` or a client schedule)
-  also the completed rounds."""
-  if sends_round:
-    return lambda state: tff.federated_zip(
-        (state.control_variate, state.round_num)
-    )
-  return lambda state: state.control_variate
 
 
 def _client_state_type(algorithm, server_state_type):
@@ -389,7 +344,7 @@ def build_client_state_process(
     next_builder = next_fns.without_client_states
   next_fn = next_builder(
       next_fns.NextParts(
-          client_step=_client_step_fn(
+          client_step=next_fns.client_step_fn(
               model_fn,
               algorithm,
               sends_round,
@@ -401,8 +356,10 @@ def build_client_state_process(
               sharpness=client_sharpness,
               loop_implementation=loop_implementation,
           ),
-          broadcast_types=_broadcast_types(sends_round, server_state_type),
-          server_message=_server_message(sends_round),
+          broadcast_types=next_fns.broadcast_types(
+              sends_round, server_state_type
+          ),
+          server_message=next_fns.server_message(sends_round),
           client_state_type=_client_state_type(algorithm, server_state_type),
           server_state_type=server_state_type,
           data_type=data_type,

@@ -1,0 +1,154 @@
+"""The window papers' algorithm tables at our scale, as configurations.
+
+`papers.paper_experiments` adds them, with `base` its 40-round MNIST
+configuration and `tuned` its `papers.TUNED` (FedAvgM's tuned server rate):
+
+* `wima_algorithms` (WiMA Table 2): every algorithm with a W = 10 window,
+  evaluate mode, alpha = 0.05;
+* `wima_swa_start` (WiMA Fig. 2): WiMA against server-side SWA from several
+  start rounds;
+* `algorithm_flags` and `IMA_TABLE_ALGORITHMS`: the rows of IMA Table 1's
+  experiment (`papers`' `ima_algorithms`).
+"""
+
+from collections.abc import Mapping
+
+import attrs
+
+from tff_fedwin.experiments import config as config_lib
+
+# WiMA Table 2's shape at our scale: the window (W = 10, evaluate mode: one
+# run gives the algorithm's and the window's accuracy) on every algorithm,
+# alpha = 0.05. Server rates: FedAvgM's tuned one; FedAdam's and FedYogi's
+# IMA Table 5's eta = 0.01; the rest 1.0. FedSAM: SAM's rho = 0.05; FedASAM:
+# IMA Table 5's rho = 0.2, eta = 0.05. FedAvg, FedAvgM and SCAFFOLD are
+# mnist_wima's rows (the same configs: shared runs).
+_SERVER_RATES = {'fedadam': 0.01, 'fedyogi': 0.01}
+# IMA Table 1's algorithms that run here.
+IMA_TABLE_ALGORITHMS = (
+    'fedavg',
+    'fedprox',
+    'fedasam',
+    'fednova',
+    'fedgma',
+    'fedadam',
+    'fedyogi',
+)
+# The algorithms' own hyperparameters: from WiMA's tuning sets (sec. on
+# tuning), not tuned here.
+_ALGORITHM_HPARAMS = {
+    'feddyn': dict(feddyn_alpha=0.01),
+    'adabest': dict(adabest_mu=0.01, adabest_beta=0.9),
+    'fedcm': dict(fedcm_alpha=0.1),
+    'fedacg': dict(fedacg_lambda=0.85, fedacg_beta=0.001),
+    # IMA Table 5's AND-mask threshold.
+    'fedgma': dict(fedgma_threshold=0.8),
+}
+# MIME's rows of WiMA Table 2: SGD (beta = 0) and SGDm (beta = 0.9), at
+# server rate 1.0 as the rest; MIME SGD also at 0.1, the other value of
+# WiMA's grid for it (eta_s in {0.1, 1}): at 1.0 it does not learn here.
+_MIME_ROWS = {
+    ' beta=0.0': dict(mime_beta=0.0),
+    ' beta=0.0 slr=0.1': dict(mime_beta=0.0, server_learning_rate=0.1),
+    ' beta=0.9': dict(mime_beta=0.9),
+}
+_SHARPNESS_ROWS = {
+    'fedsam': dict(client_sharpness='sam', sam_rho=0.05),
+    'fedasam': dict(client_sharpness='asam', sam_rho=0.2, sam_eta=0.05),
+}
+
+
+def algorithm_flags(alg: str, alpha: float, tuned: Mapping[str, float]) -> dict:
+  """The flags of a table row's algorithm `alg` (a `--algorithm`, or
+  `fedsam`/`fedasam`: FedAvg with the sharpness flags) at `alpha`, with its
+  server rate (`tuned`'s `'<alg> alpha=<alpha>'` if there, `papers.TUNED`)."""
+  extra = _SHARPNESS_ROWS.get(alg, {})
+  return dict(
+      algorithm='fedavg' if extra else alg,
+      dirichlet_alpha=alpha,
+      server_learning_rate=tuned.get(
+          f'{alg} alpha={alpha}', _SERVER_RATES.get(alg, 1.0)
+      ),
+      **extra,
+      **_ALGORITHM_HPARAMS.get(alg, {}),
+  )
+
+
+# WiMA Table 2's setting at our scale, shared by `wima_algorithms` and
+# `wima_swa_start`.
+_WIMA_ALPHA = 0.05
+_WIMA_WINDOW = 10
+
+
+def wima_algorithms(base, tuned):
+  """{row: config}: each algorithm with a W = 10 window at alpha = 0.05."""
+  rows = {}
+  for alg in (*config_lib.ALGORITHMS, *_SHARPNESS_ROWS):
+    flags = algorithm_flags(alg, _WIMA_ALPHA, tuned)
+    rate = flags['server_learning_rate']
+    shown = f' slr={rate}' if alg in ('fedavgm', *_SERVER_RATES) else ''
+    for name, extra in (_MIME_ROWS if alg == 'mime' else {'': {}}).items():
+      variant, _, slr = name.partition(' slr=')
+      shown_here = f' slr={slr}' if slr else shown
+      label = f'{alg}{variant} alpha={_WIMA_ALPHA}{shown_here} W={_WIMA_WINDOW}'
+      rows[label] = attrs.evolve(
+          base, window_size=_WIMA_WINDOW, **{**flags, **extra}
+      )
+  return rows
+
+
+# WiMA Fig. 2's comparison: SWA from these start rounds (of 40), cycle c.
+SWA_START_ROUNDS = (10, 20, 30)
+SWA_CYCLE = 5
+# The round from which every row averages: SWA from t_s = 30 first averages
+# at round t_s + c = 35.
+_SWA_SUMMARY_FROM = max(SWA_START_ROUNDS) + SWA_CYCLE
+
+
+def swa_start_rows() -> tuple[tuple[int, str, str], ...]:
+  """`wima_swa_start`'s labels: ((t_s, WiMA row, SWA row), ...)."""
+  prefix = f'fedavg alpha={_WIMA_ALPHA}'
+  return tuple(
+      (
+          start,
+          f'{prefix} WiMA W={_WIMA_WINDOW} t_s={start}',
+          f'{prefix} SWA t_s={start} c={SWA_CYCLE}',
+      )
+      for start in SWA_START_ROUNDS
+  )
+
+
+def wima_swa_start(base, tuned):
+  """{row: config}: WiMA Fig. 2 (WiMA vs SWA from several start rounds).
+
+  FedAvg at `wima_algorithms`' alpha and W, per start round t_s in
+  `SWA_START_ROUNDS`: WiMA, its window active from max(W, t_s)
+  (docs/design.md sec. 1.2; evaluate mode: the run's global model is the
+  plain FedAvg, and training does not depend on t_s, so the rows differ
+  only before t_s), and SWA (a server-side read-out, sec. 1.14) from t_s
+  with FedSWA's cyclic client rate, cycle c = 5 (the paper's c in {10, 20}
+  of 10,000 rounds would leave t_s = 30 of 40 at most one average; c = 5
+  gives 2, 4 and 6 averaged models for t_s = 30, 20, 10) and second rate
+  lr * 1e-2. The summary covers the evals after round 35, where every row
+  averages.
+  """
+  base = attrs.evolve(
+      base,
+      **algorithm_flags('fedavg', _WIMA_ALPHA, tuned),
+      # The evals after round 35: 36, 38, 40.
+      summary_last_n=base.total_rounds // base.rounds_per_eval
+      - _SWA_SUMMARY_FROM // base.rounds_per_eval,
+  )
+  rows = {}
+  for start, wima, swa in swa_start_rows():
+    rows[wima] = attrs.evolve(
+        base, window_size=_WIMA_WINDOW, window_start_round=start
+    )
+    rows[swa] = attrs.evolve(
+        base,
+        swa_start_round=start,
+        swa_cycle=SWA_CYCLE,
+        client_lr_schedule='swa_cyclic',
+        client_lr_low=base.client_learning_rate / 100,
+    )
+  return rows
