@@ -32,7 +32,6 @@ from tests.experiments import session_worker
 from tests.experiments import wiring_reference as ref
 from tests.experiments import wiring_reference_family as family_ref
 from tff_fedwin.tasks import registry
-from tff_fedwin import choices
 from tff_fedwin import experiments
 
 INPUT_DIM = 5
@@ -899,11 +898,7 @@ def test_run_matches_numpy_of_the_algorithm(
         ),
         rtol=RTOL,
     )
-  # The client-state family's metrics do not report the rate; its models
-  # above carry it.
-  if config.client_lr_schedule != 'constant' and (
-      config.algorithm not in choices.CLIENT_STATE_FAMILY
-  ):
+  if config.client_lr_schedule != 'constant':
     np.testing.assert_allclose(
         [float(row['train/client_work/client_learning_rate']) for row in rows],
         SCHEDULE_LEARNING_RATES[config.client_lr_schedule],

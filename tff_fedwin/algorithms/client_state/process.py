@@ -369,6 +369,7 @@ def build_client_state_process(
               server_learning_rate=server_learning_rate,
               total_clients=total_clients,
               with_window=with_window,
+              client_learning_rate_fn=client_learning_rate_fn,
           ),
           **_full_gradient_parts(
               model_fn,

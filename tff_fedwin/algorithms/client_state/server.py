@@ -140,12 +140,17 @@ def next_server_state(
     server_learning_rate: float,
     total_clients: int,
     with_window: bool,
+    client_learning_rate_fn: Any = None,
 ) -> tuple[types.ServerState, collections.OrderedDict]:
   """The server state after a round, and the round's metrics (TF, in a graph).
 
   Runs `server_step`, then with a window pushes w^t into it (in
   `'broadcast'` mode at active rounds x becomes m^t; the server vector is
   never windowed). A new `ServerState` field is carried over by `_replace`.
+  With the clients' schedule `client_learning_rate_fn`, the metrics also
+  hold the round's rate lr_t as `client_work/client_learning_rate` (the
+  model-delta clients' name), t = the state's completed rounds + 1, the t
+  the clients' step evaluated.
   """
   new_model_weights, new_control_variate = server_step(
       algorithm,
@@ -156,6 +161,13 @@ def next_server_state(
       total_clients=total_clients,
   )
   metrics = round_metrics(sums)
+  if client_learning_rate_fn is not None:
+    metrics['client_work'] = collections.OrderedDict(
+        client_learning_rate=tf.cast(
+            client_learning_rate_fn(tf.cast(state.round_num, tf.int32) + 1),
+            tf.float32,
+        )
+    )
   window = state.window
   if with_window:
     window, new_model_weights, metrics['window'] = window_math.window_step(
