@@ -412,6 +412,13 @@ flags.DEFINE_integer(
 )
 flags.DEFINE_integer('client_epochs', _DEFAULTS.client_epochs, 'Local epochs.')
 flags.DEFINE_integer(
+    'client_epochs_decay_every',
+    _DEFAULTS.client_epochs_decay_every,
+    "IMA's epoch decay: from --window_start_round on, one local epoch fewer "
+    'every this many rounds, down to 1 (IMA Table 3: 20). 0 = off; needs '
+    '--client_epochs >= 2.',
+)
+flags.DEFINE_integer(
     'client_batch_size', _DEFAULTS.client_batch_size, 'Local batch size.'
 )
 flags.DEFINE_integer(

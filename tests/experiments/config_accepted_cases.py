@@ -9,6 +9,11 @@ GOOD_CONFIGS = [
     # Also the edges window_size=0 (no window) and seed=0 (BASE's defaults).
     pytest.param({}, id='base'),
     pytest.param(dict(total_rounds=1), id='total_rounds_one'),
+    # The edge: two epochs, one fewer after the first round of decay.
+    pytest.param(
+        dict(client_epochs=2, client_epochs_decay_every=1),
+        id='epoch_decay_from_two_epochs',
+    ),
     pytest.param(dict(server_learning_rate=1e-9), id='tiny_server_lr'),
     pytest.param(
         dict(algorithm='fedprox', proximal_strength=0.0),

@@ -171,6 +171,19 @@ BAD_CONFIGS = [
     ),
     _fails('client_lr_low_zero', ['--client_lr_low'], client_lr_low=0.0),
     _fails('client_lr_cycle_one', ['--client_lr_cycle'], client_lr_cycle=1),
+    # IMA's epoch decay needs epochs to take away.
+    _fails(
+        'client_epochs_decay_every_with_one_epoch',
+        ['--client_epochs_decay_every', '--client_epochs >= 2'],
+        client_epochs=1,
+        client_epochs_decay_every=20,
+    ),
+    _fails(
+        'client_epochs_decay_every_negative',
+        ['--client_epochs_decay_every'],
+        client_epochs=2,
+        client_epochs_decay_every=-1,
+    ),
     # Server-side SWA (BASE: 10 rounds).
     _fails(
         'swa_start_round_negative',

@@ -80,6 +80,7 @@ CHANGES = dict(
     client_lr_schedule='ima',
     clients_per_round=5,
     client_epochs=2,
+    client_epochs_decay_every=3,
     client_batch_size=32,
     client_max_elements=64,
     client_learning_rate=0.5,

@@ -223,6 +223,7 @@ def fedavg_family(
     ima_window=None,
     aggregates=None,
     fednova=False,
+    round_batches=None,
 ):
   """FedAvg with a server optimizer: [w^0, w^1, ..., w^rounds].
 
@@ -239,6 +240,9 @@ def fedavg_family(
   / a_i with p_i = n_i / sum n, a_i = (K_i - m (1 - m^K_i) / (1 - m)) /
   (1 - m) for K_i steps with client momentum m (K_i for m = 0) and tau_eff
   = sum_i p_i a_i.
+
+  With `round_batches`, client i trains on its first round_batches[t-1]
+  batches in round t (IMA's epoch decay where a batch is an epoch).
   """
   models = [w0]
   kept = [] if aggregates is None else aggregates
@@ -246,6 +250,8 @@ def fedavg_family(
     w = models[-1]
     updates, weights, step_counts = [], [], []
     for batches in client_batches:
+      if round_batches is not None:
+        batches = batches[: round_batches[t]]
       trained, steps = client_sgd(
           model,
           w,

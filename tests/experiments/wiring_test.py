@@ -139,6 +139,7 @@ def _fedavg_family(
     ima_window=None,
     sharpness=None,
     fednova=False,
+    round_batches=None,
 ):
   """`inputs -> ([w^0, ..., w^T], IMA's aggregates a^1..a^T or None)`."""
 
@@ -159,6 +160,7 @@ def _fedavg_family(
         ima_window=ima_window,
         fednova=fednova,
         aggregates=aggregates,
+        round_batches=round_batches,
     )
     return models, aggregates
 
@@ -364,6 +366,27 @@ CASES = [
             client_momentum=0.9,
         ),
         id='fedavg_decay_client_momentum',
+    ),
+    # IMA Table 3's epoch decay with IMA (W = 2 broadcast from t_s = 1),
+    # P = 1: E_t = max(1, 3 - (t - 1)) = 3, 2, 1 epochs, one batch each; the
+    # workers build the datasets from keys carrying the epochs.
+    pytest.param(
+        dict(
+            algorithm='fedavg',
+            client_lr_schedule='decay',
+            window_size=2,
+            window_mode='broadcast',
+            window_start_round=1,
+            client_epochs_decay_every=1,
+            client_data_transfer='files',
+        ),
+        _fedavg_family(
+            lambda: ref.Sgd(1.0),
+            client_learning_rates=DECAY_LEARNING_RATES,
+            ima_window=(2, 1),
+            round_batches=[3, 2, 1],
+        ),
+        id='fedavg_ima_epoch_decay',
     ),
     pytest.param(
         dict(

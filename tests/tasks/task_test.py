@@ -9,6 +9,7 @@ import tensorflow as tf
 from tests import script_runs
 from tff_fedwin.experiments import run as run_lib
 from tff_fedwin.tasks import task as task_lib
+from tff_fedwin.training import sampling
 
 
 def _task(preprocess_fn):
@@ -46,6 +47,24 @@ def test_cap_equals_tffs_client_spec_order_with_a_shuffle():
   tffs = _numbers(10).shuffle(1000, seed=5).repeat(2).take(7).batch(3)
   assert _batches(capped.preprocess_fn(_numbers(10))) == _batches(tffs)
   assert [len(b) for b in _batches(tffs)] == [3, 3, 1]
+
+
+def test_cap_passes_a_rounds_epochs_on_only_where_they_are_taken():
+  # batching_fn(4, 3) without a shuffle; the round asks 1 epoch of 10, cap 13.
+  capped = task_lib.with_max_elements(
+      _task(task_lib.batching_fn(4, 3, seed=0, shuffle_buffer=1)), 13, 4
+  )
+  assert _batches(capped.preprocess_fn(_numbers(10), epochs=1)) == [
+      [0, 1, 2, 3],
+      [4, 5, 6, 7],
+      [8, 9],
+  ]
+  # A preprocessing without `epochs` (TFF's baselines'): the cap takes none.
+  own = task_lib.with_max_elements(
+      _task(lambda dataset, shuffle_seed=None: dataset.batch(4)), 13, 4
+  )
+  assert not sampling.takes_epochs(own.preprocess_fn)
+  assert sampling.takes_epochs(capped.preprocess_fn)
 
 
 @pytest.mark.parametrize(

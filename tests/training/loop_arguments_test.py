@@ -28,6 +28,8 @@ _run = loop_fixtures.run
         (dict(train_client_data=[1, 2]), '`train_client_data`'),
         (dict(preprocess_fn=None), '`preprocess_fn`'),
         (dict(evaluate_fn=None), '`evaluate_fn`'),
+        # softmax_task's preprocess_fn takes no `epochs`.
+        (dict(client_epochs_fn=lambda t: 2), '`client_epochs_fn`'),
         (dict(output_dir=''), '`output_dir`'),
         (dict(experiment_name=''), '`experiment_name`'),
         (dict(experiment_name='a/b'), '`experiment_name`'),

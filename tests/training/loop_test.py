@@ -40,6 +40,30 @@ def test_each_round_trains_the_sampled_clients_preprocessed_datasets(
   assert len(runner.client_ids) == 3
 
 
+def test_client_epochs_fn_sets_each_rounds_local_epochs(processes, tmp_path):
+  runner = _runner(processes, 'fedavg')
+  # E_t = 3, 2, 1 in rounds 1-3 (IMA's epoch decay with P = 1 from t_s = 1).
+  epochs_of_round = {1: 3, 2: 2, 3: 1}
+
+  _run(
+      runner,
+      tmp_path,
+      total_rounds=3,
+      seed=7,
+      clients_per_round=3,
+      preprocess_fn=task_lib.batching_fn(task.BATCH_SIZE, 5, seed=0),
+      client_epochs_fn=epochs_of_round.__getitem__,
+  )
+
+  for t, num_batches in enumerate(runner.num_batches, start=1):
+    indices = np.random.default_rng([7, t]).choice(5, size=3, replace=False)
+    # E_t passes over n_i examples in batches of B: ceil(E_t n_i / B).
+    assert num_batches == [
+        math.ceil(epochs_of_round[t] * task.CLIENT_SIZES[i] / task.BATCH_SIZE)
+        for i in indices
+    ]
+
+
 def test_runner_without_client_states_gets_none_and_no_state_files(
     processes, tmp_path
 ):

@@ -211,12 +211,28 @@ def test_keyed_dataset_computation_builds_the_drivers_datasets():
   preprocess_fn = task_lib.batching_fn(3, 2, seed=0)
   ids = ['c', 'a/b']
   computation = sampling.keyed_dataset_computation(client_data, preprocess_fn)
+  codes = _worker_codes(computation, sampling.client_keys(ids, 5, 9))
+  drivers = sampling.client_datasets(
+      client_data, ids, preprocess_fn, seed=5, round_num=9
+  )
+  assert codes == [_code(order) for order in _orders(drivers)]
+
+
+def _code(order):
+  """A client's elements in order as one code: Horner's rule in base 31
+  modulo the prime 1,000,003 (no overflow in int64)."""
+  value = 0
+  for x in order:
+    value = (value * 31 + x) % _P
+  return value
+
+
+def _worker_codes(computation, keys):
+  """`_code` of each key's dataset as the workers' `computation` builds it."""
   element = tff.TensorType(np.int32, [None])
 
   @tff.federated_computation(tff.FederatedType(np.str_, tff.CLIENTS))
   def worker_orders(keys):
-    # Each client's elements in order as one code: Horner's rule in base 31
-    # modulo the prime 1,000,003 (no overflow in int64).
     @tff.tensorflow.computation(tff.SequenceType(element))
     def code(dataset):
       return dataset.unbatch().reduce(
@@ -225,17 +241,76 @@ def test_keyed_dataset_computation_builds_the_drivers_datasets():
 
     return tff.federated_map(code, tff.federated_map(computation, keys))
 
-  codes = worker_orders(sampling.client_keys(ids, 5, 9))
-  drivers = sampling.client_datasets(
-      client_data, ids, preprocess_fn, seed=5, round_num=9
-  )
-  expected = []
-  for order in _orders(drivers):
-    value = 0
-    for x in order:
-      value = (value * 31 + x) % _P
-    expected.append(value)
-  assert [int(c) for c in codes] == expected
+  return [int(c) for c in worker_orders(keys)]
 
 
 _P = 1_000_003
+
+
+def test_epoch_decay_fn_takes_one_epoch_every_period_from_the_start():
+  # E = 5, t_s = 10, P = 3: E_t = max(1, 5 - floor(max(0, t - 10) / 3)).
+  # t <= 12: 5; 13-15: 4; 16-18: 3; 19-21: 2; from 22 on: 1.
+  epochs = sampling.epoch_decay_fn(5, 10, 3)
+  assert [epochs(t) for t in (1, 10, 12, 13, 15, 16, 19, 21, 22, 100)] == [
+      5,
+      5,
+      5,
+      4,
+      4,
+      3,
+      2,
+      2,
+      1,
+      1,
+  ]
+
+
+def test_round_epochs_reach_the_drivers_and_the_workers_datasets():
+  # 'c' holds 10 examples, 'a/b' 7; batches of 3 from a 4-epoch default.
+  client_data = tff.simulation.datasets.TestClientData(
+      {'a/b': list(range(7)), 'c': list(range(10, 20))}
+  )
+  preprocess_fn = task_lib.batching_fn(3, 4, seed=0)
+  ids = ['c', 'a/b']
+  assert sampling.takes_epochs(preprocess_fn)
+  assert sampling.client_keys(ids, 5, 9, epochs=2)[1] == (
+      f'{sampling.client_shuffle_seed(5, 9, "a/b")}/2/a/b'
+  )
+  drivers = sampling.round_client_data(
+      client_data,
+      ids,
+      preprocess_fn,
+      seed=5,
+      round_num=9,
+      by_id=False,
+      epochs=2,
+  )
+  orders = _orders(drivers)
+  # Two epochs: each client's examples exactly twice, in 2 * n / 3 batches
+  # rounded up (10 -> 7 batches, 7 -> 5).
+  assert [sorted(o) for o in orders] == [
+      sorted(list(range(10, 20)) * 2),
+      sorted(list(range(7)) * 2),
+  ]
+  assert [len(list(d)) for d in drivers] == [7, 5]
+  # The first epoch is the 4-epoch stream's first (the same seeded order).
+  full = _orders(
+      sampling.client_datasets(
+          client_data, ids, preprocess_fn, seed=5, round_num=9
+      )
+  )
+  assert orders[0][:10] == full[0][:10]
+  # The workers build the same datasets from the keys.
+  computation = sampling.keyed_dataset_computation(
+      client_data, preprocess_fn, with_epochs=True
+  )
+  keys = sampling.round_client_data(
+      client_data,
+      ids,
+      preprocess_fn,
+      seed=5,
+      round_num=9,
+      by_id=True,
+      epochs=2,
+  )
+  assert _worker_codes(computation, keys) == [_code(o) for o in orders]

@@ -3,6 +3,7 @@ schedule, sharpness, WSM classes and client-state math (`registry` builds
 the runners from them). `config` is a validated `ExperimentConfig`.
 """
 
+from collections.abc import Callable
 from typing import Optional
 
 import tensorflow_federated as tff
@@ -19,6 +20,7 @@ from tff_fedwin.algorithms import scheduled_client_work
 from tff_fedwin.algorithms import sharpness
 from tff_fedwin.experiments import config as config_lib
 from tff_fedwin.tasks import registry as tasks_registry
+from tff_fedwin.training import sampling
 
 SERVER_MOMENTUM = 0.9  # FedAvgM (Hsu et al. 2019).
 
@@ -89,6 +91,20 @@ def client_learning_rate_fn(
     )
   return scheduled_client_work.ima_cyclic_client_learning_rate_fn(
       lr0, t_s, config.client_lr_low, config.client_lr_cycle
+  )
+
+
+def client_epochs_fn(
+    config: config_lib.ExperimentConfig,
+) -> Optional[Callable[[int], int]]:
+  """`--client_epochs_decay_every`'s local epochs per round (IMA's epoch
+  decay from `--window_start_round`); None when off."""
+  if not config.client_epochs_decay_every:
+    return None
+  return sampling.epoch_decay_fn(
+      config.client_epochs,
+      config.window_start_round,
+      config.client_epochs_decay_every,
   )
 
 

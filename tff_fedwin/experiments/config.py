@@ -163,6 +163,9 @@ class ExperimentConfig:
   total_rounds: int = 50
   clients_per_round: int = 10
   client_epochs: int = 1
+  # IMA's epoch decay: one epoch fewer every this many rounds from
+  # window_start_round on, down to 1; 0 = off.
+  client_epochs_decay_every: int = 0
   client_batch_size: int = 20
   client_max_elements: int = 0
   client_shuffle_buffer: Optional[int] = None
@@ -245,6 +248,7 @@ def _check_values(config: ExperimentConfig, problems: Problems) -> None:
       'swa_start_round',
       'seed',
       'client_max_elements',
+      'client_epochs_decay_every',
       'stackoverflow_test_batches',
       'num_classes',
   ):

@@ -136,9 +136,10 @@ def _dataset_computation(
   the run ends)."""
   if transfer_modes.client_data_transfer(config) != 'files':
     return None
+  with_epochs = algorithm_parts.client_epochs_fn(config) is not None
   if client_data_bundle.builds_datasets_from_ids(task.train_data):
     return sampling.keyed_dataset_computation(
-        task.train_data, task.preprocess_fn
+        task.train_data, task.preprocess_fn, with_epochs
     )
   directory = dirs.client_data
   os.makedirs(directory, mode=0o700, exist_ok=True)
@@ -152,7 +153,9 @@ def _dataset_computation(
       directory,
       time.monotonic() - start,
   )
-  return sampling.keyed_dataset_computation(bundle, task.preprocess_fn)
+  return sampling.keyed_dataset_computation(
+      bundle, task.preprocess_fn, with_epochs
+  )
 
 
 def _fed_win_runner(

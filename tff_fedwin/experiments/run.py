@@ -7,6 +7,7 @@ from typing import Any, Optional
 from absl import logging
 
 from tff_fedwin import runtime
+from tff_fedwin.experiments import algorithm_parts
 from tff_fedwin.experiments import config as config_lib
 from tff_fedwin.experiments import context
 from tff_fedwin.experiments import data_files as data_files_lib
@@ -21,6 +22,7 @@ from tff_fedwin.training import disk_full
 from tff_fedwin.training import loop
 from tff_fedwin.training import outputs
 from tff_fedwin.training import run_lock
+from tff_fedwin.training import sampling
 
 
 def create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
@@ -65,9 +67,18 @@ def create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
         f'--client_loss=wsm needs one label per example; --task={config.task}'
         ' here predicts a sequence of tokens (use --client_loss=ce).'
     )
-  return task_lib.with_max_elements(
+  task = task_lib.with_max_elements(
       task, config.client_max_elements, config.client_batch_size
   )
+  if config.client_epochs_decay_every and not sampling.takes_epochs(
+      task.preprocess_fn
+  ):
+    raise config_lib.InputDataError(
+        f"--client_epochs_decay_every needs a task that repeats its clients' "
+        f"data by epochs itself; --task={config.task} uses TFF's own "
+        'preprocessing (set it to 0).'
+    )
+  return task
 
 
 @contextlib.contextmanager
@@ -232,4 +243,5 @@ def _train(
         summary_last_n=config.summary_last_n,
         client_states=config.client_states,
         client_states_dir=config.client_states_dir or None,
+        client_epochs_fn=algorithm_parts.client_epochs_fn(config),
     )

@@ -59,6 +59,12 @@ def check_schedule_flags(config: Any, defaults: Any, problems: Any) -> None:
           f'--{flag} is only used with --client_lr_schedule='
           f'{" or --client_lr_schedule=".join(schedules)}.'
       )
+  if config.client_epochs_decay_every > 0 and config.client_epochs < 2:
+    problems.add(
+        '--client_epochs_decay_every takes one local epoch fewer every that '
+        'many rounds from --window_start_round on, down to 1: it needs '
+        f'--client_epochs >= 2; got --client_epochs={config.client_epochs}.'
+    )
   rate = config.client_learning_rate
   if config.client_lr_schedule == 'ima_cyclic' and rate is not None:
     # None: the task's rate, checked when the schedule is built.

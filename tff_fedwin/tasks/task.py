@@ -5,6 +5,7 @@ Also the two pieces every task builder shares: the classification
 """
 
 from collections.abc import Callable
+import inspect
 from typing import Any, Optional
 
 import attrs
@@ -129,7 +130,9 @@ def batching_fn(
     seed: int,
     shuffle_buffer: Optional[int] = None,
 ):
-  """`(dataset, shuffle_seed=None)` -> shuffled, repeated `epochs` times, batched.
+  """`(dataset, shuffle_seed=None, epochs=None)` -> shuffled, repeated
+  `epochs` times (the call's `epochs` if given: a round's, IMA's epoch
+  decay), batched.
 
   The shuffle is seeded by `shuffle_seed` (an int, or an int64 scalar tensor
   in a worker's graph), else by `seed`: the training loop passes each
@@ -140,15 +143,20 @@ def batching_fn(
   None); 1 keeps the client's order (TFF's `ClientSpec.shuffle_buffer_size`).
   """
   buffer = DEFAULT_SHUFFLE_BUFFER if shuffle_buffer is None else shuffle_buffer
+  passes = epochs
 
   def preprocess(
-      dataset: tf.data.Dataset, shuffle_seed: Any = None
+      dataset: tf.data.Dataset,
+      shuffle_seed: Any = None,
+      epochs: Any = None,
   ) -> tf.data.Dataset:
     if buffer > 1:
       dataset = dataset.shuffle(
           buffer, seed=seed if shuffle_seed is None else shuffle_seed
       )
-    return dataset.repeat(epochs).batch(batch_size)
+    return dataset.repeat(passes if epochs is None else epochs).batch(
+        batch_size
+    )
 
   return preprocess
 
@@ -175,8 +183,20 @@ def with_max_elements(task: Task, max_elements: int, batch_size: int) -> Task:
     return task
   preprocess_fn = task.preprocess_fn
 
-  def capped(dataset: tf.data.Dataset, shuffle_seed: Any = None):
-    batches = preprocess_fn(dataset, shuffle_seed=shuffle_seed)
+  def capped(
+      dataset: tf.data.Dataset, shuffle_seed: Any = None, epochs: Any = None
+  ):
+    extra = {} if epochs is None else {'epochs': epochs}
+    batches = preprocess_fn(dataset, shuffle_seed=shuffle_seed, **extra)
     return batches.unbatch().take(max_elements).batch(batch_size)
+
+  if 'epochs' not in inspect.signature(preprocess_fn).parameters:
+    # The same without `epochs`, which the task's preprocessing cannot take.
+    return attrs.evolve(
+        task,
+        preprocess_fn=lambda dataset, shuffle_seed=None: capped(
+            dataset, shuffle_seed
+        ),
+    )
 
   return attrs.evolve(task, preprocess_fn=capped)

@@ -152,6 +152,11 @@ class _Rounds:
         seed=self._args.seed,
         round_num=round_num,
         by_id=self._runner.takes_client_ids,
+        epochs=(
+            None
+            if self._args.client_epochs_fn is None
+            else self._args.client_epochs_fn(round_num)
+        ),
     )
     client_states = None if self._store is None else self._store.get(sampled)
     state, new_client_states, train_metrics = self._runner.run_round(
@@ -269,6 +274,7 @@ def run_training(
     summary_last_n: int = 10,
     client_states: str = 'auto',
     client_states_dir: Optional[str] = None,
+    client_epochs_fn: Optional[Callable[[int], int]] = None,
 ) -> dict[str, Any]:
   """Trains for `total_rounds` rounds, resuming from the newest checkpoint.
 
@@ -308,6 +314,10 @@ def run_training(
       without client states.
     client_states_dir: The disk store's directory (default:
       `checkpoints/client_states` of the run).
+    client_epochs_fn: Round t -> the clients' local epochs in round t
+      (`sampling.epoch_decay_fn`, IMA's epoch decay), passed to
+      `preprocess_fn` as `epochs=` (it must `sampling.takes_epochs`); None:
+      the preprocessing's own.
 
   Returns:
     The summary, also written to `summary.json`: `window` and `global` map
@@ -346,6 +356,7 @@ def run_training(
           summary_last_n=summary_last_n,
           client_states=client_states,
           client_states_dir=client_states_dir,
+          client_epochs_fn=client_epochs_fn,
       ),
   )
   total_rounds = args.total_rounds

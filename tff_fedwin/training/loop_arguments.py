@@ -4,6 +4,7 @@
 before any file is written or TFF computation runs (docs/design.md sec. 5).
 """
 
+from collections.abc import Callable
 import os
 from typing import Any, NamedTuple, Optional
 
@@ -33,6 +34,7 @@ class Arguments(NamedTuple):
   summary_last_n: int
   client_states: str
   client_states_dir: Optional[str]
+  client_epochs_fn: Optional[Callable[[int], int]] = None
 
 
 def check_arguments(runner: Any, args: Arguments) -> Arguments:
@@ -46,6 +48,15 @@ def check_arguments(runner: Any, args: Arguments) -> Arguments:
   for name in ('preprocess_fn', 'evaluate_fn'):
     if not callable(getattr(args, name)):
       raise ValueError(f'`{name}` must be callable.')
+  if args.client_epochs_fn is not None and not (
+      callable(args.client_epochs_fn)
+      and sampling.takes_epochs(args.preprocess_fn)
+  ):
+    raise ValueError(
+        '`client_epochs_fn` must be None or callable, with a `preprocess_fn` '
+        "that takes `shuffle_seed` and `epochs` keywords (a task's "
+        '`batching_fn`).'
+    )
   num_clients = len(args.train_client_data.client_ids)
   clients_per_round = checks.check_int(
       'clients_per_round', args.clients_per_round, minimum=1

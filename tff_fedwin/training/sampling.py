@@ -7,7 +7,10 @@ yet a rerun or a resumed run trains on the same orders bit for bit
 (docs/design.md sec. 5.2). The seed reaches the client's preprocessing as
 its `shuffle_seed` argument: in the driver (`client_datasets`), or in the
 worker through a client key `<shuffle seed>/<client id>`
-(`client_keys`, `keyed_dataset_computation`).
+(`client_keys`, `keyed_dataset_computation`). A round's number of local
+epochs, when it changes by round (`epoch_decay_fn`, IMA's epoch decay),
+travels the same way, as an `epochs` argument and a key
+`<shuffle seed>/<epochs>/<client id>`.
 """
 
 from collections.abc import Callable, Sequence
@@ -80,6 +83,15 @@ def client_shuffle_seed(seed: int, round_num: int, client_id: str) -> int:
   return int.from_bytes(digest[:8], 'big') >> 1
 
 
+def _takes(preprocess_fn: Callable[..., Any], keyword: str) -> bool:
+  """Whether `preprocess_fn` takes the keyword argument `keyword`."""
+  try:
+    parameters = inspect.signature(preprocess_fn).parameters
+  except (TypeError, ValueError):
+    return False
+  return keyword in parameters
+
+
 def takes_shuffle_seed(preprocess_fn: Callable[..., Any]) -> bool:
   """Whether `preprocess_fn` takes a `shuffle_seed` keyword argument.
 
@@ -87,27 +99,52 @@ def takes_shuffle_seed(preprocess_fn: Callable[..., Any]) -> bool:
   one-argument function (TFF's `ClientData.preprocess` convention) is called
   with the dataset alone and keeps its own order.
   """
-  try:
-    parameters = inspect.signature(preprocess_fn).parameters
-  except (TypeError, ValueError):
-    return False
-  return 'shuffle_seed' in parameters
+  return _takes(preprocess_fn, 'shuffle_seed')
+
+
+def takes_epochs(preprocess_fn: Callable[..., Any]) -> bool:
+  """Whether `preprocess_fn` takes an `epochs` keyword argument (the round's
+  local epochs in place of its own; `batching_fn`'s does, with a
+  `shuffle_seed`)."""
+  return takes_shuffle_seed(preprocess_fn) and _takes(preprocess_fn, 'epochs')
+
+
+def epoch_decay_fn(
+    epochs: int, start_round: int, every: int
+) -> Callable[[int], int]:
+  """IMA's epoch decay (IMA Table 3): one local epoch fewer every `every`
+  rounds from `start_round` on, down to 1.
+
+  E_t = max(1, E - floor(max(0, t - t_s) / P)) for round t >= 1, with E =
+  `epochs`, t_s = `start_round`, P = `every` (the IMA authors: P = 20 from
+  IMA's start). Plain Python, evaluated by the loop before each round.
+  """
+  return lambda t: max(1, epochs - max(0, t - start_round) // every)
 
 
 def client_keys(
-    client_ids: Sequence[str], seed: int, round_num: int
+    client_ids: Sequence[str],
+    seed: int,
+    round_num: int,
+    epochs: Optional[int] = None,
 ) -> list[str]:
-  """`<client_shuffle_seed>/<client id>` of each id, for the workers.
+  """`<client_shuffle_seed>/<client id>` of each id, for the workers; with
+  `epochs`, `<client_shuffle_seed>/<epochs>/<client id>`.
 
   The input of `keyed_dataset_computation`: the worker builds the client's
   dataset from its id and shuffles it with the round's seed.
   """
-  return [f'{client_shuffle_seed(seed, round_num, c)}/{c}' for c in client_ids]
+  middle = '' if epochs is None else f'{int(epochs)}/'
+  return [
+      f'{client_shuffle_seed(seed, round_num, c)}/{middle}{c}'
+      for c in client_ids
+  ]
 
 
 def keyed_dataset_computation(
     client_data: tff.simulation.datasets.ClientData,
     preprocess_fn: Callable[..., tf.data.Dataset],
+    with_epochs: bool = False,
 ) -> tff.Computation:
   """`(client key -> preprocessed dataset)`, run by the workers.
 
@@ -120,21 +157,28 @@ def keyed_dataset_computation(
     client_data: A `ClientData` whose `serializable_dataset_fn` builds a
       client's raw dataset from its id in a graph.
     preprocess_fn: `(dataset, shuffle_seed=None) -> dataset`
-      (`takes_shuffle_seed`).
+      (`takes_shuffle_seed`); with `with_epochs`, also `epochs=`.
+    with_epochs: Whether the keys carry the round's epochs (`client_keys`
+      with `epochs`).
 
   Returns:
     A `tff.Computation` of type `(string -> D*)`.
   """
   dataset_fn = client_data.serializable_dataset_fn
+  parts = 3 if with_epochs else 2
 
   @tff.tensorflow.computation(np.str_)
   def dataset_computation(client_key):
-    seed, client_id = tf.unstack(
-        tf.strings.split(client_key, '/', maxsplit=1), num=2
+    fields = tf.unstack(
+        tf.strings.split(client_key, '/', maxsplit=parts - 1), num=parts
     )
+    epochs = {}
+    if with_epochs:
+      epochs['epochs'] = tf.strings.to_number(fields[1], tf.int64)
     return preprocess_fn(
-        dataset_fn(client_id),
-        shuffle_seed=tf.strings.to_number(seed, tf.int64),
+        dataset_fn(fields[-1]),
+        shuffle_seed=tf.strings.to_number(fields[0], tf.int64),
+        **epochs,
     )
 
   return dataset_computation
@@ -147,22 +191,25 @@ def client_datasets(
     *,
     seed: Optional[int] = None,
     round_num: Optional[int] = None,
+    epochs: Optional[int] = None,
 ) -> list[tf.data.Dataset]:
   """`preprocess_fn` of each client's raw dataset, in the order of the ids.
 
   With `seed` and `round_num`, `preprocess_fn` also takes each client's
-  `shuffle_seed=client_shuffle_seed(seed, round_num, id)`; without, the
-  dataset alone. The ids must come from `client_data.client_ids` (they are
-  not checked again: that check scans the population, see
-  `_raw_dataset_fn`).
+  `shuffle_seed=client_shuffle_seed(seed, round_num, id)`, and with
+  `epochs` the round's `epochs=`; without, the dataset alone. The ids must
+  come from `client_data.client_ids` (they are not checked again: that
+  check scans the population, see `_raw_dataset_fn`).
   """
   dataset_fn = _raw_dataset_fn(client_data)
   if seed is None or round_num is None:
     return [preprocess_fn(dataset_fn(c)) for c in client_ids]
+  extra = {} if epochs is None else {'epochs': int(epochs)}
   return [
       preprocess_fn(
           dataset_fn(c),
           shuffle_seed=client_shuffle_seed(seed, round_num, c),
+          **extra,
       )
       for c in client_ids
   ]
@@ -176,24 +223,31 @@ def round_client_data(
     seed: int,
     round_num: int,
     by_id: bool,
+    epochs: Optional[int] = None,
 ) -> list[Any]:
   """What round `round_num` trains on: the clients' datasets, or their keys.
 
   A `preprocess_fn` that `takes_shuffle_seed` gets each client's
-  `client_shuffle_seed(seed, round_num, id)`: in the driver
-  (`client_datasets`), or, `by_id` (the runner's workers build the
-  datasets), through `client_keys` for `keyed_dataset_computation`. Without
-  it: the datasets of the ids, or the ids themselves.
+  `client_shuffle_seed(seed, round_num, id)` (and the round's `epochs`, if
+  given: it must `takes_epochs`): in the driver (`client_datasets`), or,
+  `by_id` (the runner's workers build the datasets), through `client_keys`
+  for `keyed_dataset_computation`. Without it: the datasets of the ids, or
+  the ids themselves.
   """
   reshuffles = takes_shuffle_seed(preprocess_fn)
   if by_id:
     return (
-        client_keys(client_ids, seed, round_num)
+        client_keys(client_ids, seed, round_num, epochs)
         if reshuffles
         else list(client_ids)
     )
   if not reshuffles:
     return client_datasets(client_data, client_ids, preprocess_fn)
   return client_datasets(
-      client_data, client_ids, preprocess_fn, seed=seed, round_num=round_num
+      client_data,
+      client_ids,
+      preprocess_fn,
+      seed=seed,
+      round_num=round_num,
+      epochs=epochs,
   )
