@@ -33,6 +33,9 @@ curve.
       --experiments=tuning                # 24 runs on the validation split
   .venv/bin/python scripts/reproduce_papers.py \
       --experiments=wima_swa_start        # WiMA Fig. 2: 18 runs of 40 rounds
+  .venv/bin/python scripts/reproduce_papers.py \
+      --experiments=ima_epoch_decay       # IMA Table 3's epoch decay: forks
+                                          # of ima_local_setup's IMA at 220
 
 Runs go to --root_output_dir (runs/reproduce), tables to --output
 (results/tables.md), one line per run (its time and accuracies) to --runs_csv

@@ -276,6 +276,19 @@ def test_fork_at_another_round_is_refused(data_npz, tmp_path):
             dict(NO_WINDOW, client_lr_schedule='ima_constant'),
             None,
         ),
+        # IMA's epoch decay every 2 rounds from t_s = 5 (trunk E = 3, 'ima'):
+        # E_t parts from the trunk's at t = 7 > 5, so k = 4 as the window;
+        # from t_s = 0 with P = 1 at t = 1: no fork.
+        (
+            dict(client_epochs=3),
+            dict(window_mode='evaluate', client_epochs_decay_every=2),
+            4,
+        ),
+        (
+            dict(client_epochs=3, window_start_round=0),
+            dict(window_mode='evaluate', client_epochs_decay_every=1),
+            None,
+        ),
         # The same scheme with the same flags from the same t_s: k as above.
         (
             dict(window_start_round=0, client_lr_schedule='ima_cyclic'),

@@ -172,6 +172,15 @@ def test_ima_early_start_shares_its_baselines_with_ima_local_setup():
           for row in ('no window', 'IMA')
       }
   )
+  shared.update(
+      {
+          ('ima_epoch_decay', f'fedavg alpha=0.1 {row}'): (
+              'ima_local_setup',
+              f'fedavg alpha=0.1 {row}',
+          )
+          for row in ('no window', 'IMA')
+      }
+  )
   assert papers.shared_runs(TABLE) == shared
   for (name, label), (owner, owner_label) in shared.items():
     assert TABLE[name][label] == TABLE[owner][owner_label]
@@ -197,6 +206,15 @@ def test_rows_that_train_like_an_ima_row_until_t_s_fork_from_it():
   # ima_decays' other schemes (0.99^t as IMA's before t_s).
   setup = 'ima_local_setup'
   expected = {
+      # ima_epoch_decay's rows from ima_local_setup's IMA row: the epochs
+      # part at 225 + 15, the schedules at 225.
+      **{
+          ('ima_epoch_decay', f'fedavg alpha=0.1 {row}'): (
+              (setup, 'fedavg alpha=0.1 IMA'),
+              220,
+          )
+          for row in ('IMA NA decay', 'IMA epoch decay P=15')
+      },
       **{
           ('ima_decays', f'fedavg alpha=0.1 {row}'): (
               ('ima', 'fedavg alpha=0.1 IMA'),
@@ -443,3 +461,27 @@ def test_ima_decays_is_imas_fedavg_row_with_each_decay_scheme():
   assert {row for pair in run_verdicts.IMA_DECAY_PAIRS for row in pair} == set(
       rows
   )
+
+
+def test_ima_epoch_decay_is_ima_local_setups_ima_row_with_epoch_decay():
+  rows = TABLE['ima_epoch_decay']
+  setup = TABLE['ima_local_setup']
+  ima = setup['fedavg alpha=0.1 IMA']
+  assert rows['fedavg alpha=0.1 IMA'] == ima
+  assert rows['fedavg alpha=0.1 no window'] == (
+      setup['fedavg alpha=0.1 no window']
+  )
+  na_decay = rows['fedavg alpha=0.1 IMA NA decay']
+  assert na_decay == attrs.evolve(ima, client_lr_schedule='decay')
+  epochs = rows['fedavg alpha=0.1 IMA epoch decay P=15']
+  assert epochs == attrs.evolve(na_decay, client_epochs_decay_every=15)
+  # 5 epochs from t_s = 225 of 300, one fewer every 15 rounds: the paper's
+  # 5 steps over IMA's rounds (20 of 100 there, 15 of 75 here).
+  assert (ima.client_epochs, ima.window_start_round, ima.total_rounds) == (
+      5,
+      225,
+      300,
+  )
+  assert {
+      row for pair in run_verdicts.IMA_EPOCH_DECAY_PAIRS for row in pair
+  } == (set(rows))

@@ -18,6 +18,7 @@ import attrs
 
 from tff_fedwin.algorithms import fed_win_fork
 from tff_fedwin.algorithms import runners
+from tff_fedwin.experiments import algorithm_parts
 from tff_fedwin.experiments import config as config_lib
 from tff_fedwin.experiments import context
 from tff_fedwin.experiments import registry
@@ -40,6 +41,7 @@ _FORK_FIELDS = (
     'client_lr_schedule',
     'client_lr_low',
     'client_lr_cycle',
+    'client_epochs_decay_every',
     'experiment_name',
     'root_output_dir',
 )
@@ -101,6 +103,21 @@ def _schedules_part(
   return min(turn for turn in (turn_a, turn_b) if turn is not None)
 
 
+def _epochs_part(
+    a: config_lib.ExperimentConfig, b: config_lib.ExperimentConfig
+) -> Optional[int]:
+  """The first round the two configs' local epochs differ (IMA's epoch
+  decay); None if never."""
+  epochs_a, epochs_b = (
+      algorithm_parts.client_epochs_fn(c) or (lambda t, c=c: c.client_epochs)
+      for c in (a, b)
+  )
+  return next(
+      (t for t in range(1, a.total_rounds + 1) if epochs_a(t) != epochs_b(t)),
+      None,
+  )
+
+
 def _window_rebuildable(
     trunk: config_lib.ExperimentConfig, target: config_lib.ExperimentConfig
 ) -> bool:
@@ -143,6 +160,7 @@ def fork_round(
       _first_active_round(trunk),
       _first_active_round(target),
       _schedules_part(trunk, target),
+      _epochs_part(trunk, target),
   ]
   first_apart = min(b for b in bounds if b is not None)
   k = (first_apart - 1) // trunk.rounds_per_eval * trunk.rounds_per_eval

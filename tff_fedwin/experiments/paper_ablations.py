@@ -1,4 +1,4 @@
-"""Two ablations of the papers at our scale, as configurations.
+"""The papers' ablations at our scale, as configurations.
 
 `papers.paper_experiments` adds them, built from its own rows so that the
 rows they share with another experiment are the same configs (one run,
@@ -12,8 +12,12 @@ rows they share with another experiment are the same configs (one run,
 * `ima_decays` (IMA Table 3): IMA on FedAvg with the client decay schemes
   from t_s on: exponential (IMA's own, `ima`), a small constant rate
   (`ima_constant`), cyclic (`ima_cyclic`) and no additional decay (the
-  baselines' 0.99^t, `decay`), beside `ima`'s no-window row. IMA's epoch
-  decay (one local epoch fewer every 20 rounds) is not implemented.
+  baselines' 0.99^t, `decay`), beside `ima`'s no-window row.
+* `ima_epoch_decay` (IMA Table 3's epoch decay, one local epoch fewer every
+  20 of IMA's 100 rounds): it needs several epochs, so it is built on
+  `ima_local_setup` (5 epochs, IMA from round 225 of 300): IMA, IMA with
+  the baselines' 0.99^t only ("NA") and that with one epoch fewer every 15
+  rounds (5, 4, 3, 2, 1 over IMA's 75 rounds, as the paper's 5 steps).
 """
 
 import attrs
@@ -41,6 +45,8 @@ IMA_DECAY_SCHEMES = {
     ),
     'IMA NA decay': dict(client_lr_schedule='decay'),
 }
+# `ima_epoch_decay`'s period: IMA's 20 of 100 rounds, here 15 of 75.
+IMA_EPOCH_DECAY_EVERY = 15
 
 
 def wima_window_part(
@@ -70,3 +76,24 @@ def ima_decays(
         ima['fedavg alpha=0.1 IMA'], **flags
     )
   return rows
+
+
+def ima_epoch_decay(
+    ima_local_setup: dict[str, config_lib.ExperimentConfig],
+) -> dict[str, config_lib.ExperimentConfig]:
+  """{row: config}: `ima_local_setup`'s FedAvg rows without a window and
+  with IMA, IMA with no additional decay, and that with the epoch decay."""
+  ima = ima_local_setup['fedavg alpha=0.1 IMA']
+  na_decay = attrs.evolve(ima, client_lr_schedule='decay')
+  return {
+      'fedavg alpha=0.1 no window': ima_local_setup[
+          'fedavg alpha=0.1 no window'
+      ],
+      'fedavg alpha=0.1 IMA': ima,
+      'fedavg alpha=0.1 IMA NA decay': na_decay,
+      f'fedavg alpha=0.1 IMA epoch decay P={IMA_EPOCH_DECAY_EVERY}': (
+          attrs.evolve(
+              na_decay, client_epochs_decay_every=IMA_EPOCH_DECAY_EVERY
+          )
+      ),
+  }

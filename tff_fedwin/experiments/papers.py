@@ -154,6 +154,9 @@ def paper_experiments(
       table['mnist_wima']
   )
   table['ima_decays'] = paper_ablations.ima_decays(table['ima'])
+  table['ima_epoch_decay'] = paper_ablations.ima_epoch_decay(
+      table['ima_local_setup']
+  )
   # IMA Table 1's shape: IMA on each algorithm of the table we have
   # (FedFA is not here), alpha = 0.1, 40 rounds as `ima`
   # (whose FedAvg and FedAdam rows these are); FedYogi, which IMA set back

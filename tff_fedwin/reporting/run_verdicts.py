@@ -62,9 +62,18 @@ IMA_DECAY_PAIRS = tuple(
     (_IMA_FEDAVG, f'fedavg alpha=0.1 {other}')
     for other in ('IMA const lr', 'IMA cyclic c=5', 'IMA NA decay', 'no window')
 )
+# The epoch decay (`paper_ablations.ima_epoch_decay`): against IMA and
+# against the same without it (NA decay).
+_EPOCH_DECAY = 'fedavg alpha=0.1 IMA epoch decay P=15'
+IMA_EPOCH_DECAY_PAIRS = (
+    (_IMA_FEDAVG, _EPOCH_DECAY),
+    (_EPOCH_DECAY, 'fedavg alpha=0.1 IMA NA decay'),
+    (_IMA_FEDAVG, 'fedavg alpha=0.1 no window'),
+)
 ROW_COMPARISONS = {
     'ima_algorithms': IMA_TABLE_PAIRS + IMA_YOGI_SPLIT,
     'ima_decays': IMA_DECAY_PAIRS,
+    'ima_epoch_decay': IMA_EPOCH_DECAY_PAIRS,
     'ima': _IMA_ROWS,
     'ima_local_setup': _IMA_ROWS,
     'ima_early_start': ((_IMA_FEDAVG, _IMA_BASE), _IMA_ADAM),
