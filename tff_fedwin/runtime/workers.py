@@ -142,6 +142,14 @@ class LocalWorker:
   def is_running(self) -> bool:
     return self._process.poll() is None
 
+  def exits_within(self, seconds: float) -> bool:
+    """Whether the worker has exited, or does within `seconds`."""
+    try:
+      self._process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+      return False
+    return True
+
   def stop(self, timeout_seconds: float = 10.0) -> None:
     """Stops the worker: SIGTERM, then SIGKILL after `timeout_seconds`.
 
@@ -382,6 +390,11 @@ def _check_alive_and_in_time(
     )
 
 
+# How long `_find_listener` waits for a worker whose /proc entries vanished
+# to exit.
+_EXIT_GRACE_SECONDS = 1.0
+
+
 def _find_listener(worker: LocalWorker) -> bool:
   """Sets `worker.host` to where it listens on its port; False if nowhere yet.
 
@@ -396,7 +409,10 @@ def _find_listener(worker: LocalWorker) -> bool:
         a for a, p in loopback.listening_sockets(worker.pid) if p == worker.port
     )
   except loopback.WorkerConfinementError:
-    if not worker.is_running():
+    # A worker that is exiting (e.g. its port was taken) loses its /proc
+    # entries before it can be reaped: give it a second to be, so that its
+    # own error is reported rather than /proc's silence.
+    if worker.exits_within(_EXIT_GRACE_SECONDS):
       return False  # Reported by _check_alive_and_in_time.
     raise
   if not addresses:
