@@ -24,9 +24,6 @@ from tff_fedwin.algorithms import fednova as fednova_lib
 from tff_fedwin.algorithms import scheduled_client_work
 from tff_fedwin.algorithms import sharpness as sharpness_lib
 
-CLIENT_LOSSES = client_training.CLIENT_LOSSES
-WINDOW_MODES = window_math.MODES  # 'evaluate' (WiMA), 'broadcast' (IMA).
-
 ClientLearningRateFn = scheduled_client_work.ClientLearningRateFn
 
 

@@ -70,10 +70,6 @@ class FedDyn(algorithm.ClientStateAlgorithm):
     self._alpha = float(alpha)
 
   @property
-  def alpha(self) -> float:
-    return self._alpha
-
-  @property
   def name(self) -> str:
     return 'feddyn'
 

@@ -17,13 +17,11 @@ import tensorflow_federated as tff
 
 from tff_fedwin import round_runner
 from tff_fedwin.aggregators import program_window
-from tff_fedwin.aggregators import round_model_files
 from tff_fedwin.aggregators import window_readout
 from tff_fedwin.algorithms import extra_windows
 
 ModelWeights = tff.learning.models.ModelWeights
 ProgramWindow = program_window.ProgramWindow
-WindowFilesError = round_model_files.WindowFilesError
 WindowSizesMismatchError = program_window.WindowSizesMismatchError
 extra_window_name = extra_windows.extra_window_name
 
@@ -94,10 +92,6 @@ class ProgramWindowRunner(round_runner.RoundRunner):
       )
     self._runner = runner
     self._window = window
-
-  @property
-  def runner(self) -> Any:
-    return self._runner
 
   @property
   def takes_client_ids(self) -> bool:

@@ -29,12 +29,9 @@ from tff_fedwin.algorithms.client_state import types
 # The family's names under SCAFFOLD's, as before the plug-in.
 ScaffoldServerState = types.ServerState
 ScaffoldClientState = types.ClientState
-ScaffoldClientResult = types.ClientResult
 ScaffoldProcess = process.ClientStateProcess
 initial_client_state = client.initial_client_state
 model_weights_to_evaluate = process.model_weights_to_evaluate
-CLIENT_LOSSES = client.CLIENT_LOSSES
-LABEL_KEY = client.LABEL_KEY
 
 
 @tf.function

@@ -70,10 +70,8 @@ LeafCache = leaf_cache_entry.LeafCache
 _from_index = leaf_cache_entry.from_index
 # `<cache_dir>/stat_keys/<stat_key>`: the content key of those exact files.
 STAT_KEYS = 'stat_keys'
-LeafDataError = leaf.LeafDataError
 _CRC_CHUNK = 4 * 2**20
-# The cache's file names and record sizes (`leaf_convert` writes them).
-client_file_name = leaf_convert.client_file_name
+# The cache's record sizes (`leaf_convert` writes them).
 record_bytes = leaf_convert.record_bytes
 
 

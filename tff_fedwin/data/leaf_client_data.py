@@ -78,10 +78,6 @@ class LeafClientData(tff.simulation.datasets.ClientData):
     self._spec = _element_spec(cache.kind, cache.x_width)
 
   @property
-  def cache(self) -> LeafCache:
-    return self._cache
-
-  @property
   def client_ids(self) -> list[str]:
     return list(self._cache.client_ids)
 

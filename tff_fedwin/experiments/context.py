@@ -7,7 +7,6 @@ from tff_fedwin.experiments import worker_flags
 
 # The flags' syntax (`worker_flags`, importable without TensorFlow).
 parse_workers = worker_flags.parse_workers
-check_shared_dir_flags = worker_flags.check_shared_dir_flags
 
 
 def execution_context(

@@ -35,7 +35,6 @@ from tff_fedwin.training import outputs
 from tff_fedwin.training import runner as runner_lib
 from tff_fedwin.training import sampling
 
-SERVER_MOMENTUM = algorithm_parts.SERVER_MOMENTUM
 # 'auto' keeps a window above this many bytes of slots in the program: e.g.
 # 7 models of the 1.2M-parameter EMNIST CNN (4.8 MB each).
 AUTO_PROGRAM_WINDOW_BYTES = 32 * 2**20

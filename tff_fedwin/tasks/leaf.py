@@ -74,7 +74,6 @@ from tff_fedwin.tasks import text as text_lib
 LeafDataError = leaf_data.LeafDataError
 LeafOptions = leaf_kinds.LeafOptions
 _NAMES = leaf_kinds.NAMES
-synthetic_log_reg = leaf_models.synthetic_log_reg
 DEFAULT_FEMNIST_MODEL = 'cnn_dropout'
 FEMNIST_INPUT_SHAPE = (28, 28, 1)
 

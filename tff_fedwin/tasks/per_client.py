@@ -17,10 +17,6 @@ import numpy as np
 
 from tff_fedwin import errors
 
-# Per-example sums (`evaluation._example_sums`): loss over the scored
-# positions, scored positions, correct, positions counted for the accuracy.
-LOSS, SCORED, CORRECT, COUNTED = range(4)
-
 
 class PerClientEvaluationError(errors.InputError):
   """`--eval_per_client` cannot be done for this task or test set."""

@@ -52,21 +52,13 @@ from tff_fedwin.tasks import tff_baselines
 Task = task_lib.Task
 TaskOptions = task_options_lib.TaskOptions
 DataUnavailableError = tff_baselines.DataUnavailableError
-STACKOVERFLOW_VOCAB_SIZE = tff_baselines.STACKOVERFLOW_VOCAB_SIZE
 # The `shakespeare` task's character ids (padding, OOV, BOS, EOS included).
 SHAKESPEARE_VOCAB_SIZE = shakespeare_data.VOCAB_SIZE
 
 # The choices live in `tff_fedwin.choices` (checked before TensorFlow loads).
 TASKS = choices.TASKS
-# `leaf`: what the LEAF directory holds; 'auto' recognizes it from the data.
-LEAF_KINDS = choices.LEAF_KINDS
-# `text`: next-word or next-character prediction.
-TEXT_LEVELS = choices.TEXT_LEVELS
-IMAGE_MODELS = image_models.IMAGE_MODELS
 # What a task evaluates on; 'validation' is `mnist`'s only.
 EVAL_SPLITS = sources.MNIST_HELD_OUT_SPLITS
-# Tasks whose labels are one class per example (WSM's class proportions).
-CLASSIFICATION_TASKS = choices.CLASSIFICATION_TASKS
 
 
 # The small CNN of `mnist` and `npz` (`--model=cnn`), by its old name.

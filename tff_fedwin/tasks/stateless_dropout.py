@@ -27,12 +27,6 @@ from typing import Any
 
 import tensorflow as tf
 
-from tff_fedwin import version
-
-# The rule deciding every mask drawn here; a run records it
-# (`tff_fedwin.experiments.run_record`).
-DROPOUT_MASKS = version.DROPOUT_MASKS
-
 
 def mask_seed(inputs: tf.Tensor, seed: int, stream: int) -> tf.Tensor:
   """The int64 [2] stateless seed of the mask applied to `inputs`.

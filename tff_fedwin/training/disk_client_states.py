@@ -95,11 +95,6 @@ class DiskClientStateStore:
     """The size of the population."""
     return len(self._rows)
 
-  @property
-  def state_bytes(self) -> int:
-    """Bytes of one client's state."""
-    return self._spec.nbytes
-
   @classmethod
   def create(
       cls,

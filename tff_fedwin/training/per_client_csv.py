@@ -23,10 +23,8 @@ from typing import Optional
 import numpy as np
 
 from tff_fedwin.training import client_metrics
-from tff_fedwin.training import outputs
 from tff_fedwin.training import row_files
 
-PER_CLIENT_CSV = outputs.PER_CLIENT_CSV
 MANIFEST_KEY = 'per_client_csv'
 _CHUNK = 1 << 22
 

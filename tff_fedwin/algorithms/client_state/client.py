@@ -19,7 +19,6 @@ from tff_fedwin.losses import labels as labels_lib
 
 ModelFn = Callable[[], tff.learning.models.VariableModel]
 
-CLIENT_LOSSES = client_training.CLIENT_LOSSES
 # Where WSM reads the labels of a mapping batch (tuple batches: element 1).
 LABEL_KEY = labels_lib.DEFAULT_LABEL_KEY
 
@@ -139,7 +138,7 @@ def build_client_update(
     model_fn: A no-arg callable returning a `tff.learning.models.VariableModel`.
     algorithm: The `ClientStateAlgorithm` (SCAFFOLD, FedDyn).
     client_learning_rate: The client learning rate lr.
-    client_loss: One of `CLIENT_LOSSES`.
+    client_loss: One of `client_training.CLIENT_LOSSES`.
     num_classes: The number of classes C; required for `'wsm'`.
     weight_decay: wd >= 0, the client weight decay
       (`client_training.weight_decay_gradient`); 0 adds nothing.
@@ -157,7 +156,7 @@ def build_client_update(
     The client step, a `tf.function`.
 
   Raises:
-    ValueError: If `client_loss` is not one of `CLIENT_LOSSES`, `'wsm'` is
+    ValueError: If `client_loss` is not one of `client_training.CLIENT_LOSSES`, `'wsm'` is
       asked without a positive `num_classes`, or `loop_implementation` is not
       a form of `client_loop.LOOP_FORMS` or `None`.
   """
