@@ -34,6 +34,20 @@ class ScheduledClientWorkState(NamedTuple):
   round_num: Any
 
 
+def rate_of_next_round(
+    client_learning_rate_fn: ClientLearningRateFn, completed_rounds: Any
+) -> tf.Tensor:
+  """lr_t of the round being run, t = `completed_rounds` + 1 (float32, TF).
+
+  The client-state family's clients and server (its metrics) evaluate the
+  schedule this way from the server state's completed rounds.
+  """
+  return tf.cast(
+      client_learning_rate_fn(tf.cast(completed_rounds, tf.int32) + 1),
+      tf.float32,
+  )
+
+
 def build_scheduled_client_work(
     client_work: tff.learning.templates.ClientWorkProcess,
     client_learning_rate_fn: ClientLearningRateFn,

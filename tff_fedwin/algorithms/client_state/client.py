@@ -12,6 +12,7 @@ from tff_fedwin.algorithms import client_model
 from tff_fedwin.algorithms import client_training
 from tff_fedwin.algorithms import reference_gradient
 from tff_fedwin.algorithms import optimizer_steps
+from tff_fedwin.algorithms import scheduled_client_work
 from tff_fedwin.algorithms import sharpness as sharpness_lib
 from tff_fedwin.algorithms.client_state import algorithm as algorithm_lib
 from tff_fedwin.algorithms.client_state import types
@@ -178,8 +179,8 @@ def build_client_update(
     else the constant rate and None."""
     if client_learning_rate_fn is None:
       return client_learning_rate, None
-    rate = tf.cast(
-        client_learning_rate_fn(tf.cast(round_num, tf.int32) + 1), tf.float32
+    rate = scheduled_client_work.rate_of_next_round(
+        client_learning_rate_fn, round_num
     )
     return rate, {'learning_rate': rate}
 

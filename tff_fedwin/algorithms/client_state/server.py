@@ -7,6 +7,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_fedwin.aggregators import window_math
+from tff_fedwin.algorithms import scheduled_client_work
 from tff_fedwin.algorithms.client_state import algorithm as algorithm_lib
 from tff_fedwin.algorithms.client_state import types
 
@@ -163,9 +164,8 @@ def next_server_state(
   metrics = round_metrics(sums)
   if client_learning_rate_fn is not None:
     metrics['client_work'] = collections.OrderedDict(
-        client_learning_rate=tf.cast(
-            client_learning_rate_fn(tf.cast(state.round_num, tf.int32) + 1),
-            tf.float32,
+        client_learning_rate=scheduled_client_work.rate_of_next_round(
+            client_learning_rate_fn, state.round_num
         )
     )
   window = state.window
