@@ -291,23 +291,24 @@ def test_a_window_sweep_is_one_evaluate_mode_run_per_trajectory(
 
 def test_the_algorithm_tables_put_the_window_on_every_algorithm():
   wima = TABLE['wima_algorithms']
-  # Every --algorithm (MIME three times: SGD at server rates 1 and 0.1,
-  # WiMA's grid, and SGDm), FedSAM and FedASAM (FedAvg with SAM/ASAM
+  # Every --algorithm (MIME four times: SGD at server rates 1 and 0.1,
+  # WiMA's grid, SGD with 10 local steps at most, and SGDm), FedSAM and FedASAM (FedAvg with SAM/ASAM
   # clients), each with a W = 10 evaluate-mode window at alpha = 0.05.
   assert sorted({c.algorithm for c in wima.values()}) == sorted(
       experiments.ALGORITHMS
   )
   assert sorted(c.client_sharpness for c in wima.values()) == sorted(
-      ['none'] * (len(experiments.ALGORITHMS) + 2) + ['sam', 'asam']
+      ['none'] * (len(experiments.ALGORITHMS) + 3) + ['sam', 'asam']
   )
   assert sorted(
-      (label, c.mime_beta, c.server_learning_rate)
+      (label, c.mime_beta, c.server_learning_rate, c.client_max_elements)
       for label, c in wima.items()
       if c.algorithm == 'mime'
   ) == [
-      ('mime beta=0.0 alpha=0.05 W=10', 0.0, 1.0),
-      ('mime beta=0.0 alpha=0.05 slr=0.1 W=10', 0.0, 0.1),
-      ('mime beta=0.9 alpha=0.05 W=10', 0.9, 1.0),
+      ('mime beta=0.0 alpha=0.05 W=10', 0.0, 1.0, 0),
+      ('mime beta=0.0 alpha=0.05 slr=0.1 W=10', 0.0, 0.1, 0),
+      ('mime beta=0.0 max_elements=200 alpha=0.05 W=10', 0.0, 1.0, 200),
+      ('mime beta=0.9 alpha=0.05 W=10', 0.9, 1.0, 0),
   ]
   fedgma = [c for c in wima.values() if c.algorithm == 'fedgma']
   assert [c.fedgma_threshold for c in fedgma] == [0.8]  # IMA Table 5

@@ -51,6 +51,10 @@ _MIME_ROWS = {
     ' beta=0.0': dict(mime_beta=0.0),
     ' beta=0.0 slr=0.1': dict(mime_beta=0.0, server_learning_rate=0.1),
     ' beta=0.9': dict(mime_beta=0.9),
+    # At most 200 examples (10 steps) per client and round: the largest
+    # clients' drift that keeps MIME SGD at chance here (docs/design.md sec.
+    # 4.9) capped.
+    ' beta=0.0 max_elements=200': dict(mime_beta=0.0, client_max_elements=200),
 }
 _SHARPNESS_ROWS = {
     'fedsam': dict(client_sharpness='sam', sam_rho=0.05),
