@@ -157,9 +157,10 @@ def build_client_update(
     The client step, a `tf.function`.
 
   Raises:
-    ValueError: If `client_loss` is not one of `client_training.CLIENT_LOSSES`, `'wsm'` is
-      asked without a positive `num_classes`, or `loop_implementation` is not
-      a form of `client_loop.LOOP_FORMS` or `None`.
+    ValueError: If `client_loss` is not one of
+      `client_training.CLIENT_LOSSES`, `'wsm'` is asked without a positive
+      `num_classes`, or `loop_implementation` is not a form of
+      `client_loop.LOOP_FORMS` or `None`.
   """
   loop_implementation = client_loop.client_loop(loop_implementation)
   training = client_training.build_client_training(
