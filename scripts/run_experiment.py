@@ -316,6 +316,25 @@ flags.DEFINE_float(
     "whose clients' sign agreement is above tau counts fully, the others "
     'scaled by their agreement; required with --algorithm=fedgma (IMA: 0.8).',
 )
+flags.DEFINE_float(
+    'fedfa_lambda',
+    _DEFAULTS.fedfa_lambda,
+    "FedFA's anchor-loss weight lambda >= 0; required with --algorithm=fedfa "
+    "(the IMA authors' code: 0.1).",
+)
+flags.DEFINE_float(
+    'fedfa_momentum',
+    _DEFAULTS.fedfa_momentum,
+    "FedFA's anchor momentum m in [0, 1]; required with --algorithm=fedfa "
+    "(the IMA authors' code: 0.5; IMA Table 5: 0.9).",
+)
+flags.DEFINE_integer(
+    'fedfa_calibration_start_round',
+    _DEFAULTS.fedfa_calibration_start_round,
+    'FedFA calibrates the classifier on the anchors in the rounds t >= this '
+    "(>= 1); required with --algorithm=fedfa (the IMA authors' code: "
+    'floor(R / 4) + 2 of R rounds).',
+)
 # Window.
 flags.DEFINE_integer(
     'window_size',

@@ -96,6 +96,7 @@ CLIENT_STATE_FAMILY = (
     'fedacg',
     'mime',
     'fedgma',
+    'fedfa',
 )
 # --client_states: where their per-client states live.
 CLIENT_STATE_KINDS = ('auto', 'memory', 'disk')

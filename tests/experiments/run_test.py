@@ -119,6 +119,17 @@ SMOKE_CASES = {
         window_size=2,
         client_states='memory',
     ),
+    # FedFA: a server vector not shaped like x (the anchors and the round's
+    # examples) in the checkpoint; the calibration from round 3, after the
+    # resume.
+    'fedfa_ima': dict(
+        algorithm='fedfa',
+        fedfa_lambda=0.1,
+        fedfa_momentum=0.5,
+        fedfa_calibration_start_round=3,
+        window_size=2,
+        window_mode='broadcast',
+    ),
 }
 
 
@@ -446,6 +457,7 @@ RESUME_CASES = {
     'scaffold_dropout_disk': 'scaffold_dropout_disk',
     'adabest_disk': 'adabest_disk',
     'adabest_memory': 'adabest_memory',
+    'fedfa_ima': 'fedfa_ima',
 }
 # Every column but the timings: what the run trained and evaluated.
 TIMING_COLUMNS = ('round_time_seconds', 'eval_time_seconds')

@@ -1,6 +1,6 @@
 """Independent numpy arithmetic of the client-state family for wiring_test.py.
 
-FedDyn, FedCM, FedACG, AdaBest, MIME and FedGMA, each from its paper's algorithm
+FedDyn, FedCM, FedACG, AdaBest, MIME, FedGMA and FedFA, each from its paper's algorithm
 (the references in each docstring), in float64 on `wiring_reference`'s
 network, client SGD and batch gradients (no tff_fedwin imports). Every
 client takes part in every round. `client_learning_rate` is lr_l, or (FedDyn,
@@ -9,8 +9,10 @@ FedCM, FedGMA) the list of round t's lr_l, t = 1, 2, ... (a client schedule).
 
 import numpy as np
 
+from tests import fedfa_reference as fedfa_ref
 from tests.experiments.wiring_reference import batch_gradient
 from tests.experiments.wiring_reference import client_sgd
+from tests.experiments.wiring_reference import unflatten
 
 
 def _rate(client_learning_rate, t):
@@ -296,6 +298,50 @@ def fedgma(
     agreement = np.abs(np.mean(np.sign(deltas), axis=0))
     mask = np.where(agreement > threshold, 1.0, agreement)
     kept.append(x + server_learning_rate * mask * np.mean(deltas, axis=0))
+    models.append(kept[-1])
+    _windowed(models, kept, t, ima_window)
+  return models
+
+
+def fedfa(
+    model,
+    w0,
+    client_batches,
+    *,
+    rounds,
+    anchor_lambda,
+    momentum,
+    calibration_start_round,
+    client_learning_rate,
+    server_learning_rate,
+    ima_window=None,
+    aggregates=None,
+):
+  """FedFA (Zhou et al. 2023, as the IMA authors run it), all N clients.
+
+  Round t + 1 (t = 0, 1, ...) is `tests.fedfa_reference.np_fedfa_round` on
+  the network's (W1, b1, W2, b2), from anchors the first C rows of the
+  d x d identity: the anchor loss from t >= 1, the calibration for
+  t + 1 >= `calibration_start_round`. IMA and `aggregates` as in `feddyn`. Returns
+  [x^0, ..., x^rounds].
+  """
+  _, hidden, num_classes = model.shape
+  anchors = np.eye(hidden)[:num_classes]
+  models = [w0]
+  kept = [] if aggregates is None else aggregates
+  for t in range(rounds):
+    new, anchors, _ = fedfa_ref.np_fedfa_round(
+        list(unflatten(models[-1], *model.shape)),
+        anchors,
+        client_batches,
+        lr=_rate(client_learning_rate, t),
+        server_lr=server_learning_rate,
+        lam=anchor_lambda,
+        momentum=momentum,
+        anchor_loss=t >= 1,
+        calibrate=t + 1 >= calibration_start_round,
+    )
+    kept.append(np.concatenate([p.ravel() for p in new]))
     models.append(kept[-1])
     _windowed(models, kept, t, ima_window)
   return models

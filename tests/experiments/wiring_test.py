@@ -761,6 +761,31 @@ CASES = [
         ),
         id='fedgma_wsm_ima',
     ),
+    # FedFA with an IMA window: round 1 cross-entropy only, the anchor loss
+    # from round 2, the classifier's calibration from round 3.
+    pytest.param(
+        dict(
+            algorithm='fedfa',
+            fedfa_lambda=0.5,
+            fedfa_momentum=0.5,
+            fedfa_calibration_start_round=3,
+            server_learning_rate=0.9,
+            window_size=2,
+            window_mode='broadcast',
+            window_start_round=IMA_START,
+            client_lr_schedule='ima',
+        ),
+        _client_state_family(
+            family_ref.fedfa,
+            0.9,
+            IMA_LEARNING_RATES,
+            anchor_lambda=0.5,
+            momentum=0.5,
+            calibration_start_round=3,
+            ima_window=(2, IMA_START),
+        ),
+        id='fedfa_ima',
+    ),
     # The window on part of the model (WiMA Table 5): the evaluated model's
     # classifier, or everything but it, is the window's; the rest w^t.
     pytest.param(

@@ -19,6 +19,8 @@ from tff_fedwin.algorithms.feddyn import build_feddyn
 from tff_fedwin.algorithms.feddyn import FedDyn
 from tff_fedwin.algorithms.fedgma import build_fedgma
 from tff_fedwin.algorithms.fedgma import FedGma
+from tff_fedwin.algorithms.fedfa import build_fedfa
+from tff_fedwin.algorithms.fedfa import FedFa
 from tff_fedwin.algorithms.fednova import FedNovaFactory
 from tff_fedwin.algorithms.fednova import build_fednova
 from tff_fedwin.algorithms.mime import build_mime

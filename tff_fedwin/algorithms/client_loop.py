@@ -195,6 +195,7 @@ def train_client(
     step_input: Any = (),
     optimizer_hparams: Any = None,
     loop_implementation: LoopForm = HELD_BATCHES,
+    feature_state: Any = (),
 ) -> Any:
   """One client's training: `client_init`, the loop, `client_final`.
 
@@ -209,6 +210,7 @@ def train_client(
     step_input: What the gradient transform reads (see `ClientStepState`).
     optimizer_hparams: The optimizer's hyperparameters, or `None`.
     loop_implementation: A form of `LOOP_FORMS` (see `client_loop`).
+    feature_state: The feature step's initial state (FedFA), or `()`.
 
   Returns:
     The `client_training.ClientOutput`.
@@ -222,7 +224,7 @@ def train_client(
   elif label_key is not None:
     class_data = batches = replayable(dataset)
   step_state = training.client_init(
-      initial_weights, class_data, step_input, optimizer_hparams
+      initial_weights, class_data, step_input, optimizer_hparams, feature_state
   )
   step_state = run_client_loop(
       training.client_step, step_state, batches, loop_implementation

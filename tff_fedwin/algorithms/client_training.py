@@ -17,6 +17,7 @@ import tensorflow_federated as tff
 
 from tff_fedwin import checks
 from tff_fedwin import choices
+from tff_fedwin.algorithms import feature_steps
 from tff_fedwin.algorithms import gradient_transforms
 from tff_fedwin.algorithms import optimizer_steps
 from tff_fedwin.algorithms import reference_gradient
@@ -50,6 +51,7 @@ class ClientStepState(NamedTuple):
       the batch size (0 if the model reports no loss).
     start_trainable: The client's start weights, flat, with
       `subtract_start_gradient` (MIME); `()` without.
+    feature_state: The `feature_step`'s state (FedFA); `()` without.
   """
 
   optimizer_state: Any
@@ -59,6 +61,7 @@ class ClientStepState(NamedTuple):
   num_steps: Any
   loss_sum: Any
   start_trainable: Any = ()
+  feature_state: Any = ()
 
 
 class ClientOutput(NamedTuple):
@@ -70,6 +73,7 @@ class ClientOutput(NamedTuple):
     num_examples: int64, examples processed.
     num_steps: int64, batches processed.
     loss_sum: float32, see `ClientStepState`.
+    feature_state: The `feature_step`'s state after the loop; `()` without.
   """
 
   model_delta: Any
@@ -77,6 +81,7 @@ class ClientOutput(NamedTuple):
   num_examples: Any
   num_steps: Any
   loss_sum: Any
+  feature_state: Any = ()
 
 
 class ClientTraining(NamedTuple):
@@ -159,7 +164,11 @@ def _build_client_init(
 
   @tf.function
   def client_init(
-      initial_weights, dataset, step_input=(), optimizer_hparams=None
+      initial_weights,
+      dataset,
+      step_input=(),
+      optimizer_hparams=None,
+      feature_state=(),
   ):
     tf.nest.map_structure(
         lambda v, t: v.assign(t), model_weights, initial_weights
@@ -183,6 +192,7 @@ def _build_client_init(
             if keep_start
             else ()
         ),
+        feature_state=feature_state,
     )
 
   return client_init
@@ -218,6 +228,8 @@ def _build_client_step(
     weight_decay,
     sharpness,
     subtract_start_gradient,
+    feature_step,
+    label_key,
 ):
   """`client_step`: one optimizer step on the batch's (transformed) gradient."""
 
@@ -228,7 +240,19 @@ def _build_client_step(
           model, trainable, batch_loss, batch, step_state.class_proportions
       )
 
-    output, gradients = gradient_at()
+    if feature_step is None:
+      output, gradients = gradient_at()
+    else:
+      output, gradients, features, labels = feature_steps.batch_gradient(
+          model,
+          trainable,
+          batch_loss,
+          batch,
+          step_state.class_proportions,
+          feature_step,
+          step_state.feature_state,
+          label_key,
+      )
     if sharpness is not None:
       gradients = sharpness_lib.perturbed_gradient(
           sharpness, model, trainable, gradients, gradient_at
@@ -250,6 +274,11 @@ def _build_client_step(
     )
     for variable, value in zip(tf.nest.flatten(trainable), new_trainable):
       variable.assign(value)
+    feature_state = step_state.feature_state
+    if feature_step is not None:
+      feature_state = feature_step.after_step(
+          feature_state, model, features, labels
+      )
     batch_size = _batch_size(output)
     loss_sum = step_state.loss_sum
     if output.loss is not None:
@@ -261,6 +290,7 @@ def _build_client_step(
         num_examples=step_state.num_examples + batch_size,
         num_steps=step_state.num_steps + 1,
         loss_sum=loss_sum,
+        feature_state=feature_state,
     )
 
   return client_step
@@ -280,6 +310,7 @@ def _build_client_final(trainable):
         num_examples=step_state.num_examples,
         num_steps=step_state.num_steps,
         loss_sum=step_state.loss_sum,
+        feature_state=step_state.feature_state,
     )
 
   return client_final
@@ -296,6 +327,7 @@ def build_client_training(
     weight_decay: float = 0.0,
     sharpness: Optional[sharpness_lib.Sharpness] = None,
     subtract_start_gradient: bool = False,
+    feature_step: Optional[feature_steps.FeatureStep] = None,
 ) -> ClientTraining:
   """Builds `client_init`, `client_step` and `client_final` on `model`.
 
@@ -344,6 +376,11 @@ def build_client_training(
     subtract_start_gradient: Whether the batch gradient at the client's start
         weights is subtracted before weight decay and the transform (MIME's
         g(y; b) - g(x; b); not with `sharpness`).
+      feature_step: A `feature_steps.FeatureStep` (FedFA; `model` a
+        `FeatureModel`): its loss term joins the batch loss, its `after_step`
+        follows each step, its state starts at `client_init`'s
+        `feature_state`. None (default): neither; not with `sharpness` or
+        `subtract_start_gradient`.
 
     Returns:
       A `ClientTraining`.
@@ -355,9 +392,10 @@ def build_client_training(
   check_client_loss(client_loss, num_classes)
   checks.check_number('weight_decay', weight_decay, minimum=0)
   sharpness_lib.check_sharpness(sharpness)
-  if sharpness is not None and subtract_start_gradient:
+  if sum(map(bool, (sharpness, subtract_start_gradient, feature_step))) > 1:
     raise ValueError(
-        '`sharpness` and `subtract_start_gradient` exclude each other.'
+        '`sharpness`, `subtract_start_gradient` and `feature_step` exclude '
+        'each other.'
     )
   model_weights = tff.learning.models.ModelWeights.from_model(model)
   num_classes = num_classes if client_loss == 'wsm' else None
@@ -392,6 +430,8 @@ def build_client_training(
           weight_decay=float(weight_decay),
           sharpness=sharpness,
           subtract_start_gradient=subtract_start_gradient,
+          feature_step=feature_step,
+          label_key=label_key,
       ),
       client_final=_build_client_final(model_weights.trainable),
       class_label_key=label_key if num_classes is not None else None,

@@ -30,6 +30,7 @@ ALGORITHMS = (
     'fedacg',
     'mime',
     'fedgma',
+    'fedfa',
 )
 # The algorithms with a model-sized state per client, and all of
 # `build_client_state_process`'s (plain SGD clients, a W-slot window).
@@ -48,8 +49,10 @@ CLIENT_SCHEDULE_ALGORITHMS = tuple(a for a in ALGORITHMS if a != 'mime_lite')
 # takes neither).
 WEIGHT_DECAY_ALGORITHMS = tuple(a for a in ALGORITHMS if a != 'mime_lite')
 # Those whose clients take `--client_sharpness`: not MIME, whose second
-# gradient of a step is at x.
-SHARPNESS_ALGORITHMS = tuple(a for a in WEIGHT_DECAY_ALGORITHMS if a != 'mime')
+# gradient of a step is at x, nor FedFA, whose step reads the features.
+SHARPNESS_ALGORITHMS = tuple(
+    a for a in WEIGHT_DECAY_ALGORITHMS if a not in ('mime', 'fedfa')
+)
 # The algorithms with an adaptive server optimizer (`--server_epsilon`).
 ADAPTIVE_SERVER_ALGORITHMS = ('fedadam', 'fedyogi')
 
@@ -179,6 +182,23 @@ ALGORITHM_HPARAMS = {
             'in [0, 1]',
             lambda v: 0 <= v <= 1,
             'IMA Table 5 uses 0.8',
+        ),
+    },
+    'fedfa': {
+        'fedfa_lambda': (
+            '>= 0',
+            lambda v: v >= 0,
+            "the IMA authors' code: 0.1",
+        ),
+        'fedfa_momentum': (
+            'in [0, 1]',
+            lambda v: 0 <= v <= 1,
+            "the IMA authors' code: 0.5; IMA Table 5: 0.9",
+        ),
+        'fedfa_calibration_start_round': (
+            '>= 1',
+            lambda v: v >= 1,
+            "the IMA authors' code: floor(R / 4) + 2 of R rounds",
         ),
     },
 }

@@ -12,6 +12,7 @@ from tff_fedwin.algorithms import adabest
 from tff_fedwin.algorithms import client_state
 from tff_fedwin.algorithms import fedacg
 from tff_fedwin.algorithms import fedcm
+from tff_fedwin.algorithms import fedfa
 from tff_fedwin.algorithms import fedgma
 from tff_fedwin.algorithms import feddyn
 from tff_fedwin.algorithms import mime
@@ -124,4 +125,20 @@ def client_state_algorithm(
     return mime.Mime(config.mime_beta)
   if config.algorithm == 'fedgma':
     return fedgma.FedGma(config.fedgma_threshold)
+  if config.algorithm == 'fedfa':
+    return fedfa.FedFa(
+        config.fedfa_lambda,
+        config.fedfa_momentum,
+        config.fedfa_calibration_start_round,
+    )
   return scaffold.Scaffold()
+
+
+def client_model_fn(
+    config: config_lib.ExperimentConfig, task: tasks_registry.Task
+):
+  """The `model_fn` the clients train: the task's `feature_model_fn` for
+  FedFA (features and classifier apart), else its `model_fn`."""
+  if config.algorithm == 'fedfa':
+    return task.feature_model_fn
+  return task.model_fn

@@ -146,6 +146,9 @@ class ExperimentConfig:
   fedacg_beta: Optional[float] = None
   mime_beta: Optional[float] = None
   fedgma_threshold: Optional[float] = None
+  fedfa_lambda: Optional[float] = None
+  fedfa_momentum: Optional[float] = None
+  fedfa_calibration_start_round: Optional[int] = None
   window_size: int = 0
   window_mode: str = 'evaluate'
   window_start_round: int = 0

@@ -31,6 +31,7 @@ IMA_TABLE_ALGORITHMS = (
     'fedasam',
     'fednova',
     'fedgma',
+    'fedfa',
     'fedadam',
     'fedyogi',
 )
@@ -43,7 +44,15 @@ _ALGORITHM_HPARAMS = {
     'fedacg': dict(fedacg_lambda=0.85, fedacg_beta=0.001),
     # IMA Table 5's AND-mask threshold.
     'fedgma': dict(fedgma_threshold=0.8),
+    # The IMA authors' code's lambda and calibration start (their rounds
+    # t - 1 > R / 4; R = 40 in `ima_algorithms`: t >= 12); IMA Table 5's
+    # anchor momentum (their code's default is 0.5).
+    'fedfa': dict(
+        fedfa_lambda=0.1, fedfa_momentum=0.9, fedfa_calibration_start_round=12
+    ),
 }
+# Algorithms of IMA's Table 1 only, not WiMA's Table 2.
+_IMA_ONLY = ('fedfa',)
 # MIME's rows of WiMA Table 2: SGD (beta = 0) and SGDm (beta = 0.9), at
 # server rate 1.0 as the rest; MIME SGD also at 0.1, the other value of
 # WiMA's grid for it (eta_s in {0.1, 1}): at 1.0 it does not learn here.
@@ -88,6 +97,8 @@ def wima_algorithms(base, tuned):
   """{row: config}: each algorithm with a W = 10 window at alpha = 0.05."""
   rows = {}
   for alg in (*config_lib.ALGORITHMS, *_SHARPNESS_ROWS):
+    if alg in _IMA_ONLY:
+      continue
     flags = algorithm_flags(alg, _WIMA_ALPHA, tuned)
     rate = flags['server_learning_rate']
     shown = f' slr={rate}' if alg in ('fedavgm', *_SERVER_RATES) else ''

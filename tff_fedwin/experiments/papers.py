@@ -157,8 +157,8 @@ def paper_experiments(
   table['ima_epoch_decay'] = paper_ablations.ima_epoch_decay(
       table['ima_local_setup']
   )
-  # IMA Table 1's shape: IMA on each algorithm of the table we have
-  # (FedFA is not here), alpha = 0.1, 40 rounds as `ima`
+  # IMA Table 1's shape: IMA on each algorithm of the table, alpha = 0.1,
+  # 40 rounds as `ima`
   # (whose FedAvg and FedAdam rows these are); FedYogi, which IMA set back
   # (RESULTS.md sec. 2d), also with the schedule alone.
   table['ima_algorithms'] = _ima_experiment(

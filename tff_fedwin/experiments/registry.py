@@ -234,7 +234,7 @@ def _client_state_runner(
     transfer = transfer_modes.client_state_transfer(config)
   algorithm = algorithm_parts.client_state_algorithm(config)
   process = client_state.build_client_state_process(
-      task.model_fn,
+      algorithm_parts.client_model_fn(config, task),
       algorithm,
       client_learning_rate=config.client_learning_rate,
       server_learning_rate=config.server_learning_rate,
@@ -282,6 +282,7 @@ RUNNER_BUILDERS: Mapping[str, RunnerBuilder] = types.MappingProxyType(
         'fedacg': _client_state_runner,
         'mime': _client_state_runner,
         'fedgma': _client_state_runner,
+        'fedfa': _client_state_runner,
     }
 )
 

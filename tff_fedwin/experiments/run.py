@@ -70,6 +70,12 @@ def create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
   task = task_lib.with_max_elements(
       task, config.client_max_elements, config.client_batch_size
   )
+  if config.algorithm == 'fedfa' and task.feature_model_fn is None:
+    raise config_lib.InputDataError(
+        f'--algorithm=fedfa needs a model with its features apart (a '
+        f'Sequential image model); --task={config.task} has none (tasks with '
+        'one: mnist, npz).'
+    )
   if config.client_epochs_decay_every and not sampling.takes_epochs(
       task.preprocess_fn
   ):

@@ -40,7 +40,7 @@ def check_sharpness_flags(
         f'--client_sharpness is supported with --algorithm='
         f'{", ".join(algorithms)}; got {config.algorithm!r} (TFF\'s Mime Lite '
         "builder runs its own client steps; MIME's second gradient of a "
-        'step is at x).'
+        "step is at x; FedFA's step reads the features)."
     )
   if not config.sam_rho > 0:
     problems.add(

@@ -51,6 +51,7 @@ SERVER_OPTIMIZERS = {
     'fedacg': 'sgd',
     'mime': 'sgd',
     'fedgma': 'sgd',
+    'fedfa': 'sgd',
     'mime_lite': 'sgd',
     'fedavgm': 'sgdm',
     'fedadam': 'adam',

@@ -46,6 +46,7 @@ IMA_TABLE_PAIRS = tuple(
         'fedasam',
         'fednova',
         'fedgma',
+        'fedfa',
         'fedadam',
         'fedyogi',
     )

@@ -99,16 +99,23 @@ def _array_task(
   element_spec = preprocess_fn(
       train_data.create_tf_dataset_for_client(train_data.client_ids[0])
   ).element_spec
-  model_fn = task_lib.classification_model_fn(
-      lambda: image_models.create_image_model(
-          model, input_shape, num_classes, seed
-      ),
-      element_spec,
+  keras_fn = lambda: image_models.create_image_model(
+      model, input_shape, num_classes, seed
   )
   test_data = tf.data.Dataset.from_tensor_slices(
       collections.OrderedDict(x=x_test, y=y_test)
   ).batch(eval_batch_size)
-  return Task(name, model_fn, train_data, preprocess_fn, test_data, num_classes)
+  return Task(
+      name,
+      task_lib.classification_model_fn(keras_fn, element_spec),
+      train_data,
+      preprocess_fn,
+      test_data,
+      num_classes,
+      feature_model_fn=task_lib.classification_feature_model_fn(
+          keras_fn, element_spec
+      ),
+  )
 
 
 def _shakespeare_task(*, batch_size, epochs, seed, shuffle_buffer=None):

@@ -14,6 +14,7 @@ import tensorflow_federated as tff
 
 from tff_fedwin import choices
 from tff_fedwin.tasks import evaluation
+from tff_fedwin.tasks import feature_model
 from tff_fedwin.tasks import per_client
 
 
@@ -39,6 +40,9 @@ class Task:
       (`per_client.TestClients`), or None for a test set without clients.
     data_kind: What the data are where the name does not say it (task
       `leaf`: the LEAF kind, `choices.LEAF_DATA_KINDS`), else None.
+    feature_model_fn: `model_fn`'s model as a `feature_model.FeatureModel`
+      (features and classifier apart; FedFA's), or None if the task has
+      none.
   """
 
   name: str
@@ -51,6 +55,7 @@ class Task:
   accuracy_excluded_labels: tuple[int, ...] = ()
   test_clients: Optional[per_client.TestClients] = None
   data_kind: Optional[str] = None
+  feature_model_fn: Optional[Callable[[], feature_model.FeatureModel]] = None
 
   def build_evaluate_fn(
       self, per_client_metrics: bool = False
@@ -84,18 +89,29 @@ class Task:
     )
 
 
+def _classification_args(element_spec) -> dict[str, Any]:
+  """`from_keras_model`'s arguments for logits: cross-entropy, accuracy (new
+  metric objects on every call)."""
+  return dict(
+      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+      input_spec=element_spec,
+      metrics=[tf.keras.metrics.SparseCategoricalAccuracy(name='accuracy')],
+  )
+
+
 def classification_model_fn(keras_fn, element_spec):
   """A `model_fn` of `keras_fn()` with logits, cross-entropy and accuracy."""
+  return lambda: tff.learning.models.from_keras_model(
+      keras_fn(), **_classification_args(element_spec)
+  )
 
-  def model_fn():
-    return tff.learning.models.from_keras_model(
-        keras_fn(),
-        loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        input_spec=element_spec,
-        metrics=[tf.keras.metrics.SparseCategoricalAccuracy(name='accuracy')],
-    )
 
-  return model_fn
+def classification_feature_model_fn(keras_fn, element_spec):
+  """`classification_model_fn`'s model as a `feature_model.FeatureModel`
+  (`keras_fn()` a `tf.keras.Sequential`): a task's `feature_model_fn`."""
+  return lambda: feature_model.FeatureModel(
+      keras_fn(), **_classification_args(element_spec)
+  )
 
 
 def classes_of_labels(largest_label: int, num_classes: int, source: str) -> int:

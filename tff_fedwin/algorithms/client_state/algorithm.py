@@ -32,6 +32,11 @@ clients send their full-batch gradient at x and the server's vector becomes
 `round_vector` of their mean) and `subtracts_start_gradient` (every local
 step's gradient is g(y; b) - g(x; b), the same batch at the start weights).
 
+One serves FedFA: `feature_step` (a `feature_steps.FeatureStep`: a loss
+term on the model's features, a step of its own after each local step, and
+the vector the client sends from its state; the server vector then need
+not be shaped like x).
+
 `tff_fedwin.algorithms.scaffold`, `feddyn` and `adabest` are the worked
 examples with client states, `fedcm`, `fedacg` and `mime` without.
 """
@@ -41,6 +46,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from tff_fedwin.algorithms import feature_steps
 from tff_fedwin.algorithms import gradient_transforms
 
 
@@ -107,6 +113,14 @@ class ClientStateAlgorithm(abc.ABC):
     """Whether each local step's gradient is g(y; b) - g(s; b), b the batch
     and s the client's start weights (MIME's correction; default False)."""
     return False
+
+  @property
+  def feature_step(self) -> feature_steps.FeatureStep | None:
+    """A step that reads the model's features (FedFA's anchors; default
+    None). With one, the model must be a `FeatureModel`, the clients get
+    the round, and the vector a client sends is the step's `sent_vector`
+    (`new_client_vector` is not called); only without client states."""
+    return None
 
   @property
   @abc.abstractmethod

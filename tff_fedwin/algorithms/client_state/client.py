@@ -173,7 +173,9 @@ def build_client_update(
       weight_decay=weight_decay,
       sharpness=sharpness,
       subtract_start_gradient=algorithm.subtracts_start_gradient,
+      feature_step=algorithm.feature_step,
   )
+  feature_step = algorithm.feature_step
 
   def round_rate(round_num):
     """(lr_t, the optimizer's hparams): the schedule's at t = round_num + 1,
@@ -200,6 +202,11 @@ def build_client_update(
         algorithm.client_start(initial_weights.trainable, server_vector),
         initial_weights.non_trainable,
     )
+    feature_state = ()
+    if feature_step is not None:
+      feature_state = feature_step.initial_state(
+          server_vector, round_num, training.model
+      )
     output = client_loop.train_client(
         training,
         start,
@@ -207,15 +214,21 @@ def build_client_update(
         algorithm.step_input(start.trainable, server_vector, client_vector),
         optimizer_hparams=hparams,
         loop_implementation=loop_implementation,
+        feature_state=feature_state,
     )
-    new_client_vector = algorithm.new_client_vector(
-        client_vector,
-        server_vector,
-        output.model_delta,
-        output.num_steps,
-        learning_rate,
-        tf.cast(rounds_since, tf.float32),
-    )
+    if feature_step is not None:
+      new_client_vector = feature_step.sent_vector(
+          output.feature_state, server_vector, output.num_examples
+      )
+    else:
+      new_client_vector = algorithm.new_client_vector(
+          client_vector,
+          server_vector,
+          output.model_delta,
+          output.num_steps,
+          learning_rate,
+          tf.cast(rounds_since, tf.float32),
+      )
     sent_vector = new_client_vector
     if client_vector is not None:
       sent_vector = tf.nest.map_structure(

@@ -302,6 +302,7 @@ def build_client_state_process(
         f"must be 'values', got {client_state_transfer!r}."
     )
   checks.check_full_gradient(algorithm, client_sharpness)
+  checks.check_feature_step(algorithm, model_fn, client_sharpness)
   if client_learning_rate_fn is not None and not callable(
       client_learning_rate_fn
   ):
@@ -309,7 +310,11 @@ def build_client_state_process(
         '`client_learning_rate_fn` must be callable or None, got '
         f'{type(client_learning_rate_fn).__name__}.'
     )
-  sends_round = algorithm.tracks_rounds or client_learning_rate_fn is not None
+  sends_round = (
+      algorithm.tracks_rounds
+      or algorithm.feature_step is not None
+      or client_learning_rate_fn is not None
+  )
   checks.check_window_args(window_size, window_mode, window_start_round)
   checks.check_model(model_fn)
   with tf.Graph().as_default():

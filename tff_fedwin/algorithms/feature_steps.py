@@ -1,0 +1,91 @@
+"""`FeatureStep`: a client step that reads the model's features (FedFA's).
+
+`client_training.build_client_training(feature_step=)` takes one. The model
+must have features phi(x) and the classifier h apart (`HasFeatures`, e.g.
+`tff_fedwin.tasks.feature_model.FeatureModel`). Each batch's training loss then gains
+`feature_step.loss` of the batch's features, and after the optimizer step
+`feature_step.after_step` runs on the features taken before it (it may also
+move weights, e.g. a step of its own on the classifier). The feature state
+rides in the loop's `ClientStepState.feature_state` and comes out in
+`ClientOutput.feature_state`. docs/design.md sec. 4.10.
+"""
+
+import collections.abc
+from collections.abc import Callable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+import tensorflow as tf
+
+from tff_fedwin.losses import labels as labels_lib
+
+
+@runtime_checkable
+class HasFeatures(Protocol):
+  """A `tff.learning.models.VariableModel` whose logits are h(phi(x))."""
+
+  def features(self, x: Any, training: bool = True) -> tf.Tensor:
+    """phi(x), the feature extractor's output."""
+
+  def classify(self, features: tf.Tensor) -> tf.Tensor:
+    """h(features), the logits."""
+
+  @property
+  def classifier_variables(self) -> list[tf.Variable]:
+    """h's trainable variables."""
+
+
+class FeatureStep(NamedTuple):
+  """How a client step uses the features (all TF, traced in the step).
+
+  Attributes:
+    initial_state: `(server_vector, round_num, model) -> state`, before the
+      client's loop: what `loss` and `after_step` read and update; round_num
+      the rounds completed (int64).
+    loss: `(features, labels, state) -> float32 scalar`, added to the batch's
+      training loss (its gradient reaches the feature extractor).
+    after_step: `(state, model, features, labels) -> state`, after the
+      optimizer step, with the batch's features before it.
+    sent_vector: `(state, server_vector, num_examples) -> vector`, after the
+      loop: the vector the client sends (summed over the round's clients).
+  """
+
+  initial_state: Callable[[Any, Any, Any], Any]
+  loss: Callable[[Any, Any, Any], Any]
+  after_step: Callable[[Any, Any, Any, Any], Any]
+  sent_vector: Callable[[Any, Any, Any], Any]
+
+
+def batch_inputs(batch: Any, input_key: str = 'x') -> Any:
+  """A batch's model inputs: `batch[input_key]` of a mapping, else
+  `batch[0]` (the labels' convention, `labels.batch_labels`)."""
+  if isinstance(batch, collections.abc.Mapping):
+    return batch[input_key]
+  return batch[0]
+
+
+def batch_gradient(
+    model,
+    trainable,
+    batch_loss,
+    batch,
+    class_proportions,
+    feature_step,
+    state,
+    label_key,
+):
+  """`(output, gradients, features, labels)`: the gradient of the batch loss
+  plus `feature_step.loss` at the model's weights; a gradient the tape does
+  not produce is 0. `features` are phi(x) of the batch, flattened to
+  [batch, d]."""
+  labels = labels_lib.batch_labels(batch, label_key)
+  with tf.GradientTape() as tape:
+    output = model.forward_pass(batch, training=True)
+    features = model.features(batch_inputs(batch), training=True)
+    features = tf.reshape(features, [tf.shape(features)[0], -1])
+    loss = batch_loss(output, batch, class_proportions)
+    loss += tf.cast(feature_step.loss(features, labels, state), loss.dtype)
+  gradients = tape.gradient(loss, trainable)
+  gradients = tf.nest.map_structure(
+      lambda g, v: tf.zeros_like(v) if g is None else g, gradients, trainable
+  )
+  return output, gradients, features, labels
