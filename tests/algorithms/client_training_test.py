@@ -17,6 +17,7 @@ import tensorflow_federated as tff
 
 from tff_fedwin.algorithms import client_loop
 from tff_fedwin.algorithms import client_training
+from tff_fedwin.algorithms import gradient_transforms
 from tff_fedwin.algorithms import optimizer_steps
 
 NUM_CLASSES = 3
@@ -209,7 +210,9 @@ class TestClientStep:
 
   def test_proximal_gradient_adds_mu_times_distance(self):
     mu = 0.5
-    training = _build(gradient_transform=client_training.proximal_gradient(mu))
+    training = _build(
+        gradient_transform=gradient_transforms.proximal_gradient(mu)
+    )
     # Start at w = (KERNEL1, BIAS1) with w_global = (KERNEL0, BIAS0).
     self._step(
         training,
@@ -234,7 +237,7 @@ class TestClientStep:
         np.array([0.1, -0.3, 0.0], np.float32),
     ]
     training = _build(
-        gradient_transform=client_training.control_variate_correction
+        gradient_transform=gradient_transforms.control_variate_correction
     )
     self._step(training, step_input=[tf.constant(c) for c in correction])
 
@@ -309,7 +312,7 @@ class TestClientStep:
         np.array([0.1, -0.3, 0.0], np.float32),
     ]
     training = _build(
-        gradient_transform=client_training.control_variate_correction,
+        gradient_transform=gradient_transforms.control_variate_correction,
         weight_decay=wd,
     )
     self._step(training, step_input=[tf.constant(c) for c in correction])

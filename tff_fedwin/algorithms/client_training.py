@@ -27,12 +27,6 @@ from tff_fedwin.losses import wsm
 
 CLIENT_LOSSES = choices.CLIENT_LOSSES
 
-# (gradients, trainable weights, step_input) -> gradients.
-GradientTransform = gradient_transforms.GradientTransform
-proximal_gradient = gradient_transforms.proximal_gradient
-control_variate_correction = gradient_transforms.control_variate_correction
-weight_decay_gradient = gradient_transforms.weight_decay_gradient
-
 
 class ClientStepState(NamedTuple):
   """What the loop over a client's batches carries (FedJAX's step state).
@@ -205,17 +199,24 @@ def _class_proportions(data, num_classes, label_key):
   return wsm.class_proportions_from_labels(data, num_classes)
 
 
-def _batch_gradient(model, trainable, batch_loss, batch, class_proportions):
-  """`(output, gradients)` of the batch loss at the model's weights; a
-  gradient the tape does not produce is 0."""
+def _batch_gradient(
+    model, trainable, batch_loss, batch, class_proportions, feature_loss=None
+):
+  """`(output, gradients, features)` of the batch loss (plus `feature_loss`'s
+  term: `batch -> (features, term)`; `features` `()` without) at the model's
+  weights; a gradient the tape does not produce is 0."""
+  features = ()
   with tf.GradientTape() as tape:
     output = model.forward_pass(batch, training=True)
     loss = batch_loss(output, batch, class_proportions)
+    if feature_loss is not None:
+      features, term = feature_loss(batch)
+      loss += tf.cast(term, loss.dtype)
   gradients = tape.gradient(loss, trainable)
   gradients = tf.nest.map_structure(
       lambda g, v: tf.zeros_like(v) if g is None else g, gradients, trainable
   )
-  return output, gradients
+  return output, gradients, features
 
 
 def _build_client_step(
@@ -238,21 +239,22 @@ def _build_client_step(
     def gradient_at():
       return _batch_gradient(
           model, trainable, batch_loss, batch, step_state.class_proportions
-      )
+      )[:2]
 
-    if feature_step is None:
-      output, gradients = gradient_at()
-    else:
-      output, gradients, features, labels = feature_steps.batch_gradient(
-          model,
-          trainable,
-          batch_loss,
-          batch,
-          step_state.class_proportions,
-          feature_step,
-          step_state.feature_state,
-          label_key,
+    feature_loss = labels = None
+    if feature_step is not None:
+      labels = labels_lib.batch_labels(batch, label_key)
+      feature_loss = feature_steps.feature_loss_fn(
+          model, feature_step, step_state.feature_state, labels
       )
+    output, gradients, features = _batch_gradient(
+        model,
+        trainable,
+        batch_loss,
+        batch,
+        step_state.class_proportions,
+        feature_loss,
+    )
     if sharpness is not None:
       gradients = sharpness_lib.perturbed_gradient(
           sharpness, model, trainable, gradients, gradient_at
@@ -263,7 +265,9 @@ def _build_client_step(
           model, trainable, start, gradient_at
       )
       gradients = tf.nest.map_structure(tf.subtract, gradients, at_start)
-    gradients = weight_decay_gradient(gradients, trainable, weight_decay)
+    gradients = gradient_transforms.weight_decay_gradient(
+        gradients, trainable, weight_decay
+    )
     if gradient_transform is not None:
       step_input = tf.nest.pack_sequence_as(trainable, step_state.step_input)
       gradients = gradient_transform(gradients, trainable, step_input)
@@ -323,7 +327,7 @@ def build_client_training(
     client_loss: str = 'ce',
     num_classes: Optional[int] = None,
     label_key: str = labels_lib.DEFAULT_LABEL_KEY,
-    gradient_transform: Optional[GradientTransform] = None,
+    gradient_transform: Optional[gradient_transforms.GradientTransform] = None,
     weight_decay: float = 0.0,
     sharpness: Optional[sharpness_lib.Sharpness] = None,
     subtract_start_gradient: bool = False,
@@ -368,8 +372,8 @@ def build_client_training(
       num_classes: The number of classes C >= 1; required for `'wsm'`.
       label_key: The labels' key in mapping batches (else `batch[1]`).
       gradient_transform: A `GradientTransform` or `None` (the plain gradient),
-        e.g. `proximal_gradient(mu)` or `control_variate_correction`.
-      weight_decay: wd >= 0, the client weight decay (`weight_decay_gradient`);
+        e.g. `gradient_transforms.proximal_gradient(mu)`.
+      weight_decay: wd >= 0, the client weight decay (`gradient_transforms.weight_decay_gradient`);
         0 (default) adds nothing.
       sharpness: A `sharpness.Sharpness` (SAM or ASAM), or None (default): the
         plain gradient.
@@ -402,7 +406,7 @@ def build_client_training(
   batch_loss = _batch_loss_fn(client_loss, label_key)
 
   def batch_gradient(step_state, batch):
-    output, gradients = _batch_gradient(
+    output, gradients, _ = _batch_gradient(
         model,
         model_weights.trainable,
         batch_loss,

@@ -17,6 +17,7 @@ from tff_fedwin import checks
 from tff_fedwin.algorithms import client_loop
 from tff_fedwin.algorithms import client_model
 from tff_fedwin.algorithms import client_training
+from tff_fedwin.algorithms import gradient_transforms
 from tff_fedwin.algorithms import optimizer_steps
 from tff_fedwin.algorithms import fednova as fednova_lib
 from tff_fedwin.algorithms import sharpness as sharpness_lib
@@ -59,7 +60,7 @@ def _build_client_update(
   """
   transform = None
   if proximal_strength > 0:
-    transform = client_training.proximal_gradient(proximal_strength)
+    transform = gradient_transforms.proximal_gradient(proximal_strength)
   training = client_training.build_client_training(
       client_model.build_client_model(model_fn),
       optimizer_step=optimizer_steps.tff_optimizer_step(optimizer),
@@ -181,7 +182,7 @@ def build_client_work(
   in one pass first (`'wsm'`, docs/design.md sec. 2), and mu =
   `proximal_strength` (FedProx, Li et al. 2020, Eq. 2) and wd =
   `weight_decay` (added to the gradient before the optimizer, as PyTorch's
-  SGD does; `client_training.weight_decay_gradient`); with `sharpness`
+  SGD does; `gradient_transforms.weight_decay_gradient`); with `sharpness`
   (FedSAM, FedASAM) the gradient of L_b is taken at w + e, SAM's or ASAM's
   ascent step (`sharpness.perturbed_gradient`). The update is
   `w_global - w` on the trainable weights; the reported metrics are the

@@ -16,8 +16,6 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import tensorflow as tf
 
-from tff_fedwin.losses import labels as labels_lib
-
 
 @runtime_checkable
 class HasFeatures(Protocol):
@@ -63,29 +61,14 @@ def batch_inputs(batch: Any, input_key: str = 'x') -> Any:
   return batch[0]
 
 
-def batch_gradient(
-    model,
-    trainable,
-    batch_loss,
-    batch,
-    class_proportions,
-    feature_step,
-    state,
-    label_key,
-):
-  """`(output, gradients, features, labels)`: the gradient of the batch loss
-  plus `feature_step.loss` at the model's weights; a gradient the tape does
-  not produce is 0. `features` are phi(x) of the batch, flattened to
-  [batch, d]."""
-  labels = labels_lib.batch_labels(batch, label_key)
-  with tf.GradientTape() as tape:
-    output = model.forward_pass(batch, training=True)
+def feature_loss_fn(model, feature_step, state, labels):
+  """`batch -> (features, term)`: phi(x) of the batch (`model.features`,
+  flattened to [batch, d]) and `feature_step.loss` of them, for the client
+  step's tape."""
+
+  def feature_loss(batch):
     features = model.features(batch_inputs(batch), training=True)
     features = tf.reshape(features, [tf.shape(features)[0], -1])
-    loss = batch_loss(output, batch, class_proportions)
-    loss += tf.cast(feature_step.loss(features, labels, state), loss.dtype)
-  gradients = tape.gradient(loss, trainable)
-  gradients = tf.nest.map_structure(
-      lambda g, v: tf.zeros_like(v) if g is None else g, gradients, trainable
-  )
-  return output, gradients, features, labels
+    return features, feature_step.loss(features, labels, state)
+
+  return feature_loss

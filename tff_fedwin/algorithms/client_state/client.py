@@ -142,7 +142,7 @@ def build_client_update(
     client_loss: One of `client_training.CLIENT_LOSSES`.
     num_classes: The number of classes C; required for `'wsm'`.
     weight_decay: wd >= 0, the client weight decay
-      (`client_training.weight_decay_gradient`); 0 adds nothing.
+      (`gradient_transforms.weight_decay_gradient`); 0 adds nothing.
     sharpness: A `sharpness.Sharpness`: g(y) is taken at y + e, SAM's or
       ASAM's ascent step (FedSAM/FedASAM clients); None: plain.
     loop_implementation: The loop over the batches: a form of
