@@ -22,6 +22,7 @@ ROWS = (
     ('FedACG (lambda 0.85, beta 0.001)', 'fedacg'),
     ('MIME SGDm (beta 0.9)', 'mime'),
     ('FedGMA (threshold 0.8)', 'fedgma'),
+    ('FedFA (lambda 0.1, momentum 0.9, calibrating)', 'fedfa'),
 )
 
 
@@ -66,14 +67,29 @@ def _timed(kind: str, model, sgd, learning_rate: float):
       'fedgma': lambda: algorithms.build_fedgma(
           model.model_fn, threshold=0.8, **shared
       ),
+      # From round 1 on: every step with the calibration, FedFA's dearest.
+      'fedfa': lambda: algorithms.build_fedfa(
+          model.feature_model_fn,
+          anchor_lambda=0.1,
+          anchor_momentum=0.9,
+          calibration_start_round=1,
+          **shared,
+      ),
   }
   shared = dict(client_learning_rate=learning_rate, total_clients=1)
   return bench.learning_process_row(builders[kind])
 
 
-def algorithm_rows(row, model, sgd, learning_rate: float, bound: str) -> list:
+# Rows whose client step reads the features (the family's `feature_model_fn`).
+_NEEDS_FEATURES = ('fedfa',)
+
+
+def algorithm_rows(
+    row, model, sgd, learning_rate: float, bound: str, features: bool
+) -> list:
   """`row(name, build, own_bound=bound)` for each of `ROWS` on `model` (a
-  `model_families` family, read when the row runs)."""
+  `model_families` family, read when the row runs); FedFA's row only when
+  `features` (the family has a `feature_model_fn`)."""
   return [
       row(
           name,
@@ -81,4 +97,5 @@ def algorithm_rows(row, model, sgd, learning_rate: float, bound: str) -> list:
           own_bound=bound,
       )
       for name, kind in ROWS
+      if features or kind not in _NEEDS_FEATURES
   ]

@@ -16,7 +16,7 @@ size (`client_data`).
 
 import collections
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Optional
 
 import attrs
 import numpy as np
@@ -25,6 +25,7 @@ import tensorflow_federated as tff
 
 from tff_fedwin import choices
 from tff_fedwin import tasks
+from tff_fedwin.tasks import feature_model
 from tff_fedwin.tasks import registry as tasks_registry
 from tff_fedwin.tasks import shakespeare as shakespeare_lib
 from tff_fedwin.tasks import text as text_lib
@@ -44,6 +45,8 @@ class ModelFamily:
     description: The model and its data, for a table's header.
     keras_fn: A new Keras model (logits), for the bound.
     model_fn: A new TFF model, for the processes.
+    feature_model_fn: `model_fn`'s model as a `FeatureModel` (FedFA's row),
+      or None.
     client_data: `(clients, steps, batch_size) -> [tf.data.Dataset]`, each
       client `steps` full batches.
     classification: One label per example (WSM's rows apply).
@@ -55,6 +58,9 @@ class ModelFamily:
   model_fn: Callable[[], tff.learning.models.VariableModel]
   client_data: Callable[[int, int, int], list[tf.data.Dataset]]
   classification: bool
+  feature_model_fn: Optional[
+      Callable[[], tff.learning.models.VariableModel]
+  ] = None
 
 
 def _sequence_data(num_ids: int, length: int):
@@ -84,12 +90,21 @@ def _sequence_spec(length: int) -> Any:
 
 
 def _cnn() -> ModelFamily:
-  def model_fn():
-    return tff.learning.models.from_keras_model(
-        tasks.create_cnn_dropout_model(),
+  def keras_args():
+    return dict(
         loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         input_spec=tasks.emnist_input_spec(),
         metrics=[tf.keras.metrics.SparseCategoricalAccuracy()],
+    )
+
+  def model_fn():
+    return tff.learning.models.from_keras_model(
+        tasks.create_cnn_dropout_model(), **keras_args()
+    )
+
+  def feature_model_fn():
+    return feature_model.FeatureModel(
+        tasks.create_cnn_dropout_model(), **keras_args()
     )
 
   return ModelFamily(
@@ -101,6 +116,7 @@ def _cnn() -> ModelFamily:
           clients, steps * batch, batch, seed=0
       ),
       classification=True,
+      feature_model_fn=feature_model_fn,
   )
 
 

@@ -89,7 +89,7 @@ _FAMILY = flags.DEFINE_enum(
     'The model every row trains (benchmarks.model_families): cnn, EMNIST-62 '
     "cnn_dropout; word_lstm, TFF's StackOverflow LSTM (sequences of 20 over "
     '10,004 ids); char_lstm, the shakespeare character LSTM. WSM rows only '
-    'with cnn (one label per example).',
+    'with cnn (one label per example), FedFA likewise (its features).',
 )
 _ROWS = flags.DEFINE_string(
     'rows',
@@ -318,7 +318,14 @@ def _rows() -> list[_Row]:
       *_fed_avg_rows(sgd),
       *window_and_wsm,
       *_scaffold_rows(),
-      *algorithm_rows.algorithm_rows(_Row, lambda: model, sgd, _LR, _BOUND),
+      *algorithm_rows.algorithm_rows(
+          _Row,
+          lambda: model,
+          sgd,
+          _LR,
+          _BOUND,
+          features=_FAMILY.value == 'cnn',  # FeatureModel: Sequential only.
+      ),
   ]
   for n in (int(w) for w in _WORKERS.value):
     if n > 1:

@@ -57,3 +57,20 @@ def test_sequence_clients(name, num_ids, length):
 def test_unknown_family_is_refused():
   with pytest.raises(ValueError, match=r"`name` must be one of \('cnn', "):
     model_families.family('rnn')
+
+
+@pytest.mark.parametrize('name', ['cnn', 'word_lstm', 'char_lstm'])
+def test_only_cnn_has_a_feature_model(name):
+  family = model_families.family(name)
+  if name != 'cnn':
+    assert family.feature_model_fn is None
+    return
+  model = family.feature_model_fn()
+  # FedFA's classifier is the last dense layer: 128 features -> 62 classes,
+  # 128 * 62 + 62 = 7,998 weights; the features of a batch of 3 are 3 x 128.
+  assert [tuple(v.shape) for v in model.classifier_variables] == [
+      (128, 62),
+      (62,),
+  ]
+  features = model.features(np.zeros((3, 28, 28, 1), np.float32), False)
+  assert tuple(features.shape) == (3, 128)
