@@ -378,15 +378,6 @@ class TestClientFinal:
     np.testing.assert_array_equal(zeroed[1], np.zeros_like(BIAS0))
 
 
-def test_batch_size_falls_back_to_the_predictions():
-  output = tff.learning.models.BatchOutput(
-      loss=tf.constant(0.0),
-      predictions=tf.zeros([4, NUM_CLASSES]),
-      num_examples=None,
-  )
-  assert client_training._batch_size(output).numpy() == 4
-
-
 @pytest.mark.parametrize('loop', client_loop.LOOP_FORMS)
 @pytest.mark.parametrize('client_loss', ['ce', 'wsm'])
 def test_train_client_matches_numpy_sgd(loop, client_loss):

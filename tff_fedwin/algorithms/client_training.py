@@ -17,10 +17,10 @@ import tensorflow_federated as tff
 
 from tff_fedwin import checks
 from tff_fedwin import choices
+from tff_fedwin.algorithms import client_step as client_step_lib
 from tff_fedwin.algorithms import feature_steps
 from tff_fedwin.algorithms import gradient_transforms
 from tff_fedwin.algorithms import optimizer_steps
-from tff_fedwin.algorithms import reference_gradient
 from tff_fedwin.algorithms import sharpness as sharpness_lib
 from tff_fedwin.losses import labels as labels_lib
 from tff_fedwin.losses import wsm
@@ -112,13 +112,6 @@ def _all_finite(structure: Any) -> tf.Tensor:
   )
 
 
-def _batch_size(output: Any) -> tf.Tensor:
-  """`output.num_examples`, else the predictions' batch dimension (int64)."""
-  if output.num_examples is None:
-    return tf.shape(output.predictions, out_type=tf.int64)[0]
-  return tf.cast(output.num_examples, tf.int64)
-
-
 def check_client_loss(client_loss: Any, num_classes: Any) -> None:
   """Raises ValueError naming `client_loss` or `num_classes` if bad."""
   checks.check_choice('client_loss', client_loss, CLIENT_LOSSES)
@@ -129,25 +122,6 @@ def check_client_loss(client_loss: Any, num_classes: Any) -> None:
     )
   if client_loss == 'wsm':
     checks.check_int('num_classes', num_classes, minimum=1)
-
-
-def _batch_loss_fn(client_loss: str, label_key: str) -> Callable[..., Any]:
-  """`(output, batch, class_proportions) -> loss`: the training batch loss."""
-
-  def model_loss(output, batch, class_proportions):
-    del batch, class_proportions  # Unused.
-    return output.loss
-
-  def wsm_loss(output, batch, class_proportions):
-    return tf.reduce_mean(
-        wsm.wsm_cross_entropy(
-            labels_lib.batch_labels(batch, label_key),
-            output.predictions,
-            class_proportions,
-        )
-    )
-
-  return wsm_loss if client_loss == 'wsm' else model_loss
 
 
 def _build_client_init(
@@ -199,107 +173,6 @@ def _class_proportions(data, num_classes, label_key):
   return wsm.class_proportions_from_labels(data, num_classes)
 
 
-def _batch_gradient(
-    model, trainable, batch_loss, batch, class_proportions, feature_loss=None
-):
-  """`(output, gradients, features)` of the batch loss (plus `feature_loss`'s
-  term: `batch -> (features, term)`; `features` `()` without) at the model's
-  weights; a gradient the tape does not produce is 0."""
-  features = ()
-  with tf.GradientTape() as tape:
-    output = model.forward_pass(batch, training=True)
-    loss = batch_loss(output, batch, class_proportions)
-    if feature_loss is not None:
-      features, term = feature_loss(batch)
-      loss += tf.cast(term, loss.dtype)
-  gradients = tape.gradient(loss, trainable)
-  gradients = tf.nest.map_structure(
-      lambda g, v: tf.zeros_like(v) if g is None else g, gradients, trainable
-  )
-  return output, gradients, features
-
-
-def _build_client_step(
-    model,
-    trainable,
-    optimizer_step,
-    *,
-    batch_loss,
-    gradient_transform,
-    weight_decay,
-    sharpness,
-    subtract_start_gradient,
-    feature_step,
-    label_key,
-):
-  """`client_step`: one optimizer step on the batch's (transformed) gradient."""
-
-  @tf.function
-  def client_step(step_state, batch):
-    def gradient_at():
-      return _batch_gradient(
-          model, trainable, batch_loss, batch, step_state.class_proportions
-      )[:2]
-
-    feature_loss = labels = None
-    if feature_step is not None:
-      labels = labels_lib.batch_labels(batch, label_key)
-      feature_loss = feature_steps.feature_loss_fn(
-          model, feature_step, step_state.feature_state, labels
-      )
-    output, gradients, features = _batch_gradient(
-        model,
-        trainable,
-        batch_loss,
-        batch,
-        step_state.class_proportions,
-        feature_loss,
-    )
-    if sharpness is not None:
-      gradients = sharpness_lib.perturbed_gradient(
-          sharpness, model, trainable, gradients, gradient_at
-      )
-    if subtract_start_gradient:
-      start = tf.nest.pack_sequence_as(trainable, step_state.start_trainable)
-      at_start = reference_gradient.gradient_at_weights(
-          model, trainable, start, gradient_at
-      )
-      gradients = tf.nest.map_structure(tf.subtract, gradients, at_start)
-    gradients = gradient_transforms.weight_decay_gradient(
-        gradients, trainable, weight_decay
-    )
-    if gradient_transform is not None:
-      step_input = tf.nest.pack_sequence_as(trainable, step_state.step_input)
-      gradients = gradient_transform(gradients, trainable, step_input)
-    optimizer_state, new_trainable = optimizer_step.next(
-        step_state.optimizer_state,
-        tuple(tf.nest.flatten(trainable)),
-        tuple(tf.nest.flatten(gradients)),
-    )
-    for variable, value in zip(tf.nest.flatten(trainable), new_trainable):
-      variable.assign(value)
-    feature_state = step_state.feature_state
-    if feature_step is not None:
-      feature_state = feature_step.after_step(
-          feature_state, model, features, labels
-      )
-    batch_size = _batch_size(output)
-    loss_sum = step_state.loss_sum
-    if output.loss is not None:
-      loss_sum += tf.cast(output.loss, tf.float32) * tf.cast(
-          batch_size, tf.float32
-      )
-    return step_state._replace(
-        optimizer_state=optimizer_state,
-        num_examples=step_state.num_examples + batch_size,
-        num_steps=step_state.num_steps + 1,
-        loss_sum=loss_sum,
-        feature_state=feature_state,
-    )
-
-  return client_step
-
-
 def _build_client_final(trainable):
   """`client_final`: the delta `initial - trained` and the counters."""
 
@@ -335,63 +208,64 @@ def build_client_training(
 ) -> ClientTraining:
   """Builds `client_init`, `client_step` and `client_final` on `model`.
 
-    Call inside the graph that runs them (a `tff.tensorflow.computation`), or
-    eagerly in tests. With w the model's trainable weights, each batch b takes
-    one step of `optimizer_step` with the gradient
+  Call inside the graph that runs them (a `tff.tensorflow.computation`), or
+  eagerly in tests. With w the model's trainable weights, each batch b takes
+  one step of `optimizer_step` with the gradient
 
-      g = transform(grad_w L_b(w) + wd * w, w, step_input),
+    g = transform(grad_w L_b(w) + wd * w, w, step_input),
 
   or with `sharpness` (FedSAM, FedASAM) grad_w L_b(w + e) in place of
   grad_w L_b(w), e SAM's or ASAM's ascent step (`tff_fedwin.algorithms.
-  sharpness`; docs/design.md, "Sharpness-aware clients"),
+  sharpness`; docs/design.md, "Sharpness-aware clients"); L_b the model's
+  own loss for `'ce'`, or for `'wsm'` the batch mean of
+  `tff_fedwin.losses.wsm_cross_entropy(labels, logits, beta)` (docs/design.md
+  sec. 2) with beta the client's class proportions. A gradient the tape does
+  not produce (a weight that does not reach the loss) is 0. The model's
+  metrics are updated by its own forward pass, whatever the training loss.
 
-    L_b the model's own loss for `'ce'`, or for `'wsm'` the batch mean of
-    `tff_fedwin.losses.wsm_cross_entropy(labels, logits, beta)` (docs/design.md
-    sec. 2) with beta the client's class proportions. A gradient the tape does
-    not produce (a weight that does not reach the loss) is 0. The model's
-    metrics are updated by its own forward pass, whatever the training loss.
+  * `client_init(initial_weights, dataset, step_input=(),
+    optimizer_hparams=None, feature_state=()) -> ClientStepState`: assigns
+    `initial_weights` (a `ModelWeights`), counts beta for `'wsm'` over
+    `dataset` (a `tf.data.Dataset`: one pass; or an integer tensor holding
+    all the client's labels, e.g. `client_loop.HeldBatches.labels`),
+    initializes the optimizer state, zeroes the counters.
+  * `client_step(step_state, batch) -> ClientStepState`: one step
+    (`client_step.build_client_step`).
+  * `client_final(initial_trainable, step_state) -> ClientOutput`: the
+    delta `initial_trainable - w` and whether it is finite.
 
-    * `client_init(initial_weights, dataset, step_input=(),
-      optimizer_hparams=None) -> ClientStepState`: assigns `initial_weights`
-      (a `ModelWeights`), counts beta for `'wsm'` over `dataset` (a
-      `tf.data.Dataset`: one pass; or an integer tensor holding all the
-      client's labels, e.g. `client_loop.HeldBatches.labels`), initializes
-      the optimizer state, zeroes the counters.
-    * `client_step(step_state, batch) -> ClientStepState`: one step.
-    * `client_final(initial_trainable, step_state) -> ClientOutput`: the
-      delta `initial_trainable - w` and whether it is finite.
+  `client_loop.train_client` runs the three over a client's dataset.
 
-    `client_loop.train_client` runs the three over a client's dataset.
-
-    Args:
-      model: A `tff.learning.models.VariableModel`; for `'wsm'` its
-        `forward_pass(batch).predictions` must be logits [batch, num_classes].
-      optimizer_step: An `optimizer_steps.OptimizerStep`, e.g.
-        `tff_optimizer_step(optimizer)` or `sgd_step(learning_rate)`.
-      client_loss: One of `CLIENT_LOSSES`.
-      num_classes: The number of classes C >= 1; required for `'wsm'`.
-      label_key: The labels' key in mapping batches (else `batch[1]`).
-      gradient_transform: A `GradientTransform` or `None` (the plain gradient),
-        e.g. `gradient_transforms.proximal_gradient(mu)`.
-      weight_decay: wd >= 0, the client weight decay (`gradient_transforms.weight_decay_gradient`);
-        0 (default) adds nothing.
-      sharpness: A `sharpness.Sharpness` (SAM or ASAM), or None (default): the
-        plain gradient.
+  Args:
+    model: A `tff.learning.models.VariableModel`; for `'wsm'` its
+      `forward_pass(batch).predictions` must be logits [batch, num_classes].
+    optimizer_step: An `optimizer_steps.OptimizerStep`, e.g.
+      `tff_optimizer_step(optimizer)` or `sgd_step(learning_rate)`.
+    client_loss: One of `CLIENT_LOSSES`.
+    num_classes: The number of classes C >= 1; required for `'wsm'`.
+    label_key: The labels' key in mapping batches (else `batch[1]`).
+    gradient_transform: A `GradientTransform` or `None` (the plain gradient),
+      e.g. `gradient_transforms.proximal_gradient(mu)`.
+    weight_decay: wd >= 0, the client weight decay
+      (`gradient_transforms.weight_decay_gradient`); 0 (default) adds nothing.
+    sharpness: A `sharpness.Sharpness` (SAM or ASAM), or None (default): the
+      plain gradient.
     subtract_start_gradient: Whether the batch gradient at the client's start
-        weights is subtracted before weight decay and the transform (MIME's
-        g(y; b) - g(x; b); not with `sharpness`).
-      feature_step: A `feature_steps.FeatureStep` (FedFA; `model` a
-        `FeatureModel`): its loss term joins the batch loss, its `after_step`
-        follows each step, its state starts at `client_init`'s
-        `feature_state`. None (default): neither; not with `sharpness` or
-        `subtract_start_gradient`.
+      weights is subtracted before weight decay and the transform (MIME's
+      g(y; b) - g(x; b)).
+    feature_step: A `feature_steps.FeatureStep` (FedFA; `model` a
+      `FeatureModel`): its loss term joins the batch loss, its `after_step`
+      follows each step, its state starts at `client_init`'s
+      `feature_state`. None (default): neither.
 
-    Returns:
-      A `ClientTraining`.
+  Returns:
+    A `ClientTraining`.
 
-    Raises:
-      ValueError: If `client_loss` is not one of `CLIENT_LOSSES`, or `'wsm'`
-        lacks an integer `num_classes` >= 1, or `weight_decay` < 0.
+  Raises:
+    ValueError: If `client_loss` is not one of `CLIENT_LOSSES`, or `'wsm'`
+      lacks an integer `num_classes` >= 1, or `weight_decay` < 0, or more
+      than one of `sharpness`, `subtract_start_gradient` and `feature_step`
+      is given.
   """
   check_client_loss(client_loss, num_classes)
   checks.check_number('weight_decay', weight_decay, minimum=0)
@@ -403,17 +277,17 @@ def build_client_training(
     )
   model_weights = tff.learning.models.ModelWeights.from_model(model)
   num_classes = num_classes if client_loss == 'wsm' else None
-  batch_loss = _batch_loss_fn(client_loss, label_key)
+  batch_loss = client_step_lib.batch_loss_fn(client_loss, label_key)
 
   def batch_gradient(step_state, batch):
-    output, gradients, _ = _batch_gradient(
+    output, gradients, _ = client_step_lib.batch_gradient(
         model,
         model_weights.trainable,
         batch_loss,
         batch,
         step_state.class_proportions,
     )
-    return gradients, _batch_size(output)
+    return gradients, client_step_lib.batch_size(output)
 
   return ClientTraining(
       model=model,
@@ -425,7 +299,7 @@ def build_client_training(
           label_key=label_key,
           keep_start=subtract_start_gradient,
       ),
-      client_step=_build_client_step(
+      client_step=client_step_lib.build_client_step(
           model,
           model_weights.trainable,
           optimizer_step,
