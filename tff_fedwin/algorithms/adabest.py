@@ -69,55 +69,35 @@ class AdaBest(algorithm.ClientStateAlgorithm):
     del initial_trainable, server_vector  # Unused.
     return tf.nest.map_structure(tf.negative, client_vector)
 
-  def new_client_vector(
-      self,
-      client_vector,
-      server_vector,
-      model_delta,
-      num_steps,
-      learning_rate,
-      rounds_since_last,
-  ):
+  def new_client_vector(self, r: algorithm.ClientRound):
     """`h_i / (t - t_i') + mu (x - y)`; h_i for K = 0."""
-    del server_vector, learning_rate  # Unused.
 
     def new(h, d):
       return (
-          h / tf.cast(rounds_since_last, h.dtype)
+          h / tf.cast(r.rounds_since_last, h.dtype)
           + tf.cast(self._mu, h.dtype) * d
       )
 
     return tf.cond(
-        num_steps > 0,
-        lambda: tf.nest.map_structure(new, client_vector, model_delta),
-        lambda: tf.nest.map_structure(tf.identity, client_vector),
+        r.num_steps > 0,
+        lambda: tf.nest.map_structure(new, r.client_vector, r.model_delta),
+        lambda: tf.nest.map_structure(tf.identity, r.client_vector),
     )
 
-  def server_update(
-      self,
-      trainable,
-      server_vector,
-      *,
-      mean_model_delta,
-      vector_delta_sum,
-      client_weight_sum,
-      total_clients,
-      server_learning_rate,
-  ):
+  def server_update(self, r: algorithm.ServerRound):
     """theta-bar = x + mean(dy), h = beta (old theta-bar - theta-bar),
     x + lr_g (theta-bar - h - x); theta-bar kept without data."""
-    del vector_delta_sum, total_clients  # Unused.
-    mean = tf.nest.map_structure(tf.add, trainable, mean_model_delta)
+    mean = tf.nest.map_structure(tf.add, r.trainable, r.mean_model_delta)
     new_trainable = tf.nest.map_structure(
         lambda x, new, old: x
-        + tf.cast(server_learning_rate, x.dtype)
+        + tf.cast(r.server_learning_rate, x.dtype)
         * (new - tf.cast(self._beta, x.dtype) * (old - new) - x),
-        trainable,
+        r.trainable,
         mean,
-        server_vector,
+        r.server_vector,
     )
     return new_trainable, algorithm.with_data(
-        client_weight_sum, mean, server_vector
+        r.client_weight_sum, mean, r.server_vector
     )
 
 

@@ -75,44 +75,23 @@ class FedACG(algorithm.ClientStateAlgorithm):
     del server_vector, client_vector  # Unused.
     return initial_trainable
 
-  def new_client_vector(
-      self,
-      client_vector,
-      server_vector,
-      model_delta,
-      num_steps,
-      learning_rate,
-      rounds_since_last,
-  ):
+  def new_client_vector(self, r: algorithm.ClientRound):
     """Nothing of its own: zeros (the server reads the model deltas)."""
-    del rounds_since_last  # Unused.
-    del client_vector, num_steps, learning_rate  # Unused.
-    return tf.nest.map_structure(tf.zeros_like, server_vector)
+    return tf.nest.map_structure(tf.zeros_like, r.server_vector)
 
-  def server_update(
-      self,
-      trainable,
-      server_vector,
-      *,
-      mean_model_delta,
-      vector_delta_sum,
-      client_weight_sum,
-      total_clients,
-      server_learning_rate,
-  ):
+  def server_update(self, r: algorithm.ServerRound):
     """`m+ = lambda m + mean(y_i - s)`, `x + lr_g m+` (kept without data)."""
-    del vector_delta_sum, total_clients  # Unused.
     new_vector = algorithm.with_data(
-        client_weight_sum,
+        r.client_weight_sum,
         tf.nest.map_structure(
             lambda m, d: tf.cast(self._lookahead, m.dtype) * m + d,
-            server_vector,
-            mean_model_delta,
+            r.server_vector,
+            r.mean_model_delta,
         ),
-        server_vector,
+        r.server_vector,
     )
     new_trainable = algorithm.sgd_step(
-        trainable, new_vector, server_learning_rate
+        r.trainable, new_vector, r.server_learning_rate
     )
     return new_trainable, new_vector
 

@@ -81,46 +81,25 @@ class FedCM(algorithm.ClientStateAlgorithm):
     del initial_trainable, client_vector  # Unused.
     return server_vector
 
-  def new_client_vector(
-      self,
-      client_vector,
-      server_vector,
-      model_delta,
-      num_steps,
-      learning_rate,
-      rounds_since_last,
-  ):
+  def new_client_vector(self, r: algorithm.ClientRound):
     """What the client sends: (x - y) / (lr K), zeros for K = 0."""
-    del rounds_since_last  # Unused.
-    del client_vector, server_vector  # Unused.
-    scale = tf.maximum(tf.cast(num_steps, tf.float32), 1.0) * learning_rate
+    scale = tf.maximum(tf.cast(r.num_steps, tf.float32), 1.0) * r.learning_rate
     return tf.nest.map_structure(
-        lambda d: d / tf.cast(scale, d.dtype), model_delta
+        lambda d: d / tf.cast(scale, d.dtype), r.model_delta
     )
 
-  def server_update(
-      self,
-      trainable,
-      server_vector,
-      *,
-      mean_model_delta,
-      vector_delta_sum,
-      client_weight_sum,
-      total_clients,
-      server_learning_rate,
-  ):
+  def server_update(self, r: algorithm.ServerRound):
     """`x + lr_g mean(dy)`; Delta the mean of the sent vectors (kept
     without data)."""
-    del total_clients  # Unused.
     new_trainable = algorithm.sgd_step(
-        trainable, mean_model_delta, server_learning_rate
+        r.trainable, r.mean_model_delta, r.server_learning_rate
     )
     mean = tf.nest.map_structure(
-        lambda total: total / tf.cast(client_weight_sum, total.dtype),
-        vector_delta_sum,
+        lambda total: total / tf.cast(r.client_weight_sum, total.dtype),
+        r.vector_delta_sum,
     )
     return new_trainable, algorithm.with_data(
-        client_weight_sum, mean, server_vector
+        r.client_weight_sum, mean, r.server_vector
     )
 
 

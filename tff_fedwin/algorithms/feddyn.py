@@ -86,51 +86,30 @@ class FedDyn(algorithm.ClientStateAlgorithm):
         initial_trainable,
     )
 
-  def new_client_vector(
-      self,
-      client_vector,
-      server_vector,
-      model_delta,
-      num_steps,
-      learning_rate,
-      rounds_since_last,
-  ):
+  def new_client_vector(self, r: algorithm.ClientRound):
     """`s_k+ = s_k + alpha (x - theta_k^t)`; s_k for K = 0 (x - y = 0)."""
-    del rounds_since_last  # Unused.
-    del server_vector, num_steps, learning_rate  # Unused.
     return tf.nest.map_structure(
         lambda s, d: s + tf.cast(self._alpha, s.dtype) * d,
-        client_vector,
-        model_delta,
+        r.client_vector,
+        r.model_delta,
     )
 
-  def server_update(
-      self,
-      trainable,
-      server_vector,
-      *,
-      mean_model_delta,
-      vector_delta_sum,
-      client_weight_sum,
-      total_clients,
-      server_learning_rate,
-  ):
+  def server_update(self, r: algorithm.ServerRound):
     """`h^t = h + sum_k(ds_k) / m`, `x + lr_g (mean(dy) - h^t / alpha)`.
 
     sum_k ds_k = -alpha sum_k (theta_k^t - x), so h^t is the paper's.
     """
-    del client_weight_sum  # Unused.
     new_vector = tf.nest.map_structure(
-        lambda h, d: h + d / tf.cast(total_clients, h.dtype),
-        server_vector,
-        vector_delta_sum,
+        lambda h, d: h + d / tf.cast(r.total_clients, h.dtype),
+        r.server_vector,
+        r.vector_delta_sum,
     )
     new_trainable = tf.nest.map_structure(
         lambda x, d, h: x
-        + tf.cast(server_learning_rate, x.dtype)
+        + tf.cast(r.server_learning_rate, x.dtype)
         * (d - h / tf.cast(self._alpha, x.dtype)),
-        trainable,
-        mean_model_delta,
+        r.trainable,
+        r.mean_model_delta,
         new_vector,
     )
     return new_trainable, new_vector

@@ -241,30 +241,19 @@ class FedFa(algorithm.ClientStateAlgorithm):
     examples = tf.cast(num_examples, tf.float32)
     return (examples * client_anchors, examples)
 
-  def new_client_vector(self, *args, **kwargs):
+  def new_client_vector(self, r: algorithm.ClientRound):
     """Not called: the feature step's `sent_vector` gives the vector."""
     raise NotImplementedError("fedfa sends its feature step's anchors.")
 
-  def server_update(
-      self,
-      trainable,
-      server_vector,
-      *,
-      mean_model_delta,
-      vector_delta_sum,
-      client_weight_sum,
-      total_clients,
-      server_learning_rate,
-  ):
+  def server_update(self, r: algorithm.ServerRound):
     """`x + lr_g mean(dy)`; A+ = sum n_i A_i / sum n_i (A kept without
     examples)."""
-    del client_weight_sum, total_clients  # Unused.
     new_trainable = algorithm.sgd_step(
-        trainable, mean_model_delta, server_learning_rate
+        r.trainable, r.mean_model_delta, r.server_learning_rate
     )
-    weighted, examples = vector_delta_sum[0], vector_delta_sum[1]
+    weighted, examples = r.vector_delta_sum[0], r.vector_delta_sum[1]
     anchors = tf.where(
-        examples > 0, weighted / tf.maximum(examples, 1.0), server_vector[0]
+        examples > 0, weighted / tf.maximum(examples, 1.0), r.server_vector[0]
     )
     return new_trainable, (anchors, examples)
 

@@ -93,42 +93,21 @@ class FedGma(algorithm.ClientStateAlgorithm):
     del initial_trainable, client_vector  # Unused.
     return server_vector
 
-  def new_client_vector(
-      self,
-      client_vector,
-      server_vector,
-      model_delta,
-      num_steps,
-      learning_rate,
-      rounds_since_last,
-  ):
+  def new_client_vector(self, r: algorithm.ClientRound):
     """What the client sends: sign(y - x) (`model_delta` is x - y; zeros
     without data)."""
-    del client_vector, server_vector, num_steps, learning_rate  # Unused.
-    del rounds_since_last  # Unused.
-    return tf.nest.map_structure(lambda d: -tf.sign(d), model_delta)
+    return tf.nest.map_structure(lambda d: -tf.sign(d), r.model_delta)
 
-  def server_update(
-      self,
-      trainable,
-      server_vector,
-      *,
-      mean_model_delta,
-      vector_delta_sum,
-      client_weight_sum,
-      total_clients,
-      server_learning_rate,
-  ):
+  def server_update(self, r: algorithm.ServerRound):
     """`x + lr_g m * mean(dy)`; the new mask m kept (the old without data)."""
-    del total_clients  # Unused.
     mask = tf.nest.map_structure(
-        lambda s: agreement_mask(s, client_weight_sum, self._threshold),
-        vector_delta_sum,
+        lambda s: agreement_mask(s, r.client_weight_sum, self._threshold),
+        r.vector_delta_sum,
     )
-    masked = tf.nest.map_structure(tf.multiply, mask, mean_model_delta)
+    masked = tf.nest.map_structure(tf.multiply, mask, r.mean_model_delta)
     return (
-        algorithm.sgd_step(trainable, masked, server_learning_rate),
-        algorithm.with_data(client_weight_sum, mask, server_vector),
+        algorithm.sgd_step(r.trainable, masked, r.server_learning_rate),
+        algorithm.with_data(r.client_weight_sum, mask, r.server_vector),
     )
 
 

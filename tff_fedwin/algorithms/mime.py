@@ -99,37 +99,16 @@ class Mime(algorithm.ClientStateAlgorithm):
     del initial_trainable, client_vector  # Unused.
     return server_vector
 
-  def new_client_vector(
-      self,
-      client_vector,
-      server_vector,
-      model_delta,
-      num_steps,
-      learning_rate,
-      rounds_since_last,
-  ):
+  def new_client_vector(self, r: algorithm.ClientRound):
     """Nothing to send: zeros (the full gradient went in the first step)."""
-    del client_vector, server_vector, num_steps, learning_rate  # Unused.
-    del rounds_since_last  # Unused.
-    return tf.nest.map_structure(tf.zeros_like, model_delta)
+    return tf.nest.map_structure(tf.zeros_like, r.model_delta)
 
-  def server_update(
-      self,
-      trainable,
-      server_vector,
-      *,
-      mean_model_delta,
-      vector_delta_sum,
-      client_weight_sum,
-      total_clients,
-      server_learning_rate,
-  ):
+  def server_update(self, r: algorithm.ServerRound):
     """`x + lr_g mean(dy)`; m+ (set before the clients trained) kept."""
-    del vector_delta_sum, client_weight_sum, total_clients  # Unused.
-    return (
-        algorithm.sgd_step(trainable, mean_model_delta, server_learning_rate),
-        server_vector,
+    new_trainable = algorithm.sgd_step(
+        r.trainable, r.mean_model_delta, r.server_learning_rate
     )
+    return new_trainable, r.server_vector
 
 
 def build_mime(

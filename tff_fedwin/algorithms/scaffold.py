@@ -93,41 +93,25 @@ class Scaffold(algorithm.ClientStateAlgorithm):
     del initial_trainable  # Unused.
     return tf.nest.map_structure(tf.subtract, server_vector, client_vector)
 
-  def new_client_vector(
-      self,
-      client_vector,
-      server_vector,
-      model_delta,
-      num_steps,
-      learning_rate,
-      rounds_since_last,
-  ):
+  def new_client_vector(self, r: algorithm.ClientRound):
     """c_i+ by option II (`option_ii_control_variate`)."""
-    del rounds_since_last  # Unused.
     return option_ii_control_variate(
-        client_vector, server_vector, model_delta, num_steps, learning_rate
+        r.client_vector,
+        r.server_vector,
+        r.model_delta,
+        r.num_steps,
+        r.learning_rate,
     )
 
-  def server_update(
-      self,
-      trainable,
-      server_vector,
-      *,
-      mean_model_delta,
-      vector_delta_sum,
-      client_weight_sum,
-      total_clients,
-      server_learning_rate,
-  ):
+  def server_update(self, r: algorithm.ServerRound):
     """`x + lr_g mean(dy)`, `c + sum_i(dc_i) / N` (Alg. 1, lines 16-17)."""
-    del client_weight_sum  # Unused.
     new_trainable = algorithm.sgd_step(
-        trainable, mean_model_delta, server_learning_rate
+        r.trainable, r.mean_model_delta, r.server_learning_rate
     )
     new_vector = tf.nest.map_structure(
-        lambda c, d: c + d / tf.cast(total_clients, c.dtype),
-        server_vector,
-        vector_delta_sum,
+        lambda c, d: c + d / tf.cast(r.total_clients, c.dtype),
+        r.server_vector,
+        r.vector_delta_sum,
     )
     return new_trainable, new_vector
 

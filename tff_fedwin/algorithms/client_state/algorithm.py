@@ -42,12 +42,59 @@ examples with client states, `fedcm`, `fedacg` and `mime` without.
 """
 
 import abc
-from typing import Any
+from typing import Any, NamedTuple
 
 import tensorflow as tf
 
 from tff_fedwin.algorithms import feature_steps
 from tff_fedwin.algorithms import gradient_transforms
+
+
+class ClientRound(NamedTuple):
+  """What `new_client_vector` gets of a client's round (TF values).
+
+  Attributes:
+    client_vector: Its vector before the round.
+    server_vector: The server's vector it received.
+    model_delta: x - y, the trainable structure.
+    num_steps: K, an int64 scalar (0 for a client without data).
+    learning_rate: lr.
+    rounds_since_last: t - t_i', float32: the rounds since the client last
+      trained (with `tracks_rounds`; else 1).
+  """
+
+  client_vector: Any
+  server_vector: Any
+  model_delta: Any
+  num_steps: tf.Tensor
+  learning_rate: float
+  rounds_since_last: tf.Tensor
+
+
+class ServerRound(NamedTuple):
+  """What `server_update` gets of the round (TF values).
+
+  Attributes:
+    trainable: x.
+    server_vector: The server's vector.
+    mean_model_delta: sum_i w_i (y_i - s_i) / sum_i w_i over the round's
+      clients with data (w_i = 1 for a client with data, else 0; s_i the
+      `client_start` weights, x by default); zeros when no client had
+      data (the process then keeps x).
+    vector_delta_sum: sum over the round's clients of (new vector - old)
+      (without client states: of the vectors they send).
+    client_weight_sum: sum_i w_i, the number of clients with data (float32).
+    total_clients: N, the population size.
+    server_learning_rate: lr_g.
+  """
+
+  trainable: Any
+  server_vector: Any
+  mean_model_delta: Any
+  vector_delta_sum: Any
+  client_weight_sum: tf.Tensor
+  total_clients: int
+  server_learning_rate: float
 
 
 class ClientStateAlgorithm(abc.ABC):
@@ -135,57 +182,23 @@ class ClientStateAlgorithm(abc.ABC):
     vectors (TF, called once per client before its loop)."""
 
   @abc.abstractmethod
-  def new_client_vector(
-      self,
-      client_vector: Any,
-      server_vector: Any,
-      model_delta: Any,
-      num_steps: tf.Tensor,
-      learning_rate: float,
-      rounds_since_last: tf.Tensor,
-  ) -> Any:
+  def new_client_vector(self, r: ClientRound) -> Any:
     """The client's vector after its local training (TF).
 
     Args:
-      client_vector: Its vector before the round.
-      server_vector: The server's vector it received.
-      model_delta: x - y, the trainable structure.
-      num_steps: K, an int64 scalar (0 for a client without data).
-      learning_rate: lr.
-      rounds_since_last: t - t_i', float32: the rounds since the client last
-        trained (with `tracks_rounds`; else 1).
+      r: The client's round, a `ClientRound`.
 
     Returns:
-      The new vector, the structure of `client_vector`; `client_vector`
+      The new vector, the structure of `r.client_vector`; `r.client_vector`
       itself (same values) when K = 0.
     """
 
   @abc.abstractmethod
-  def server_update(
-      self,
-      trainable: Any,
-      server_vector: Any,
-      *,
-      mean_model_delta: Any,
-      vector_delta_sum: Any,
-      client_weight_sum: tf.Tensor,
-      total_clients: int,
-      server_learning_rate: float,
-  ) -> tuple[Any, Any]:
+  def server_update(self, r: ServerRound) -> tuple[Any, Any]:
     """The new x and server vector (TF).
 
     Args:
-      trainable: x.
-      server_vector: The server's vector.
-      mean_model_delta: sum_i w_i (y_i - s_i) / sum_i w_i over the round's
-        clients with data (w_i = 1 for a client with data, else 0; s_i the
-        `client_start` weights, x by default); zeros when no client had
-        data (the process then keeps x).
-      vector_delta_sum: sum over the round's clients of (new vector - old)
-        (without client states: of the vectors they send).
-      client_weight_sum: sum_i w_i, the number of clients with data (float32).
-      total_clients: N, the population size.
-      server_learning_rate: lr_g.
+      r: The server's round, a `ServerRound`.
 
     Returns:
       `(new_trainable, new_server_vector)`, the structures of the inputs.

@@ -222,12 +222,14 @@ def build_client_update(
       )
     else:
       new_client_vector = algorithm.new_client_vector(
-          client_vector,
-          server_vector,
-          output.model_delta,
-          output.num_steps,
-          learning_rate,
-          tf.cast(rounds_since, tf.float32),
+          algorithm_lib.ClientRound(
+              client_vector=client_vector,
+              server_vector=server_vector,
+              model_delta=output.model_delta,
+              num_steps=output.num_steps,
+              learning_rate=learning_rate,
+              rounds_since_last=tf.cast(rounds_since, tf.float32),
+          )
       )
     sent_vector = new_client_vector
     if client_vector is not None:

@@ -70,13 +70,17 @@ def server_step(
     )
 
   new_trainable, new_vector = algorithm.server_update(
-      model_weights.trainable,
-      control_variate,
-      mean_model_delta=tf.nest.map_structure(mean, sums.weighted_model_delta),
-      vector_delta_sum=sums.control_variate_delta,
-      client_weight_sum=client_weight_sum,
-      total_clients=total_clients,
-      server_learning_rate=server_learning_rate,
+      algorithm_lib.ServerRound(
+          trainable=model_weights.trainable,
+          server_vector=control_variate,
+          mean_model_delta=tf.nest.map_structure(
+              mean, sums.weighted_model_delta
+          ),
+          vector_delta_sum=sums.control_variate_delta,
+          client_weight_sum=client_weight_sum,
+          total_clients=total_clients,
+          server_learning_rate=server_learning_rate,
+      )
   )
   keep_without_data = lambda new, old: tf.where(has_data, new, old)
   new_model_weights = tff.learning.models.ModelWeights(
