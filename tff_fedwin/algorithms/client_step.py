@@ -52,14 +52,17 @@ def batch_gradient(
     model, trainable, batch_loss, batch, class_proportions, feature_loss=None
 ):
   """`(output, gradients, features)` of the batch loss (plus `feature_loss`'s
-  term: `batch -> (features, term)`; `features` `()` without) at the model's
-  weights; a gradient the tape does not produce is 0."""
+  term: `batch -> (output, features, term)`, the forward pass with it;
+  `features` `()` without) at the model's weights; a gradient the tape does
+  not produce is 0."""
   features = ()
   with tf.GradientTape() as tape:
-    output = model.forward_pass(batch, training=True)
+    if feature_loss is None:
+      output = model.forward_pass(batch, training=True)
+    else:
+      output, features, term = feature_loss(batch)
     loss = batch_loss(output, batch, class_proportions)
     if feature_loss is not None:
-      features, term = feature_loss(batch)
       loss += tf.cast(term, loss.dtype)
   gradients = tape.gradient(loss, trainable)
   gradients = tf.nest.map_structure(

@@ -3,14 +3,13 @@
 `client_training.build_client_training(feature_step=)` takes one. The model
 must have features phi(x) and the classifier h apart (`HasFeatures`, e.g.
 `tff_fedwin.tasks.feature_model.FeatureModel`). Each batch's training loss then gains
-`feature_step.loss` of the batch's features, and after the optimizer step
+`feature_step.loss` of the batch's features (from the same forward pass), and after the optimizer step
 `feature_step.after_step` runs on the features taken before it (it may also
 move weights, e.g. a step of its own on the classifier). The feature state
 rides in the loop's `ClientStepState.feature_state` and comes out in
 `ClientOutput.feature_state`. docs/design.md sec. 4.10.
 """
 
-import collections.abc
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -30,6 +29,11 @@ class HasFeatures(Protocol):
   @property
   def classifier_variables(self) -> list[tf.Variable]:
     """h's trainable variables."""
+
+  def forward_pass_with_features(
+      self, batch_input: Any, training: bool = True
+  ) -> tuple[Any, tf.Tensor]:
+    """`(forward_pass(batch_input), phi(x))` of one pass."""
 
 
 class FeatureStep(NamedTuple):
@@ -53,22 +57,14 @@ class FeatureStep(NamedTuple):
   sent_vector: Callable[[Any, Any, Any], Any]
 
 
-def batch_inputs(batch: Any, input_key: str = 'x') -> Any:
-  """A batch's model inputs: `batch[input_key]` of a mapping, else
-  `batch[0]` (the labels' convention, `labels.batch_labels`)."""
-  if isinstance(batch, collections.abc.Mapping):
-    return batch[input_key]
-  return batch[0]
-
-
 def feature_loss_fn(model, feature_step, state, labels):
-  """`batch -> (features, term)`: phi(x) of the batch (`model.features`,
-  flattened to [batch, d]) and `feature_step.loss` of them, for the client
-  step's tape."""
+  """`batch -> (output, features, term)`: the model's forward pass and phi(x)
+  of one pass (`model.forward_pass_with_features`; phi(x) flattened to
+  [batch, d]) and `feature_step.loss` of them, for the client step's tape."""
 
   def feature_loss(batch):
-    features = model.features(batch_inputs(batch), training=True)
+    output, features = model.forward_pass_with_features(batch, training=True)
     features = tf.reshape(features, [tf.shape(features)[0], -1])
-    return features, feature_step.loss(features, labels, state)
+    return output, features, feature_step.loss(features, labels, state)
 
   return feature_loss

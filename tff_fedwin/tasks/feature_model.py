@@ -5,11 +5,13 @@ A `tff.learning.models.VariableModel` gives its logits only
 sec. 4.10) also need phi(x), the output of every layer but the last, and the
 last layer h (the classifier) on its own. `FeatureModel` is the
 `tff.learning.models.from_keras_model` model of a `tf.keras.Sequential`,
-every `VariableModel` method its, with `features`, `classify` and
-`classifier_variables` added. A task offers one through
-`Task.feature_model_fn`.
+every `VariableModel` method its, with `features`, `classify`,
+`classifier_variables` and `forward_pass_with_features` (the forward pass
+and phi(x) of one pass, so a step reads the features at no second pass)
+added. A task offers one through `Task.feature_model_fn`.
 """
 
+import collections.abc
 from collections.abc import Callable
 from typing import Any
 
@@ -41,7 +43,14 @@ class FeatureModel(tff.learning.models.VariableModel):
           'A FeatureModel needs a feature layer before a last layer with '
           f'weights (the classifier); got {len(layers)} layer(s).'
       )
+    if not callable(keras_args.get('loss')):
+      raise ValueError(
+          'A FeatureModel needs one loss function (`loss=`), got '
+          f'{type(keras_args.get("loss")).__name__}.'
+      )
     self._layers = layers
+    self._keras_model = keras_model
+    self._loss = keras_args['loss']
     self._model = tff.learning.models.from_keras_model(
         keras_model, **keras_args
     )
@@ -55,6 +64,32 @@ class FeatureModel(tff.learning.models.VariableModel):
   def classify(self, features: tf.Tensor) -> tf.Tensor:
     """h(features): the logits of the last layer."""
     return self._layers[-1](features)
+
+  def forward_pass_with_features(
+      self, batch_input: Any, training: bool = True
+  ) -> tuple[tff.learning.models.BatchOutput, tf.Tensor]:
+    """`(forward_pass(batch_input), phi(x))` of one pass through the layers.
+
+    What TFF's Keras `forward_pass` does (the loss plus the layers' own
+    losses, every metric updated on the logits, the batch's rows), with the
+    features h reads kept: the loss's gradient and phi(x) come from the
+    same pass (with dropout, the same mask).
+    """
+    if isinstance(batch_input, collections.abc.Mapping):
+      x, y = batch_input['x'], batch_input.get('y')
+    else:
+      x, y = batch_input[0], batch_input[1]
+    features = self.features(x, training=training)
+    predictions = self.classify(features)
+    loss = tf.add_n(
+        [self._loss(y_true=y, y_pred=predictions)] + self._keras_model.losses
+    )
+    for metric in self._model.get_metrics():
+      metric.update_state(y_true=y, y_pred=predictions)
+    output = tff.learning.models.BatchOutput(
+        loss=loss, predictions=predictions, num_examples=tf.shape(x)[0]
+    )
+    return output, features
 
   @property
   def classifier_variables(self) -> list[tf.Variable]:
