@@ -41,3 +41,5 @@ apply fedfa_calibration_ascends tff_fedwin/algorithms/fedfa.py "    v.assign_sub
 apply fedfa_anchors_not_example_weighted tff_fedwin/algorithms/fedfa.py "    return (examples * client_anchors, examples)" "    return (client_anchors, examples)" tests/experiments/wiring_test.py -k fedfa
 apply fedfa_anchor_loss_in_round_1 tff_fedwin/algorithms/fedfa.py "        anchor_loss_on=tf.cast(done > 0, tf.float32)," "        anchor_loss_on=tf.cast(done >= 0, tf.float32)," tests/algorithms/fedfa_test.py
 apply fedfa_calibration_one_round_late tff_fedwin/algorithms/fedfa.py "        calibrate=tf.cast(done + 1.0 >= self._calibration_start, tf.float32)," "        calibrate=tf.cast(done >= self._calibration_start, tf.float32)," tests/experiments/wiring_test.py -k fedfa
+apply fedfa_one_pass_skips_metrics tff_fedwin/tasks/feature_model.py "      metric.update_state(y_true=y, y_pred=predictions)" "      pass" tests/tasks/feature_model_test.py
+apply fedfa_one_pass_features_after_classifier tff_fedwin/tasks/feature_model.py "    return output, features" "    return output, predictions" tests/algorithms/fedfa_test.py
