@@ -25,7 +25,31 @@ from tff_fedwin.algorithms.client_state import state_files
 ModelWeights = tff.learning.models.ModelWeights
 
 
-class LearningProcessRunner(round_runner.RoundRunner):
+class _WindowReadout(round_runner.RoundRunner):
+  """What both runners read alike from a server state: w^t (x), whether it
+  holds a window, the extra windows' models (`self._extra`, an
+  `extra_windows` part)."""
+
+  def global_model_weights(self, state: Any) -> ModelWeights:
+    """The plain global model w^t (x), `state.global_model_weights`."""
+    return state.global_model_weights
+
+  def has_window(self, state: Any) -> bool:
+    """Whether the state holds a window (`window_readout.holds_window`)."""
+    return window_readout.holds_window(state)
+
+  def extra_window_models(
+      self, state: Any
+  ) -> 'collections.OrderedDict[str, ModelWeights]':
+    """`window_<W'>` -> the model to evaluate of each extra window size;
+    under an IMA window also `aggregate` -> w^t (`extra_windows.aggregate_model`).
+    """
+    models = self._extra.models(state)
+    models.update(extra_windows.aggregate_model(state))
+    return models
+
+
+class LearningProcessRunner(_WindowReadout):
   """Runs a `tff.learning.templates.LearningProcess` one round at a time.
 
   The process keeps no client states. The model to evaluate is
@@ -122,34 +146,16 @@ class LearningProcessRunner(round_runner.RoundRunner):
     )
     return state, None, metrics
 
-  def global_model_weights(self, state: Any) -> ModelWeights:
-    """The plain global model w^t, `state.global_model_weights`."""
-    return state.global_model_weights
-
   def window_model_weights(self, state: Any) -> ModelWeights:
     """The window model m^t if the state holds a window, else w^t."""
     return window_readout.window_or_global_model_weights(state)
-
-  def has_window(self, state: Any) -> bool:
-    """Whether the state holds a window (`window_readout.holds_window`)."""
-    return window_readout.holds_window(state)
-
-  def extra_window_models(
-      self, state: Any
-  ) -> 'collections.OrderedDict[str, ModelWeights]':
-    """`window_<W'>` -> the model to evaluate of each extra window size;
-    under an IMA window also `aggregate` -> w^t (`extra_windows.aggregate_model`).
-    """
-    models = self._extra.models(state)
-    models.update(extra_windows.aggregate_model(state))
-    return models
 
   def set_global_model_weights(self, state: Any, weights: ModelWeights) -> Any:
     """`state` with the global model `weights` (`process.set_model_weights`)."""
     return self._process.set_model_weights(state, weights)
 
 
-class ClientStateRunner(round_runner.RoundRunner):
+class ClientStateRunner(_WindowReadout):
   """Runs a `client_state.build_client_state_process` (SCAFFOLD, FedDyn).
 
   Its `next` is `(server_state, datasets, client_states) -> (server_state,
@@ -266,27 +272,9 @@ class ClientStateRunner(round_runner.RoundRunner):
     )
     return state, list(new_client_states), metrics
 
-  def global_model_weights(self, state: Any) -> ModelWeights:
-    """The plain global model x, `state.global_model_weights`."""
-    return state.global_model_weights
-
   def window_model_weights(self, state: Any) -> ModelWeights:
     """The window model if the state holds a window, else the global model."""
     return client_state.model_weights_to_evaluate(state)
-
-  def has_window(self, state: Any) -> bool:
-    """Whether the state holds a window (`window_readout.holds_window`)."""
-    return window_readout.holds_window(state)
-
-  def extra_window_models(
-      self, state: Any
-  ) -> 'collections.OrderedDict[str, ModelWeights]':
-    """`window_<W'>` -> the model to evaluate of each extra window size;
-    under an IMA window also `aggregate` -> w^t (`extra_windows.aggregate_model`).
-    """
-    models = self._extra.models(state)
-    models.update(extra_windows.aggregate_model(state))
-    return models
 
   def set_global_model_weights(
       self, state: client_state.ServerState, weights: ModelWeights

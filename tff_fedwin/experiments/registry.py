@@ -185,7 +185,14 @@ def _fed_win_runner(
       ),
   )
   return runners.LearningProcessRunner(
-      process,
+      process, **_runner_arguments(config, task, dirs)
+  )
+
+
+def _runner_arguments(config, task, dirs: TransferDirs) -> dict[str, Any]:
+  """Every runner's arguments: the extra windows, the server state's and the
+  clients' data transfers."""
+  return dict(
       extra_window_sizes=config_lib.parse_window_sizes(config),
       server_state_dir=_server_state_dir(config, dirs),
       dataset_computation=_dataset_computation(config, task, dirs),
@@ -207,10 +214,7 @@ def _mime_lite_runner(
       **_window_arguments(config),
   )
   return runners.LearningProcessRunner(
-      process,
-      extra_window_sizes=config_lib.parse_window_sizes(config),
-      server_state_dir=_server_state_dir(config, dirs),
-      dataset_computation=_dataset_computation(config, task, dirs),
+      process, **_runner_arguments(config, task, dirs)
   )
 
 
@@ -249,11 +253,7 @@ def _client_state_runner(
       client_state_transfer=transfer,
       client_learning_rate_fn=algorithm_parts.client_learning_rate_fn(config),
   )
-  shared = dict(
-      extra_window_sizes=config_lib.parse_window_sizes(config),
-      server_state_dir=_server_state_dir(config, dirs),
-      dataset_computation=_dataset_computation(config, task, dirs),
-  )
+  shared = _runner_arguments(config, task, dirs)
   if not keeps_states:
     return runners.LearningProcessRunner(process, **shared)
   return runners.ClientStateRunner(
