@@ -1,4 +1,4 @@
-"""One local step of a client: the batch's gradient, its corrections, the update.
+"""One local step of a client: the batch's gradient, corrections, the update.
 
 `build_client_step` returns `client_step(step_state, batch)`, the middle of
 `client_training`'s init, step, final: the gradient of the training batch

@@ -2,10 +2,11 @@
 
 `client_training.build_client_training(feature_step=)` takes one. The model
 must have features phi(x) and the classifier h apart (`HasFeatures`, e.g.
-`tff_fedwin.tasks.feature_model.FeatureModel`). Each batch's training loss then gains
-`feature_step.loss` of the batch's features (from the same forward pass), and after the optimizer step
-`feature_step.after_step` runs on the features taken before it (it may also
-move weights, e.g. a step of its own on the classifier). The feature state
+`tff_fedwin.tasks.feature_model.FeatureModel`). Each batch's training loss
+then gains `feature_step.loss` of the batch's features (from the loss's own
+forward pass), and after the optimizer step `feature_step.after_step` runs
+on the features taken before it (it may also move weights, e.g. a step of
+its own on the classifier). The feature state
 rides in the loop's `ClientStepState.feature_state` and comes out in
 `ClientOutput.feature_state`. docs/design.md sec. 4.10.
 """
