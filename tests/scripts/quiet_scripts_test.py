@@ -8,7 +8,7 @@ sessions from TFF's compiler in the driver, oneDNN, CUDA stubs), gRPC's fork
 lines or absl's INFO lines, and its stdout its progress and its table. With
 `--verbosity=0` the lines come back (`tff_fedwin.log_levels`). benchmark.py
 and benchmark_window.py are checked on their runs in scripts_smoke_test.py
-(every row, and the paired mode), not run a second time here.
+(every section, and the paired mode), not run a second time here.
 """
 
 import json

@@ -5,9 +5,12 @@ round), damage a file of the newest checkpoint, rerun the same command to
 round 3. The rerun must resume from round 1's checkpoint, move round 2's aside
 to `damaged/`, and end with the metrics of an uninterrupted run to the bit
 (times aside). One run to round 2 per algorithm is copied for every case;
-it and the uninterrupted reference run in the test's process, on the session's
-TFF worker (what they show is their outputs; tests/experiments/
-session_worker.py), every rerun is the script in its own process.
+it, the uninterrupted reference run and the reruns of the damaged copies run
+in the test's process, on the session's TFF worker (tests/experiments/
+session_worker.py): nothing but the files on disk passes from one run to the
+next, as between a user's two processes, and the rerun's warning and progress
+line are read from its log and stdout. The run that finds no intact version is
+the script in its own process: its exit status and one line are the user's.
 """
 
 import csv
@@ -196,20 +199,34 @@ _V2 = 'checkpoints/program_state_2'
     ],
 )
 def test_a_damaged_newest_checkpoint_falls_back_to_the_previous(
-    runs, data_npz, algorithm, relative, damage
+    runs,
+    data_npz,
+    tff_execution_context,
+    capsys,
+    caplog,
+    algorithm,
+    relative,
+    damage,
 ):
   expected, root, pristine = runs(algorithm)
   run_dir = root / _NAME
   shutil.rmtree(run_dir)
   shutil.copytree(pristine, run_dir)
   _DAMAGES[damage](str(run_dir / relative))
+  capsys.readouterr()
 
-  result = run_script(root, data_npz, algorithm, 3)
+  with session_worker.local_runs_on(tff_execution_context):
+    assert run_in_process(root, data_npz, algorithm, 3) == [1, 2, 3]
 
-  assert result.returncode == 0, result.stderr[-2000:]
-  assert 'resuming from the checkpoint of round 1 (version 1)' in result.stdout
-  assert 'The checkpoint of round 2' in result.stderr
-  assert 'damaged or incomplete' in result.stderr
+  stdout = capsys.readouterr().out
+  assert 'resuming from the checkpoint of round 1 (version 1)' in stdout
+  (warning,) = [
+      r.getMessage()
+      for r in caplog.records
+      if 'The checkpoint of' in r.getMessage()
+  ]
+  assert warning.startswith('The checkpoint of round 2 in '), warning
+  assert 'damaged or incomplete' in warning, warning
   # Set aside with what it needs outside its directory: SCAFFOLD's
   # segment of round 2 (disk states), FedAvg's window model of round 2.
   set_aside = sorted(os.listdir(run_dir / 'damaged'))
