@@ -1,16 +1,13 @@
 """Clients' examples in one tensor bundle, each dataset built in the worker.
 
-A round's client datasets sent as TFF values cross the driver's value
-serialization: each `tf.data.Dataset` becomes a `GraphDef` holding its
-examples as constants, which the worker imports and runs. TFF's idiom for
-not sending them is `ClientData.dataset_computation`, a `(string ->
-sequence)` computation the worker runs for each client id, composed with a
-process by `tff.simulation.compose_dataset_computation_with_learning_process`
-(or `..._with_computation`): only the ids cross. `BundleClientData` is a
-`tff.simulation.datasets.ClientData` whose `serializable_dataset_fn` reads the
-client's examples from a tensor bundle by name (`RestoreV2`), so its
-`dataset_computation` holds no data and its size does not grow with the
-population.
+A client dataset sent as a TFF value crosses the driver's value serialization
+as a `GraphDef` holding its examples as constants. TFF's idiom for sending
+only the ids is `ClientData.dataset_computation` (`string -> sequence`, run in
+the worker), composed with a process by
+`tff.simulation.compose_dataset_computation_with_learning_process`.
+`BundleClientData`'s `serializable_dataset_fn` reads the client's examples
+from a tensor bundle by name (`RestoreV2`), so its `dataset_computation`
+holds no data, at any population size.
 
 Layout of the bundle at `prefix` (`tensor_bundles`: TensorFlow's checkpoint
 format; one data shard per chunk the driver wrote): tensor
@@ -18,12 +15,8 @@ format; one data shard per chunk the driver wrote): tensor
 structure) of all the client's examples, stacked: `[n_k, *shape_j]`. A
 client with no examples has `[0, *shape_j]` tensors.
 
-Measured 2026-11-28 (AVX-512 machine, one local worker, EMNIST-62
-cnn_dropout, 10 clients x 10 steps of batch 20, the two forms of a row
-interleaved with the bound, 30 cycles; results/performance_history.md
-sec. 6.15): median paired difference FedAvg (server state in files) 87 ms a
-round, SCAFFOLD (states in files) 25 ms. An ad-hoc probe read 10 clients a
-round from a 3,400-client, 2.1 GB bundle as fast as from a 10-client one.
+Saves 87 ms of a FedAvg round, 25 ms of SCAFFOLD's, at any population size
+(results/performance_history.md sec. 6.15).
 
 The workers must see `prefix` (local workers, or a shared file system). The
 datasets are the same: `create_tf_dataset_for_client` reads the same tensors
@@ -49,11 +42,6 @@ _CHUNK_BYTES = 256 * 2**20
 # most clients; `np.iinfo(np.int64).max` aborted the process on one of the
 # tasks' data, 2026-11-28).
 _READ_BATCH = 2**16
-
-
-def _leaf_name(j: int, client_id: Any) -> Any:
-  """`'<j>/<client id>'` of a str id, or the same string tensor in a graph."""
-  return tf.strings.join([f'{j}/', client_id])
 
 
 def _stacked_specs(element_spec: Any) -> list[tf.TensorSpec]:
@@ -105,9 +93,9 @@ class BundleClientData(tff.simulation.datasets.ClientData):
     """`client id (str or string tensor) -> tf.data.Dataset`, read by name."""
 
     def dataset_fn(client_id):
-      names = tf.stack(
-          [_leaf_name(j, client_id) for j in range(len(self._specs))]
-      )
+      # Leaf j is `'<j>/<client id>'`, as `_write_chunks` names it.
+      prefixes = [f'{j}/' for j in range(len(self._specs))]
+      names = tf.stack([tf.strings.join([p, client_id]) for p in prefixes])
       leaves = tensor_bundles.restore(self._prefix, self._specs, names)
       return tf.data.Dataset.from_tensor_slices(
           tf.nest.pack_sequence_as(self._element_spec, leaves)

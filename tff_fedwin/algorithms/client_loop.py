@@ -1,14 +1,10 @@
 """The client's loop over its batches: which form, running it, reading twice.
 
-`client_loop` picks the loop form: `HELD_BATCHES` (the default; one pass over
-the client dataset into tensors, then the steps over those) or one of TFF's
-`tff.learning.LoopImplementation`s. `hold` makes that one pass,
-`run_client_loop` runs a `client_training` step over the batches in a form,
-`train_client` runs a whole client (init, loop, final), and `replayable`
-turns one pass into a dataset that reads the same elements on every pass,
-for WSM's two reads in TFF's forms (docs/design.md sec. 4.4, 7.4). `hold`
-reads without tf.data's graph rewrites and autotuning
-(`without_tf_data_rewrites`), which cost as much as the read itself.
+`client_loop` picks the loop form: `HELD_BATCHES` (the default; `hold` reads
+the client dataset once into tensors, the steps run over those) or one of
+TFF's `tff.learning.LoopImplementation`s. `train_client` runs a whole client
+(init, `run_client_loop`, final); `replayable` serves WSM's two reads in TFF's
+forms (docs/design.md sec. 4.4, 7.4).
 """
 
 from collections.abc import Callable
@@ -47,18 +43,14 @@ def client_loop(loop_implementation: Any) -> LoopForm:
   """
   if loop_implementation is None:
     return HELD_BATCHES
-  if isinstance(loop_implementation, tff.learning.LoopImplementation):
-    return loop_implementation
-  if isinstance(loop_implementation, str) and (
-      loop_implementation == HELD_BATCHES
+  if isinstance(loop_implementation, tff.learning.LoopImplementation) or (
+      isinstance(loop_implementation, str)
+      and loop_implementation == HELD_BATCHES
   ):
-    return HELD_BATCHES
+    return loop_implementation
   allowed = ', '.join(
-      [f"'{HELD_BATCHES}'"]
-      + [
-          f'tff.learning.LoopImplementation.{l.name}'
-          for l in tff.learning.LoopImplementation
-      ]
+      [repr(HELD_BATCHES)]
+      + [f'tff.learning.{l}' for l in tff.learning.LoopImplementation]
   )
   raise ValueError(
       f'`loop_implementation` must be one of {allowed} or None; got '
@@ -233,23 +225,12 @@ def train_client(
 
 
 def replayable(dataset: tf.data.Dataset) -> tf.data.Dataset:
-  """`dataset`'s elements from one pass, held in memory, as a new dataset.
+  """`hold(dataset).as_dataset()`: every pass reads the first pass's elements.
 
-  Call inside a `tf.function`. `dataset` is iterated exactly once (`hold`);
-  every pass over the result reads the same elements in the same order,
-  without re-running `dataset`'s shuffle. WSM reads its client dataset twice
-  in TFF's loop forms (class proportions, then training); a second pass over
-  a shuffled dataset reshuffles with a seed that depended on what the TFF
-  worker had run before (docs/design.md sec. 4.4), one pass does not.
-
-  Args:
-    dataset: A `tf.data.Dataset` whose elements are (nests of) dense tensors.
-
-  Returns:
-    A `tf.data.Dataset` with `dataset.element_spec` and the same elements.
-
-  Raises:
-    TypeError: If an element holds something other than dense tensors.
+  Call inside a `tf.function`. WSM reads its client dataset twice in TFF's
+  loop forms (class proportions, then training); a second pass over a
+  shuffled dataset would reshuffle with a seed that depends on what the TFF
+  worker ran before (docs/design.md sec. 4.4).
   """
   return hold(dataset).as_dataset()
 

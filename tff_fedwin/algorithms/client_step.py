@@ -88,10 +88,12 @@ def build_client_step(
 
   @tf.function
   def client_step(step_state, batch):
+    proportions = step_state.class_proportions
+
     def gradient_at():
-      return batch_gradient(
-          model, trainable, batch_loss, batch, step_state.class_proportions
-      )[:2]
+      return batch_gradient(model, trainable, batch_loss, batch, proportions)[
+          :2
+      ]
 
     feature_loss = labels = None
     if feature_step is not None:
@@ -100,12 +102,7 @@ def build_client_step(
           model, feature_step, step_state.feature_state, labels
       )
     output, gradients, features = batch_gradient(
-        model,
-        trainable,
-        batch_loss,
-        batch,
-        step_state.class_proportions,
-        feature_loss,
+        model, trainable, batch_loss, batch, proportions, feature_loss
     )
     if sharpness is not None:
       gradients = sharpness_lib.perturbed_gradient(

@@ -64,10 +64,8 @@ class ClientOutput(NamedTuple):
   Attributes:
     model_delta: w_global - w_trained on the trainable weights (TFF's sign).
     all_finite: bool scalar, whether every entry of `model_delta` is finite.
-    num_examples: int64, examples processed.
-    num_steps: int64, batches processed.
-    loss_sum: float32, see `ClientStepState`.
-    feature_state: The `feature_step`'s state after the loop; `()` without.
+    num_examples, num_steps, loss_sum, feature_state: `ClientStepState`'s,
+      after the loop.
   """
 
   model_delta: Any
@@ -142,8 +140,14 @@ def _build_client_init(
         lambda v, t: v.assign(t), model_weights, initial_weights
     )
     class_proportions = ()
-    if num_classes is not None:
-      class_proportions = _class_proportions(dataset, num_classes, label_key)
+    if isinstance(dataset, tf.data.Dataset) and num_classes is not None:
+      class_proportions = wsm.class_proportions_from_dataset(
+          dataset, num_classes, label_key
+      )
+    elif num_classes is not None:  # A tensor of all the labels.
+      class_proportions = wsm.class_proportions_from_labels(
+          dataset, num_classes
+      )
     specs = tuple(
         tf.TensorSpec(v.shape, v.dtype)
         for v in tf.nest.flatten(model_weights.trainable)
@@ -164,13 +168,6 @@ def _build_client_init(
     )
 
   return client_init
-
-
-def _class_proportions(data, num_classes, label_key):
-  """beta over a `tf.data.Dataset`, or over a tensor of all the labels."""
-  if isinstance(data, tf.data.Dataset):
-    return wsm.class_proportions_from_dataset(data, num_classes, label_key)
-  return wsm.class_proportions_from_labels(data, num_classes)
 
 
 def _build_client_final(trainable):
@@ -215,22 +212,19 @@ def build_client_training(
     g = transform(grad_w L_b(w) + wd * w, w, step_input),
 
   or with `sharpness` (FedSAM, FedASAM) grad_w L_b(w + e) in place of
-  grad_w L_b(w), e SAM's or ASAM's ascent step (`tff_fedwin.algorithms.
-  sharpness`; docs/design.md, "Sharpness-aware clients"); L_b the model's
-  own loss for `'ce'`, or for `'wsm'` the batch mean of
-  `tff_fedwin.losses.wsm_cross_entropy(labels, logits, beta)` (docs/design.md
-  sec. 2) with beta the client's class proportions. A gradient the tape does
-  not produce (a weight that does not reach the loss) is 0. The model's
+  grad_w L_b(w), e SAM's or ASAM's ascent step (docs/design.md,
+  "Sharpness-aware clients"); L_b the model's own loss for `'ce'`, or for
+  `'wsm'` the batch mean of `tff_fedwin.losses.wsm_cross_entropy(labels,
+  logits, beta)` (docs/design.md sec. 2), beta the client's class
+  proportions. A gradient the tape does not produce is 0. The model's
   metrics are updated by its own forward pass, whatever the training loss.
 
   * `client_init(initial_weights, dataset, step_input=(),
     optimizer_hparams=None, feature_state=()) -> ClientStepState`: assigns
-    `initial_weights` (a `ModelWeights`), counts beta for `'wsm'` over
-    `dataset` (a `tf.data.Dataset`: one pass; or an integer tensor holding
-    all the client's labels, e.g. `client_loop.HeldBatches.labels`),
-    initializes the optimizer state, zeroes the counters.
-  * `client_step(step_state, batch) -> ClientStepState`: one step
-    (`client_step.build_client_step`).
+    `initial_weights`, counts beta for `'wsm'` over `dataset` (a
+    `tf.data.Dataset`, or a tensor of all the client's labels), initializes
+    the optimizer state, zeroes the counters.
+  * `client_step(step_state, batch) -> ClientStepState`: one step.
   * `client_final(initial_trainable, step_state) -> ClientOutput`: the
     delta `initial_trainable - w` and whether it is finite.
 
@@ -238,25 +232,20 @@ def build_client_training(
 
   Args:
     model: A `tff.learning.models.VariableModel`; for `'wsm'` its
-      `forward_pass(batch).predictions` must be logits [batch, num_classes].
-    optimizer_step: An `optimizer_steps.OptimizerStep`, e.g.
-      `tff_optimizer_step(optimizer)` or `sgd_step(learning_rate)`.
+      predictions must be logits [batch, num_classes].
+    optimizer_step: An `optimizer_steps.OptimizerStep`.
     client_loss: One of `CLIENT_LOSSES`.
     num_classes: The number of classes C >= 1; required for `'wsm'`.
     label_key: The labels' key in mapping batches (else `batch[1]`).
-    gradient_transform: A `GradientTransform` or `None` (the plain gradient),
-      e.g. `gradient_transforms.proximal_gradient(mu)`.
-    weight_decay: wd >= 0, the client weight decay
-      (`gradient_transforms.weight_decay_gradient`); 0 (default) adds nothing.
-    sharpness: A `sharpness.Sharpness` (SAM or ASAM), or None (default): the
-      plain gradient.
+    gradient_transform: A `GradientTransform`, or None: the plain gradient.
+    weight_decay: wd >= 0 (`gradient_transforms.weight_decay_gradient`).
+    sharpness: A `sharpness.Sharpness` (SAM or ASAM), or None.
     subtract_start_gradient: Whether the batch gradient at the client's start
       weights is subtracted before weight decay and the transform (MIME's
       g(y; b) - g(x; b)).
     feature_step: A `feature_steps.FeatureStep` (FedFA; `model` a
       `FeatureModel`): its loss term joins the batch loss, its `after_step`
-      follows each step, its state starts at `client_init`'s
-      `feature_state`. None (default): neither.
+      follows each step, its state starts at `client_init`'s `feature_state`.
 
   Returns:
     A `ClientTraining`.
@@ -276,16 +265,13 @@ def build_client_training(
         'each other.'
     )
   model_weights = tff.learning.models.ModelWeights.from_model(model)
+  trainable = model_weights.trainable
   num_classes = num_classes if client_loss == 'wsm' else None
   batch_loss = client_step_lib.batch_loss_fn(client_loss, label_key)
 
   def batch_gradient(step_state, batch):
     output, gradients, _ = client_step_lib.batch_gradient(
-        model,
-        model_weights.trainable,
-        batch_loss,
-        batch,
-        step_state.class_proportions,
+        model, trainable, batch_loss, batch, step_state.class_proportions
     )
     return gradients, client_step_lib.batch_size(output)
 
@@ -301,7 +287,7 @@ def build_client_training(
       ),
       client_step=client_step_lib.build_client_step(
           model,
-          model_weights.trainable,
+          trainable,
           optimizer_step,
           batch_loss=batch_loss,
           gradient_transform=gradient_transform,
@@ -311,7 +297,7 @@ def build_client_training(
           feature_step=feature_step,
           label_key=label_key,
       ),
-      client_final=_build_client_final(model_weights.trainable),
+      client_final=_build_client_final(trainable),
       class_label_key=label_key if num_classes is not None else None,
       batch_gradient=batch_gradient,
   )

@@ -102,29 +102,6 @@ def _build_client_update(
   return client_update
 
 
-def _check_arguments(
-    *,
-    client_loss,
-    num_classes,
-    proximal_strength,
-    weight_decay,
-    client_weighting,
-    sharpness=None,
-    fednova=None,
-) -> None:
-  """Raises TypeError/ValueError naming the bad argument."""
-  if not isinstance(client_weighting, tff.learning.ClientWeighting):
-    raise TypeError(
-        '`client_weighting` must be a tff.learning.ClientWeighting, got '
-        f'{client_weighting!r}.'
-    )
-  client_training.check_client_loss(client_loss, num_classes)
-  checks.check_number('proximal_strength', proximal_strength, minimum=0)
-  checks.check_number('weight_decay', weight_decay, minimum=0)
-  sharpness_lib.check_sharpness(sharpness)
-  fednova_lib.check_fednova(fednova)
-
-
 def _hparams_computations(optimizer: tff.learning.optimizers.Optimizer):
   """`init_fn`, `get_hparams_fn`, `set_hparams_fn` of a state = hparams.
 
@@ -177,16 +154,10 @@ def build_client_work(
 
     L_b(w) + (mu / 2) ||w - w_global||^2 + (wd / 2) ||w||^2,
 
-  L_b the model's own loss (`'ce'`) or the batch mean of the WSM
-  cross-entropy with the client's class proportions beta_c = n_c / n, counted
-  in one pass first (`'wsm'`, docs/design.md sec. 2), and mu =
-  `proximal_strength` (FedProx, Li et al. 2020, Eq. 2) and wd =
-  `weight_decay` (added to the gradient before the optimizer, as PyTorch's
-  SGD does; `gradient_transforms.weight_decay_gradient`); with `sharpness`
-  (FedSAM, FedASAM) the gradient of L_b is taken at w + e, SAM's or ASAM's
-  ascent step (`sharpness.perturbed_gradient`). The update is
-  `w_global - w` on the trainable weights; the reported metrics are the
-  model's own.
+  mu = `proximal_strength` (FedProx, Li et al. 2020, Eq. 2); L_b (CE or
+  WSM, docs/design.md sec. 2), wd and `sharpness` as in
+  `client_training.build_client_training`. The update is `w_global - w` on
+  the trainable weights; the reported metrics are the model's own.
 
   Type signatures, identical to those of
   `tff.learning.templates.build_model_delta_client_work(model_fn, optimizer,
@@ -235,19 +206,20 @@ def build_client_work(
       or (`'wsm'`) the labels are not integers or the batches hold other
       than dense tensors (`client_loop.hold`).
     ValueError: If `client_loss` is unknown, `num_classes` < 1 or missing for
-      `'wsm'`, `proximal_strength` or `weight_decay` < 0, or `loop_implementation` is not a
-      form of `client_loop.LOOP_FORMS`.
+      `'wsm'`, `proximal_strength` or `weight_decay` < 0, or
+      `loop_implementation` is not a form of `client_loop.LOOP_FORMS`.
     KeyError: If (`'wsm'`) mapping batches have no `label_key`.
   """
-  _check_arguments(
-      client_loss=client_loss,
-      num_classes=num_classes,
-      proximal_strength=proximal_strength,
-      weight_decay=weight_decay,
-      client_weighting=client_weighting,
-      sharpness=sharpness,
-      fednova=fednova,
-  )
+  if not isinstance(client_weighting, tff.learning.ClientWeighting):
+    raise TypeError(
+        '`client_weighting` must be a tff.learning.ClientWeighting, got '
+        f'{client_weighting!r}.'
+    )
+  client_training.check_client_loss(client_loss, num_classes)
+  checks.check_number('proximal_strength', proximal_strength, minimum=0)
+  checks.check_number('weight_decay', weight_decay, minimum=0)
+  sharpness_lib.check_sharpness(sharpness)
+  fednova_lib.check_fednova(fednova)
   loop_implementation = client_loop.client_loop(loop_implementation)
   if metrics_aggregator is None:
     metrics_aggregator = tff.learning.metrics.sum_then_finalize

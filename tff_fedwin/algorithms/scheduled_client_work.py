@@ -1,13 +1,10 @@
 """Client work whose learning rate follows a per-round schedule (IMA).
 
 `build_scheduled_client_work` wraps a model-delta client work and sets its
-optimizer's `learning_rate` each round; `ima_client_learning_rate_fn` is IMA's
-schedule, `exponential_client_learning_rate_fn` the round-exponential decay
-of IMA's baselines, and `ima_constant_client_learning_rate_fn` and
-`ima_cyclic_client_learning_rate_fn` the other decay schemes of IMA's Table 3
-(docs/design.md, "IMA's client learning-rate schedule"), and
-`swa_cyclic_client_learning_rate_fn` FedSWA's cyclic rate (docs/design.md,
-"Server-side SWA (WiMA's comparison)").
+optimizer's `learning_rate` each round; the `*_client_learning_rate_fn`s are
+the schedules: IMA's and its baselines' (docs/design.md, "IMA's client
+learning-rate schedule") and FedSWA's (docs/design.md, "Server-side SWA
+(WiMA's comparison)").
 """
 
 import collections
@@ -37,11 +34,7 @@ class ScheduledClientWorkState(NamedTuple):
 def rate_of_next_round(
     client_learning_rate_fn: ClientLearningRateFn, completed_rounds: Any
 ) -> tf.Tensor:
-  """lr_t of the round being run, t = `completed_rounds` + 1 (float32, TF).
-
-  The client-state family's clients and server (its metrics) evaluate the
-  schedule this way from the server state's completed rounds.
-  """
+  """lr_t of the round being run, t = `completed_rounds` + 1 (float32, TF)."""
   return tf.cast(
       client_learning_rate_fn(tf.cast(completed_rounds, tf.int32) + 1),
       tf.float32,
@@ -104,13 +97,10 @@ def build_scheduled_client_work(
       init_fn.type_signature.result, weights_type, data_type
   )
   def next_fn(state, weights, client_data):
-    # Server computation: this round's hyperparameters.
     hparams, round_num = tff.federated_map(
         hparams_for_round_fn, (state.hparams, state.round_num)
     )
-    # Client computation.
     output = client_work.next(hparams, weights, client_data)
-    # Output preparation.
     return tff.templates.MeasuredProcessOutput(
         state=tff.federated_zip(
             ScheduledClientWorkState(output.state, round_num)
@@ -175,23 +165,18 @@ def ima_client_learning_rate_fn(
   Returns:
     A function of the round number usable as `client_learning_rate_fn`.
   """
-  checks.check_number(
-      'initial_learning_rate', initial_learning_rate, positive=True
-  )
-  checks.check_int('start_round', start_round, minimum=0)
 
-  def learning_rate_fn(round_num):
-    t = tf.cast(round_num, tf.float32)
+  def after(t):
     t_s = tf.constant(float(start_round), tf.float32)
-    before = initial_learning_rate * tf.pow(decay_before, t)
-    after = (
+    return (
         initial_learning_rate
         * tf.pow(decay_before, t_s)
         * tf.pow(decay_after, t - t_s)
     )
-    return tf.where(t < t_s, before, after)
 
-  return learning_rate_fn
+  return _from_start_round(
+      initial_learning_rate, start_round, decay_before, after, check=False
+  )
 
 
 def _from_start_round(
@@ -199,13 +184,17 @@ def _from_start_round(
     start_round: int,
     decay_before: float,
     after: Callable[[tf.Tensor], tf.Tensor],
+    check: bool = True,
 ) -> ClientLearningRateFn:
-  """lr0 * decay_before^t for t < t_s, `after(t)` from t_s on (t float)."""
+  """lr0 * decay_before^t for t < t_s, `after(t)` from t_s on (t float).
+
+  `check`: whether `decay_before` must be in (0, 1].
+  """
   checks.check_number(
       'initial_learning_rate', initial_learning_rate, positive=True
   )
   checks.check_int('start_round', start_round, minimum=0)
-  if not 0.0 < decay_before <= 1.0:
+  if check and not 0.0 < decay_before <= 1.0:
     raise ValueError(f'`decay_before` must be in (0, 1]; got {decay_before!r}.')
 
   def learning_rate_fn(round_num):

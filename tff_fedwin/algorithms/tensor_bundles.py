@@ -9,15 +9,11 @@ in list order unless other names are given. `SaveV2` writes temporary files
 and renames them, so a reader never sees a half-written bundle under its
 name.
 
-Why not `tf.io.serialize_tensor` and `tf.io.write_file` (this project's format
-for these files until 2026-11-27): serializing builds a `TensorProto` and copies
-it into a string, and parsing copies twice more. Measured 2026-11-27 (AVX-512
-machine, in one process, a `[10, 1200000]` float32 tensor, 48 MB, medians of
-15): written 84 ms against 46 ms for `SaveV2`, read 63 ms against 11 ms for
-`RestoreV2`; on a TFF worker, reading and writing the 55 MB state of WiMA W =
-100 E = 10 took 162 against 80 ms (results/performance_history.md sec. 6.12).
-Every read checks each tensor's CRC32C, so a partly written or foreign file is
-refused, not read.
+`SaveV2`/`RestoreV2` write in about half the time and read in a sixth of
+`tf.io.serialize_tensor` with `tf.io.write_file` (this project's format until
+2026-11-27, which copies the bytes thrice; results/performance_history.md sec.
+6.12). Every read checks each tensor's CRC32C, so a partly written or foreign
+file is refused, not read.
 """
 
 import os
