@@ -121,10 +121,8 @@ def hold(dataset: tf.data.Dataset) -> HeldBatches:
   """Reads `dataset` once, with an iterator loop, into a `HeldBatches`.
 
   Call inside a `tf.function`. Holds one client's elements (all its epochs)
-  in memory while it trains: for EMNIST a few hundred 28x28 float32
-  examples (3 KB each) per epoch. Each element's tensors are kept flat with
-  their shapes, so elements of any rank and varying shapes (a short last
-  batch) come back exactly.
+  in memory while it trains; elements of any rank and varying shapes (a
+  short last batch) come back exactly.
 
   Args:
     dataset: A `tf.data.Dataset` whose elements are (nests of) dense tensors.

@@ -1,12 +1,10 @@
 """One local step of a client: the batch's gradient, corrections, the update.
 
 `build_client_step` returns `client_step(step_state, batch)`, the middle of
-`client_training`'s init, step, final: the gradient of the training batch
-loss (the model's own, or WSM's), with FedFA's feature term when a
-`feature_step` is given, corrected by SAM/ASAM's ascent, MIME's start
-gradient, weight decay and the algorithm's gradient transform, then one
-optimizer step. `batch_gradient` is the uncorrected gradient alone (MIME's
-full-batch gradient).
+`client_training`'s init, step, final: the batch loss's gradient (with
+FedFA's feature term), at SAM/ASAM's ascent, minus MIME's start gradient,
+plus weight decay, through the gradient transform, then one optimizer step.
+`batch_gradient` is the uncorrected gradient (MIME's full-batch gradient).
 """
 
 from collections.abc import Callable

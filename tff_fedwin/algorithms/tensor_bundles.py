@@ -5,9 +5,9 @@ tensor's dtype, shape, offset and CRC32C) and `<prefix>.data-00000-of-00001`
 (the tensors' raw bytes). A TFF worker writes one with the `SaveV2` op and
 reads it with `RestoreV2`; the driver uses `SaveV2` eagerly to write and
 `tf.train.load_checkpoint` to read. The tensors are named `'0'`, `'1'`, ...
-in list order unless other names are given. `SaveV2` writes temporary files
-and renames them, so a reader never sees a half-written bundle under its
-name.
+in list order unless other (distinct) names are given. `SaveV2` writes
+temporary files and renames them, so a reader never sees a half-written
+bundle under its name.
 
 `SaveV2`/`RestoreV2` write in about half the time and read in a sixth of
 `tf.io.serialize_tensor` with `tf.io.write_file` (this project's format until
@@ -36,10 +36,7 @@ def save_op(
     tensors: Sequence[tf.Tensor],
     names: Optional[Sequence[str]] = None,
 ) -> tf.Operation:
-  """The op that writes `tensors` as the bundle at `prefix` (runs if eager).
-
-  The tensors are named `names` (distinct), by default `'0'`, `'1'`, ...
-  """
+  """The op that writes `tensors` as the bundle at `prefix` (runs if eager)."""
   return tf.raw_ops.SaveV2(
       prefix=prefix,
       tensor_names=_names(len(tensors)) if names is None else list(names),
@@ -76,10 +73,7 @@ def write(
     arrays: Sequence[np.ndarray],
     names: Optional[Sequence[str]] = None,
 ) -> None:
-  """Writes `arrays` as the bundle at `prefix` (files 0600, replaced).
-
-  The tensors are named `names`, by default `'0'`, `'1'`, ...
-  """
+  """Writes `arrays` as the bundle at `prefix` (files 0600, replaced)."""
   save_op(prefix, [np.asarray(a) for a in arrays], names)  # Eager: runs now.
   for suffix in (INDEX_SUFFIX, DATA_SUFFIX):
     os.chmod(prefix + suffix, 0o600)
