@@ -9,7 +9,8 @@ bit for bit.
 
 The trunks to round 4 (the largest k; rounds 1-4 kept, `CHECKPOINTS_TO_KEEP`)
 are trained once per algorithm for the module (`trunk_runs`); a case forks from
-a copy in its own directory.
+a copy in its own directory. Every run uses the session's TFF worker
+(tests/experiments/session_worker.py), not one of its own.
 """
 
 import csv
@@ -26,6 +27,7 @@ from tff_fedwin.experiments import forks
 from tff_fedwin.training import checkpoints
 from tff_fedwin.training import loop
 
+from tests.experiments import session_worker
 from tests.experiments import tiny_data
 
 ROUNDS = 6
@@ -75,6 +77,12 @@ def _algorithm_flags(algorithm):
       algorithm=algorithm,
       server_learning_rate=0.01 if algorithm == 'fedadam' else 1.0,
   )
+
+
+@pytest.fixture(autouse=True)
+def _on_the_session_worker(tff_execution_context):
+  with session_worker.local_runs_on(tff_execution_context):
+    yield
 
 
 @pytest.fixture(scope='module')

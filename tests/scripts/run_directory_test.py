@@ -6,9 +6,11 @@ refused at once, the first ends as a lone run), a resume with other flags
 killed by SIGKILL mid-run (one line naming it and the round a rerun resumes
 from; a new worker on its port and the same command finish the run as an
 uninterrupted one). Metrics are compared with the lone run's, every column
-but the times, as the strings metrics.csv holds. The lone run and the 2-round
-run the resumes start from are checked only by their files: they run in this
-process (`script_runs.run_in_process`, the script's `run_experiment`).
+but the times, as the strings metrics.csv holds. The lone run, the 2-round
+run the resumes start from and the rerun on the restarted worker are checked
+only by their files and progress lines: they run in this process
+(`script_runs.run_in_process`, the script's `run_experiment`; the lone run on
+the session's TFF worker).
 
 A run is short: the overlaps the cases need are made by a condition, not by
 length. The lock holder is stopped (SIGSTOP) until the second launch is
@@ -25,6 +27,7 @@ import time
 import pytest
 
 from tests import script_runs
+from tests.experiments import session_worker
 from tff_fedwin import runtime
 from tff_fedwin.training import run_lock
 
@@ -89,10 +92,12 @@ def _stop(process):
 
 
 @pytest.fixture(scope='module')
-def lone(data_npz, tmp_path_factory):
-  """The uninterrupted run's metrics.csv rows (run once, in this process)."""
+def lone(data_npz, tmp_path_factory, tff_execution_context):
+  """The uninterrupted run's metrics.csv rows (run once, in this process, on
+  the session's TFF worker: tests/experiments/session_worker.py)."""
   root = str(tmp_path_factory.mktemp('lone'))
-  summary = _run_in_process(data_npz, root)
+  with session_worker.local_runs_on(tff_execution_context):
+    summary = _run_in_process(data_npz, root)
   assert summary['resumed_from_round'] is None
   assert summary['total_rounds'] == _ROUNDS
   return _rows(os.path.join(root, 'run'))
@@ -239,7 +244,7 @@ def _read_until_round(process, round_num):
 
 
 def test_killed_worker_is_one_line_then_a_rerun_finishes(
-    data_npz, tmp_path, lone
+    data_npz, tmp_path, lone, capsys
 ):
   workers = [runtime.start_local_worker(log_dir=str(tmp_path))]
   address = workers[0].address
@@ -275,14 +280,15 @@ def test_killed_worker_is_one_line_then_a_rerun_finishes(
         '(or list another in --workers) and rerun the same command.'
     )
     workers.append(runtime.start_local_worker(port=workers[0].port))
-    result = _run(command)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.splitlines()[1].startswith(
+    # The rerun in this process (its outputs are what it shows), on the
+    # restarted worker as the user's rerun would be.
+    capsys.readouterr()
+    _run_in_process(data_npz, str(tmp_path), workers=address)
+    rerun = capsys.readouterr().out
+    assert rerun.splitlines()[0].startswith(
         f'run: resuming from the checkpoint of round {resume} '
-    )
-    assert _rounds_trained(result.stdout) == list(
-        range(resume + 1, _ROUNDS + 1)
-    )
+    ), rerun
+    assert _rounds_trained(rerun) == list(range(resume + 1, _ROUNDS + 1))
   finally:
     _stop(run)
     for worker in workers:

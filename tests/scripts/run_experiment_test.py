@@ -21,6 +21,7 @@ from absl.testing import flagsaver
 import pytest
 
 from tests.data import leaf_fixtures
+from tests.experiments import session_worker
 from tff_fedwin import runtime
 from tff_fedwin.data import leaf
 from tff_fedwin.tasks import registry
@@ -65,7 +66,9 @@ TASK_FLAGS = {
 
 
 @pytest.mark.parametrize('task', sorted(TASK_FLAGS))
-def test_main_writes_one_round_of_metrics(task, tmp_path, request, capsys):
+def test_main_writes_one_round_of_metrics(
+    task, tmp_path, request, capsys, tff_execution_context
+):
   values = dict(
       TASK_FLAGS[task],
       clients_per_round=2,
@@ -75,7 +78,12 @@ def test_main_writes_one_round_of_metrics(task, tmp_path, request, capsys):
   )
   if task == 'npz':
     values['data_npz'] = request.getfixturevalue('data_npz')
-  with flagsaver.flagsaver(**values):
+  # On the session's TFF worker (tests/experiments/session_worker.py): the
+  # script's own worker start is the subprocess tests' (run_experiment_cli_test).
+  with (
+      flagsaver.flagsaver(**values),
+      session_worker.local_runs_on(tff_execution_context),
+  ):
     run_experiment.main(['run_experiment'])
   printed = capsys.readouterr().out.splitlines()
   with open(tmp_path / task / 'metrics.csv', newline='') as f:
