@@ -31,6 +31,17 @@ OPTIMIZERS = {
 }
 
 
+def _with_both_weightings(first, second):
+  """(a, b, weighting) for every pair of `first` x `second`, the weighting
+  alternating so that each a and each b meets both weightings: every pair of
+  the three factors, in half the cases of their product."""
+  return [
+      (a, b, (NUM_EXAMPLES, UNIFORM)[(i + j) % 2])
+      for i, a in enumerate(first)
+      for j, b in enumerate(second)
+  ]
+
+
 def _model_fn():
   keras_model = tf.keras.Sequential(
       [
@@ -111,13 +122,17 @@ def _assert_outputs_close(ours, theirs, atol=1e-6):
 
 class TestBuildClientWorkComputation:
 
-  @pytest.mark.parametrize('optimizer', sorted(OPTIMIZERS))
-  @pytest.mark.parametrize('weighting', [NUM_EXAMPLES, UNIFORM])
   @pytest.mark.parametrize(
-      'client_loss, mu', [('ce', 0.0), ('ce', 0.1), ('wsm', 0.1)]
+      'client_loss, mu, optimizer, weighting',
+      [
+          (loss, mu, optimizer, weighting)
+          for (loss, mu), optimizer, weighting in _with_both_weightings(
+              [('ce', 0.0), ('ce', 0.1), ('wsm', 0.1)], sorted(OPTIMIZERS)
+          )
+      ],
   )
   def test_type_signatures_equal_tff_model_delta_client_work(
-      self, optimizer, weighting, client_loss, mu
+      self, client_loss, mu, optimizer, weighting
   ):
     ours = client_work.build_client_work(
         _model_fn,
@@ -158,9 +173,10 @@ class TestBuildClientWorkComputation:
 
 class TestBuildClientWorkExecution:
 
-  @pytest.mark.parametrize('loop', LOOPS)
-  @pytest.mark.parametrize('optimizer', sorted(OPTIMIZERS))
-  @pytest.mark.parametrize('weighting', [NUM_EXAMPLES, UNIFORM])
+  @pytest.mark.parametrize(
+      'loop, optimizer, weighting',
+      _with_both_weightings(LOOPS, sorted(OPTIMIZERS)),
+  )
   def test_ce_equals_tff_model_delta_client_work(
       self, loop, optimizer, weighting
   ):
