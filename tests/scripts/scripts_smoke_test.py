@@ -80,9 +80,9 @@ def test_benchmark_window_writes_a_row_per_configuration(tmp_path):
 # FedSAM through `build_fed_win`'s options, FedDyn through SCAFFOLD's row with
 # another algorithm (states as files), FedFA through its own builder (the
 # feature model). The other 8 take one of these ways with other arguments
-# (each ~4.4 s on a fresh worker: all 35 rows took 153 s alone, AVX2 kind),
-# and each algorithm's builder has its numpy and wiring tests
-# (tests/algorithms/, tests/experiments/wiring_test.py).
+# (each ~4.4 s on a fresh worker: all 35 rows took 153 s, AVX-512 kind, a
+# test process beside it), and each algorithm's builder has its numpy and
+# wiring tests (tests/algorithms/, tests/experiments/wiring_test.py).
 _ALGORITHM_ROWS_RUN = ('fedsam', 'feddyn_files', 'fedfa')
 _ALGORITHM_ROWS_SKIPPED = [
     name
