@@ -89,9 +89,10 @@ def build_client_step(
     proportions = step_state.class_proportions
 
     def gradient_at():
-      return batch_gradient(model, trainable, batch_loss, batch, proportions)[
-          :2
-      ]
+      output, gradients, _ = batch_gradient(
+          model, trainable, batch_loss, batch, proportions
+      )
+      return output, gradients
 
     feature_loss = labels = None
     if feature_step is not None:
