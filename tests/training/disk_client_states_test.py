@@ -4,19 +4,24 @@ Behaviour shared with the memory store is in client_state_stores_test.py.
 """
 
 import collections
+import errno
 import json
 import os
 import shutil
 import stat
+import threading
 
 import numpy as np
 import pytest
 
+from tests.training import full_disk
 from tff_fedwin.training import client_state_spec
 from tff_fedwin.training import disk_client_states
 from tff_fedwin.training import disk_store_chain
+from tff_fedwin.training import row_files
 
 _Store = disk_client_states.DiskClientStateStore
+tmpfs = full_disk.tmpfs
 IDS = [f'client_{i}' for i in range(1000)]
 # One state: 2**18 float32 = 1 MiB, plus a 4-byte counter.
 ROW_BYTES = 2**20
@@ -445,4 +450,64 @@ def test_unknown_client_id_names_the_population(tmp_path):
 
   with pytest.raises(ValueError, match=r"'stranger'.*1000 clients"):
     store.get(['stranger'])
+  store.close()
+
+
+def test_update_returns_while_it_writes_and_get_reads_those_states(
+    tmp_path, monkeypatch
+):
+  store = _create(tmp_path)
+  _checkpoint(store, 0)
+  store.update(['client_1'], [_state(1)])
+  _checkpoint(store, 1)
+  writing, release = threading.Event(), threading.Event()
+  pwrite = row_files.pwrite
+
+  def held_pwrite(*args):
+    writing.set()
+    # Were the writes in the caller's thread, `update` would wait here.
+    assert release.wait(timeout=10), 'update waited for its writes'
+    pwrite(*args)
+
+  monkeypatch.setattr(row_files, 'pwrite', held_pwrite)
+  store.update(['client_1', 'client_2'], [_state(5), _state(6)])
+  assert writing.wait(timeout=10)
+
+  got = store.get(['client_1', 'client_2', 'client_3'])
+
+  assert [int(s['n']) for s in got] == [5, 6, 0]
+  np.testing.assert_array_equal(got[1]['c'], np.full([2**18], 6, np.float32))
+  got[0]['c'][:] = -1.0  # A copy: the state being written stays 5.
+  release.set()
+  _checkpoint(store, 2)
+  store.close()
+  store = _restore(tmp_path, 2)
+  got = store.get(['client_1', 'client_2'])
+  np.testing.assert_array_equal(got[0]['c'], np.full([2**18], 5, np.float32))
+  assert [int(s['n']) for s in got] == [5, 6]
+  store.close()
+
+
+def test_a_write_on_a_full_disk_fails_the_checkpoint_and_every_later_call(
+    tmpfs,
+):
+  directory = tmpfs / 'store'
+  store = _create(directory, client_ids=IDS[:8])
+  _checkpoint(store, 0)
+  filler = full_disk.fill(str(tmpfs), 64 * 1024)
+  # Two 1 MiB states into 64 KB: the writes' thread meets ENOSPC.
+  store.update(['client_1', 'client_2'], [_state(1), _state(2)])
+
+  with pytest.raises(OSError) as raised:
+    store.prepare_checkpoint(1)
+  assert raised.value.errno == errno.ENOSPC
+  with pytest.raises(ValueError, match='An earlier write of client states'):
+    store.get(['client_1'])
+  with pytest.raises(ValueError, match='An earlier write of client states'):
+    store.update(['client_3'], [_state(3)])
+  store.close()
+  # Nothing durable was lost: round 0's version reads the initial states.
+  os.remove(filler)
+  store = _restore(directory, 0, client_ids=IDS[:8])
+  assert _counters(store, ['client_1', 'client_2']) == [0, 0]
   store.close()

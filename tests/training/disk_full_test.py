@@ -11,49 +11,21 @@ of an uninterrupted run (times aside).
 import asyncio
 import errno
 import os
-import subprocess
 
 import numpy as np
 import pytest
 
 from tests.training import damaged_checkpoint_test as damaged
+from tests.training import full_disk
 from tff_fedwin.training import checkpoints as checkpoints_lib
 from tff_fedwin.training import disk_full
 
 data_npz = damaged.data_npz
+tmpfs = full_disk.tmpfs
 _ALGORITHM = 'fedavg_window'
 # The training examples stay in the driver: the full disk hits the loop's
 # files (checkpoints, window models, metrics), not `client_data/`.
 _VALUES = '--client_data_transfer=values'
-
-
-@pytest.fixture
-def tmpfs(tmp_path):
-  """A 4 MB tmpfs at tmp_path/mnt, unmounted afterwards."""
-  mount_point = tmp_path / 'mnt'
-  mount_point.mkdir()
-  result = subprocess.run(
-      ['mount', '-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', str(mount_point)],
-      capture_output=True,
-      text=True,
-      check=False,
-  )
-  if result.returncode != 0:
-    pytest.skip(f'cannot mount a tmpfs: {result.stderr.strip()}')
-  try:
-    yield mount_point
-  finally:
-    subprocess.run(['umount', str(mount_point)], check=False)
-
-
-def _fill(directory, leave_bytes):
-  """A filler file leaving `leave_bytes` free on `directory`'s file system."""
-  stat = os.statvfs(directory)
-  free = stat.f_bavail * stat.f_frsize
-  path = os.path.join(directory, 'filler')
-  with open(path, 'wb') as f:
-    f.write(b'\1' * max(free - leave_bytes, 0))
-  return path
 
 
 def test_a_full_disk_stops_with_one_line_and_the_rerun_resumes(
@@ -68,7 +40,7 @@ def test_a_full_disk_stops_with_one_line_and_the_rerun_resumes(
   root = tmpfs / 'out'
   first = damaged.run_in_process(root, data_npz, _ALGORITHM, 2, _VALUES)
   assert first == [1, 2]
-  filler = _fill(str(tmpfs), 16 * 1024)
+  filler = full_disk.fill(str(tmpfs), 16 * 1024)
 
   full = damaged.run_script(root, data_npz, _ALGORITHM, 4, _VALUES)
 

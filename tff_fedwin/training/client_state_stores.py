@@ -6,8 +6,9 @@ both kinds (docs/design.md sec. 5.5):
 * `memory`: `ClientStateStore` in RAM; a checkpoint writes every client's
   state to `checkpoints/client_states_<t>.npz`. For populations whose states
   fit in RAM several times over.
-* `disk`: `DiskClientStateStore` (it has the five methods itself); RAM holds the clients of one round, a
-  checkpoint writes the clients updated since the previous one.
+* `disk`: `DiskClientStateStore` (it has the five methods itself); RAM holds
+  the clients of two rounds, a checkpoint writes the clients updated since
+  the previous one.
 * `auto`: `disk` when the population's states (number of clients x state size)
   exceed `AUTO_DISK_BYTES`, else `memory`. The choice depends only on the
   population and the template, so a resumed run makes the same one.

@@ -1,4 +1,4 @@
-"""Client states in files: RAM bounded by one round, checkpoints by the changes.
+"""Client states in files: RAM bounded by two rounds, checkpoints by the changes.
 
 `DiskClientStateStore` keeps one preallocated array file per state leaf,
 `[num_clients, *leaf.shape]`, created sparse (`ftruncate`): a client's row
@@ -9,7 +9,8 @@ not `np.memmap`, which grew the process's RSS by every byte it touched
 A state is written once: a client's first state in place in its base row,
 later ones into `pending/` (one slot per client), which the checkpoint of
 round t renames to `segment_<t>/` with an index of its rows and their
-CRC-32s. Reads take the newest of pending, the segments, the base. A
+CRC-32s. The writes of a round run on a thread beside the next round
+(`row_writes`). Reads take the newest of pending, the segments, the base. A
 checkpoint writes nothing it did not write in the rounds before it; segments
 are merged into the base files only when they hold more states than the
 population and every kept version is at or after them, so each kept version
@@ -29,6 +30,7 @@ from tff_fedwin.training import client_state_spec
 from tff_fedwin.training import disk_store_chain as chain_lib
 from tff_fedwin.training import disk_store_layout as layout
 from tff_fedwin.training import row_files
+from tff_fedwin.training import row_writes
 from tff_fedwin.training import set_aside
 
 _IN_BASE = chain_lib.IN_BASE
@@ -49,7 +51,9 @@ class DiskClientStateStore:
   of every leaf file is client i's state. A client never updated reads as a
   copy of `template`. `get` and `update` touch only the rows of the given
   clients, so their cost and the RAM they use do not depend on the
-  population; every row read is checked against its CRC-32. The files are
+  population; every row read is checked against its CRC-32. `update` returns
+  once its writes have started (`row_writes`): their error is raised by the
+  next `update` or `prepare_checkpoint`, and by every call after. The files are
   created mode 0600 in a 0700 directory, which is locked (`flock`) while the
   store is open.
 
@@ -86,7 +90,9 @@ class DiskClientStateStore:
     self._where: dict[int, tuple[int, int, int]] = {}
     self._segment_slots: dict[int, int] = {}
     self._pending_fds: Optional[list[int]] = None
-    self._pending: dict[int, tuple[int, int]] = {}  # row -> (slot, CRC-32)
+    # row -> (slot, CRC-32; None while `_writes` writes it).
+    self._pending: dict[int, tuple[int, Optional[int]]] = {}
+    self._writes = row_writes.RowWrites('client-state-writes')
     self._num_pending_slots = 0
     self._prepared: Optional[int] = None
 
@@ -210,6 +216,12 @@ class DiskClientStateStore:
     self._check_usable()
     states = []
     for client_id, row in zip(client_ids, self._rows_of(client_ids)):
+      in_flight = self._writes.in_flight(row)
+      if in_flight is not None:
+        states.append(
+            self._spec.pack([np.array(a, copy=True) for a in in_flight])
+        )
+        continue
       if row in self._pending:
         (slot, crc), segment = self._pending[row], None
       elif row in self._where:
@@ -230,25 +242,31 @@ class DiskClientStateStore:
     return states
 
   def update(self, client_ids: Sequence[str], states: Sequence[Any]) -> None:
-    """Replaces the states of distinct `client_ids`; all checked first."""
-    # Written from the caller's arrays: no copy of the round's states.
+    """Replaces the states of distinct `client_ids`; all checked first.
+
+    The states are written from the caller's arrays (no copy of the round's
+    states) on the writes' thread: the caller leaves them unchanged.
+    """
     client_ids, leaves = self._spec.checked_leaves_all(client_ids, states)
     rows = self._rows_of(client_ids)
     self._check_usable()
+    self._join_writes()
+    writes = []
     for row, state_leaves in zip(rows, leaves):
       slot = self._pending.get(row, (None, 0))[0]
       if slot is None and not self._has_state(row):
         slot = _IN_BASE  # No checkpoint reads this row yet: write in place.
       if slot == _IN_BASE:
-        self._write(self._base_fds, row, state_leaves)
+        writes.append((row, self._base_fds, row, state_leaves))
       else:
         if slot is None:
           slot, self._num_pending_slots = (
               self._num_pending_slots,
               self._num_pending_slots + 1,
           )
-        self._write(self._open_pending(), slot, state_leaves)
-      self._pending[row] = (slot, chain_lib.row_crc(state_leaves))
+        writes.append((row, self._open_pending(), slot, state_leaves))
+      self._pending[row] = (slot, None)
+    self._writes.submit(writes)
 
   def prepare_checkpoint(self, round_num: int) -> None:
     """Makes the updates since the last checkpoint durable as `segment_<t>/`.
@@ -257,6 +275,7 @@ class DiskClientStateStore:
     `finish_checkpoint(round_num)`; `get` and `update` wait for it.
     """
     self._check_usable()
+    self._join_writes()
     row_files.sync_and_close(self._open_pending(), close=True)
     row_files.sync_and_close(self._base_fds, close=False)
     entries = sorted(self._pending.items())
@@ -319,7 +338,8 @@ class DiskClientStateStore:
     return {'client_states': [self._path(layout.MANIFEST), index]}
 
   def close(self) -> None:
-    """Closes the files and releases the directory's lock."""
+    """Waits for the writes, closes the files, releases the directory's lock."""
+    self._writes.close()
     for fd in self._base_fds + (self._pending_fds or []):
       os.close(fd)
     if self._lock_fd is not None:
@@ -337,6 +357,11 @@ class DiskClientStateStore:
   def _has_state(self, row: int) -> bool:
     """Whether a checkpoint holds a state of `row` (a pending one aside)."""
     return bool(self._base.created[row]) or row in self._where
+
+  def _join_writes(self) -> None:
+    """Waits for the writes in flight and records their CRC-32s."""
+    for row, crc in self._writes.join().items():
+      self._pending[row] = (self._pending[row][0], crc)
 
   def _open_pending(self) -> list[int]:
     if self._pending_fds is None:
@@ -390,7 +415,8 @@ class DiskClientStateStore:
     created, crcs = self._base.created.copy(), self._base.crcs.copy()
     for row, (segment, slot, crc) in chain_lib.newest_entries(segments).items():
       if slot != _IN_BASE:
-        self._write(self._base_fds, row, self._read_entry(segment, slot, row))
+        leaves = self._read_entry(segment, slot, row)
+        row_writes.write_row(self._base_fds, row, leaves)
       created[row], crcs[row] = 1, crc
       if self._where.get(row, (None,))[0] == segment:
         del self._where[row]  # Its newest state is the base row now.
@@ -412,6 +438,7 @@ class DiskClientStateStore:
     }
 
   def _check_usable(self) -> None:
+    self._writes.check()
     if self._lock_fd is None:
       raise ValueError(f'The client-state store in {self.directory} is closed.')
     if self._prepared is not None:
@@ -438,9 +465,3 @@ class DiskClientStateStore:
         row_files.pread(fd, leaf, index * nbytes)
         for fd, leaf, nbytes in zip(fds, self._spec.leaves, self._leaf_bytes)
     ]
-
-  def _write(
-      self, fds: Sequence[int], index: int, leaves: Sequence[np.ndarray]
-  ) -> None:
-    for fd, leaf, nbytes in zip(fds, leaves, self._leaf_bytes):
-      row_files.pwrite(fd, leaf, index * nbytes)

@@ -308,7 +308,7 @@ def run_training(
     summary_last_n: Number of last eval rounds summarized.
     client_states: Where the runner's client states live, one of
       `client_state_stores.KINDS`: 'memory' (RAM; each checkpoint writes all
-      of them), 'disk' (files; RAM holds one round's, a checkpoint writes the
+      of them), 'disk' (files; RAM holds two rounds', a checkpoint writes the
       clients updated since the previous one) or 'auto' (disk above
       `AUTO_DISK_BYTES` of states for the population). Ignored by runners
       without client states.
