@@ -1,7 +1,8 @@
-r"""Writes BUILD from the tree: a py_library per module (of the package and of
-the top-level benchmarks/), py_test per test file, py_binary per script (the
-files git tracks), with deps read from the `from tff_fedwin... import`,
-`from benchmarks... import` and `from tests... import` lines.
+r"""Writes BUILD from the tree: a py_library per module (of the package, of
+the top-level benchmarks/ and of scripts/' folders), py_test per test file,
+py_binary per script (the files git tracks), with deps read from the
+`from tff_fedwin... import`, `from benchmarks... import`,
+`from scripts... import` and `from tests... import` lines.
 tests/build_test.py fails when BUILD is stale: run this after adding a file.
 
   .venv/bin/python scripts/generate_build.py          # rewrite BUILD
@@ -12,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+from typing import Optional
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -28,9 +30,10 @@ package(default_visibility = ["//visibility:public"])
 licenses(["notice"])
 """
 
-# The package's modules and the benchmarks' (py_library targets of their own).
+# The package's modules, the benchmarks' and the scripts' libraries
+# (py_library targets of their own).
 _FROM_PACKAGE = re.compile(
-    r'\s*from ((?:tff_fedwin|benchmarks)(?:\.\w+)*) import (\w+)'
+    r'\s*from ((?:tff_fedwin|benchmarks|scripts)(?:\.\w+)*) import (\w+)'
 )
 _FROM_TESTS = re.compile(r'\s*from (tests(?:\.\w+)*) import (\w+)')
 
@@ -68,7 +71,8 @@ def library_name(path: str) -> str:
   """tff_fedwin/a/b.py -> a_b; tff_fedwin/a/__init__.py -> a.
 
   Outside the package the top directory stays: benchmarks/b.py ->
-  benchmarks_b, benchmarks/__init__.py -> benchmarks.
+  benchmarks_b, benchmarks/__init__.py -> benchmarks, scripts/f/b.py ->
+  scripts_f_b.
   """
   if path.startswith('tff_fedwin/'):
     path = path[len('tff_fedwin/') :]
@@ -177,10 +181,10 @@ def _data(path: str, tracked: list[str]) -> str:
   return '    data = [' + ', '.join(f'"{f}"' for f in found) + '],'
 
 
-def _libraries(top: str) -> list[str]:
-  """The py_library targets of the modules under `top`, a section a folder."""
+def _libraries(top: str, files: Optional[list[str]] = None) -> list[str]:
+  """py_library targets, a section a folder: of `files`, else under `top`."""
   sections = []
-  files = _python_files(top)
+  files = _python_files(top) if files is None else files
   c_files = _files(top, '.c')
   for group in sorted({os.path.dirname(f) for f in files}):
     sections.append(f'\n# {group}\n')
@@ -222,8 +226,13 @@ def generate() -> str:
       )
   # The benchmark code: outside the package, beside scripts/.
   sections += _libraries('benchmarks')
+  # The scripts' own libraries (their flag modules), in folders of scripts/.
+  scripts = _python_files('scripts')
+  sections += _libraries(
+      'scripts', [f for f in scripts if os.path.dirname(f) != 'scripts']
+  )
   sections.append('\n# scripts\n')
-  for path in _python_files('scripts'):
+  for path in (f for f in scripts if os.path.dirname(f) == 'scripts'):
     name = os.path.basename(path)[: -len('.py')]
     sections.append('\n' + _target('py_binary', name, [path], _deps(path)))
   return ''.join(sections)
