@@ -1,6 +1,7 @@
 """BUILD mirrors the tree: every module, test and script has its target.
 
-The modules are the package's and those of the top-level benchmarks/.
+The modules are the package's, those of the top-level benchmarks/ and those
+in folders of scripts/ (run_experiment.py's flag modules).
 """
 
 import os
