@@ -2,9 +2,14 @@
 
 Two network namespaces are the hosts (tests/runtime/netns.py), each with a
 worker bound inside it at 10.213.<k>.2:8000; the driver runs in the root
-namespace. Each run is its own process, tiny (the 60-example npz task, 4
-clients, all 4 sampled every round: 2 on each worker). Checked against runs on
-two local workers (`--workers=2`), started once in the background:
+namespace. Each run is tiny (the 60-example npz task, 4 clients, all 4
+sampled every round: 2 on each worker). Checked against runs on two local
+workers (`--workers=2`), made once, when a test first compares with one.
+The runs whose exit status and one line are the user's are the script in its
+own process (the killed run, the blind worker's); the others, checked only by
+their files, numbers and progress lines, run the script's flags in this
+process (`script_runs.run_in_process`, the script's `run_experiment`, which
+starts the two local workers or reaches the hosts' as the script does):
 
 - FedAvg with the WSM loss and a window of W = 2, on the two hosts: a worker
   SIGKILLed mid-run ends it with one line naming the worker's address; the
@@ -44,7 +49,7 @@ _SCAFFOLD = dict(algorithm='scaffold', window_size=2)
 hosts = netns.hosts_fixture(2)
 
 
-def _command(data_npz, root, name, **overrides):
+def _flags(data_npz, root, name, **overrides):
   values = dict(
       task='npz',
       data_npz=data_npz,
@@ -58,7 +63,18 @@ def _command(data_npz, root, name, **overrides):
       experiment_name=name,
   )
   values.update(overrides)
-  return script_runs.command(**values)
+  return values
+
+
+def _command(data_npz, root, name, **overrides):
+  return script_runs.command(**_flags(data_npz, root, name, **overrides))
+
+
+def _run_in_process(data_npz, root, name, **overrides):
+  """The run of `_command` in this process; its summary."""
+  return script_runs.run_in_process(
+      script_runs.flag_args(**_flags(data_npz, root, name, **overrides))
+  )
 
 
 _start = script_runs.start
@@ -82,17 +98,18 @@ def data_npz(tmp_path_factory):
 
 
 class _Local:
-  """A run on two local workers, started in the background."""
+  """A run on two local workers, in this process when first asked for."""
 
-  def __init__(self, command, run_dir):
-    self.run_dir = run_dir
-    self.process = _start(command)
+  def __init__(self, data_npz, root, name, flags):
+    self.run_dir = os.path.join(root, name)
+    self._run = lambda: _run_in_process(
+        data_npz, root, name, workers=2, **flags
+    )
     self._rows = None
 
   def rows(self):
     if self._rows is None:
-      _, stderr = self.process.communicate(timeout=600)
-      assert self.process.returncode == 0, stderr[-3000:]
+      self._run()
       self._rows = _rows(self.run_dir)
       assert [r['round_num'] for r in self._rows] == [
           str(t) for t in range(1, _ROUNDS + 1)
@@ -102,22 +119,12 @@ class _Local:
 
 @pytest.fixture(scope='module')
 def local(data_npz, tmp_path_factory):
-  """The reference runs (FedAvg+WSM+window, SCAFFOLD), both at once."""
+  """The reference runs (FedAvg+WSM+window, SCAFFOLD)."""
   root = str(tmp_path_factory.mktemp('local'))
-  runs = {
-      name: _Local(
-          _command(data_npz, root, name, workers=2, **flags),
-          os.path.join(root, name),
-      )
+  return {
+      name: _Local(data_npz, root, name, flags)
       for name, flags in (('fedavg', _FEDAVG), ('scaffold', _SCAFFOLD))
   }
-  try:
-    yield runs
-  finally:
-    for run in runs.values():
-      if run.process.poll() is None:
-        run.process.kill()
-      run.process.communicate(timeout=60)
 
 
 @pytest.fixture(scope='module')
@@ -144,7 +151,7 @@ def _read_until_round(process, round_num):
 
 
 def test_killed_worker_on_another_host_then_the_rerun_equals_local(
-    data_npz, tmp_path, hosts, workers, local
+    data_npz, tmp_path, hosts, workers, local, capsys
 ):
   command = _command(data_npz, str(tmp_path), 'run', workers=workers, **_FEDAVG)
   run_dir = str(tmp_path / 'run')
@@ -180,15 +187,19 @@ def test_killed_worker_on_another_host_then_the_rerun_equals_local(
   )
 
   hosts[1].start_worker(_PORT, str(tmp_path / 'restarted.log'))
-  result = _run(command)
-  assert result.returncode == 0, result.stderr[-3000:]
-  assert result.stdout.startswith(
-      f'run: outputs in {run_dir}\n'
+  # The rerun in this process (its outputs are what it shows), on the
+  # restarted worker as the user's rerun would be; the script's own first
+  # line before a resume is run_directory_test's
+  # (test_longer_total_rounds_resumes).
+  capsys.readouterr()
+  _run_in_process(data_npz, str(tmp_path), 'run', workers=workers, **_FEDAVG)
+  rerun = capsys.readouterr().out
+  assert rerun.startswith(
       f'run: resuming from the checkpoint of round {resume} '
-  )
+  ), rerun
   # Lines for the first round and each eval round (and, on a slow machine,
   # others): from the round after the checkpoint to the last.
-  trained = _rounds_trained(result.stdout)
+  trained = _rounds_trained(rerun)
   assert trained[0] == resume + 1 and trained[-1] == _ROUNDS, trained
   assert set(range(resume + 2, _ROUNDS + 1, 2)) <= set(trained)
   assert _rows(run_dir) == local['fedavg'].rows()
@@ -212,7 +223,10 @@ def test_scaffold_with_shared_dir_on_other_hosts_equals_local(
     data_npz, tmp_path, workers, local
 ):
   shared = str(tmp_path / 'shared')
-  command = _command(
+  # In this process: the check and the transfers are run_experiment's; a
+  # failed check raises here (the script's exit code and one line are the
+  # blind worker's case below).
+  _run_in_process(
       data_npz,
       str(tmp_path),
       'run',
@@ -220,8 +234,6 @@ def test_scaffold_with_shared_dir_on_other_hosts_equals_local(
       shared_dir=shared,
       **_SCAFFOLD,
   )
-  result = _run(command)
-  assert result.returncode == 0, result.stderr[-3000:]
   run_dir = str(tmp_path / 'run')
   assert _rows(run_dir) == local['scaffold'].rows()
   # auto with --shared_dir: files, in the shared directory, not the run's.
