@@ -126,14 +126,18 @@ def _word_lstm() -> ModelFamily:
       WORD_IDS, sequence_length=length
   )
   # The text task's loss and accuracy (padding 0; OOV and EOS left out).
-  excluded = (0, WORD_IDS - 3, WORD_IDS - 1)
+  excluded = (WORD_IDS - 3, WORD_IDS - 1)
 
   def model_fn():
     return tff.learning.models.from_keras_model(
         keras_fn(),
         loss=shakespeare_lib.MaskedSparseCategoricalCrossentropy(0),
         input_spec=_sequence_spec(length),
-        metrics=[text_lib.MaskedTokensAccuracy(excluded)],
+        metrics=[
+            shakespeare_lib.MaskedSparseCategoricalAccuracy(
+                0, 'accuracy', excluded_ids=excluded
+            )
+        ],
     )
 
   return ModelFamily(

@@ -9,6 +9,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_fedwin.data import text_records
+from tff_fedwin.tasks import shakespeare
 from tff_fedwin.tasks import text
 
 _SAMPLE = os.path.join(
@@ -94,11 +95,11 @@ def test_masked_accuracy_by_hand():
   predicted = np.array([[1, 0, 5, 7, 0], [3, 1, 1, 2, 0]])
   logits = np.eye(8, dtype=np.float32)[predicted]  # One-hot at `predicted`.
   # Leaving out 0, 5, 7: scored (1,1) (2,0) (3,3) (3,1) (1,1) -> 3 / 5.
-  metric = text.MaskedTokensAccuracy((0, 5, 7))
+  metric = shakespeare.MaskedSparseCategoricalAccuracy(0, excluded_ids=(5, 7))
   metric.update_state(y, logits)
   assert metric.result().numpy() == pytest.approx(3 / 5)
   # Pad only: also (5,5) and (7,7), both hits -> 5 / 7.
-  metric = text.MaskedTokensAccuracy((0,))
+  metric = shakespeare.MaskedSparseCategoricalAccuracy(0)
   metric.update_state(y, logits)
   assert metric.result().numpy() == pytest.approx(5 / 7)
 

@@ -69,7 +69,6 @@ from tff_fedwin.tasks import leaf_models
 from tff_fedwin.tasks import per_client
 from tff_fedwin.tasks import shakespeare as shakespeare_lib
 from tff_fedwin.tasks import task as task_lib
-from tff_fedwin.tasks import text as text_lib
 
 LeafDataError = leaf_data.LeafDataError
 LeafOptions = leaf_kinds.LeafOptions
@@ -230,7 +229,11 @@ def _reddit_task(cache, client_data, preprocess_fn, test_data, seed, clients):
         leaf_models.reddit_stacked_lstm(cache.vocab_size, length, seed),
         loss=shakespeare_lib.MaskedSparseCategoricalCrossentropy(pad_id=pad),
         input_spec=collections.OrderedDict(x=spec, y=spec),
-        metrics=[text_lib.MaskedTokensAccuracy((pad, unknown))],
+        metrics=[
+            shakespeare_lib.MaskedSparseCategoricalAccuracy(
+                pad, 'accuracy', excluded_ids=(unknown,)
+            )
+        ],
     )
 
   return task_lib.Task(

@@ -7,6 +7,7 @@ accuracy skip the padding targets of `tff_fedwin.data.shakespeare` examples.
 """
 
 import collections
+from collections.abc import Sequence
 
 import tensorflow as tf
 
@@ -154,19 +155,29 @@ class MaskedSparseCategoricalCrossentropy(tf.keras.losses.Loss):
 class MaskedSparseCategoricalAccuracy(
     tf.keras.metrics.SparseCategoricalAccuracy
 ):
-  """Accuracy of the arg-max logit over targets that are not `pad_id`."""
+  """Accuracy of the arg-max logit over targets that are none of the masked.
+
+  The masked targets are `pad_id` and `excluded_ids` (e.g. OOV and EOS for
+  TFF's StackOverflow accuracy: `MaskedCategoricalAccuracy` of TFF's
+  `simulation/baselines/keras_metrics.py`, not a public `tff.*` name).
+  """
 
   def __init__(
       self,
       pad_id: int = 0,
       name: str = 'masked_sparse_categorical_accuracy',
       dtype=None,
+      excluded_ids: Sequence[int] = (),
   ):
     super().__init__(name=name, dtype=dtype)
     self._pad_id = pad_id
+    self._excluded_ids = tuple(int(i) for i in excluded_ids)
 
   def update_state(self, y_true, y_pred, sample_weight=None):
-    weights = tf.cast(tf.not_equal(y_true, self._pad_id), self.dtype)
+    y_true = tf.cast(y_true, tf.int32)
+    weights = tf.ones_like(y_true, self.dtype)
+    for masked in (self._pad_id, *self._excluded_ids):
+      weights *= tf.cast(tf.not_equal(y_true, masked), self.dtype)
     if sample_weight is not None:
       weights *= _per_position(sample_weight, weights)
     return super().update_state(y_true, y_pred, sample_weight=weights)
@@ -174,4 +185,5 @@ class MaskedSparseCategoricalAccuracy(
   def get_config(self):
     config = super().get_config()
     config['pad_id'] = self._pad_id
+    config['excluded_ids'] = self._excluded_ids
     return config

@@ -7,7 +7,8 @@ JSONL or CSV file of `client_id`, `text` and optional `split` records
 (`tff_fedwin.data.text_records`), one client per `client_id`, with TFF's
 tokens, vocabulary and id layout (`tff_fedwin.data.text_vocab`) and TFF's
 model family (`create_recurrent_model`). TFF's model and its masked
-accuracy are not public `tff.*` names, so this module has its equivalents.
+accuracy are not public `tff.*` names: this module has its copy of the model,
+`shakespeare.MaskedSparseCategoricalAccuracy` the accuracy.
 
 Reported like TFF: the loss is the cross-entropy over the targets that are
 not padding; the accuracy (`'accuracy'`, both the model's metric and the
@@ -17,7 +18,6 @@ the targets that are not padding, OOV or EOS (BOS is never a target).
 """
 
 import collections
-from collections.abc import Sequence
 from typing import Optional
 
 import attrs
@@ -122,40 +122,6 @@ def create_recurrent_model(
       kernel_initializer=tf.keras.initializers.GlorotUniform(seed + 301),
   )(projected)
   return tf.keras.Model(inputs=inputs, outputs=logits)
-
-
-class MaskedTokensAccuracy(tf.keras.metrics.SparseCategoricalAccuracy):
-  """Arg-max accuracy over the targets that are none of `masked_ids`.
-
-  Our copy of `MaskedCategoricalAccuracy` in TFF's
-  `simulation/baselines/keras_metrics.py` (not a public `tff.*` name).
-  """
-
-  def __init__(
-      self,
-      masked_ids: Sequence[int] = (text_vocab.PAD_ID,),
-      name: str = 'accuracy',
-      dtype=None,
-  ):
-    super().__init__(name=name, dtype=dtype)
-    self._masked_ids = tuple(int(i) for i in masked_ids)
-
-  def update_state(self, y_true, y_pred, sample_weight=None):
-    y_true = tf.cast(y_true, tf.int32)
-    weights = tf.ones_like(y_true, self.dtype)
-    for masked in self._masked_ids:
-      weights *= tf.cast(tf.not_equal(y_true, masked), self.dtype)
-    if sample_weight is not None:
-      sample_weight = tf.cast(sample_weight, self.dtype)
-      while sample_weight.shape.rank < weights.shape.rank:
-        sample_weight = sample_weight[..., tf.newaxis]
-      weights *= tf.broadcast_to(sample_weight, tf.shape(weights))
-    return super().update_state(y_true, y_pred, sample_weight=weights)
-
-  def get_config(self):
-    config = super().get_config()
-    config['masked_ids'] = self._masked_ids
-    return config
 
 
 @attrs.frozen
@@ -306,7 +272,11 @@ def text_task(
             text_vocab.PAD_ID
         ),
         input_spec=shakespeare_lib.shakespeare_input_spec(sequence_length),
-        metrics=[MaskedTokensAccuracy((text_vocab.PAD_ID, *excluded))],
+        metrics=[
+            shakespeare_lib.MaskedSparseCategoricalAccuracy(
+                text_vocab.PAD_ID, 'accuracy', excluded_ids=excluded
+            )
+        ],
     )
 
   test_data = tf.data.Dataset.from_tensor_slices(
