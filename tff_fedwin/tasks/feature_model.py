@@ -12,7 +12,6 @@ added. A task offers one through `Task.feature_model_fn`.
 """
 
 import collections.abc
-from collections.abc import Callable
 from typing import Any
 
 import tensorflow as tf
@@ -126,10 +125,3 @@ class FeatureModel(tff.learning.models.VariableModel):
 
   def reset_metrics(self):
     return self._model.reset_metrics()
-
-
-def feature_model_fn(
-    keras_fn: Callable[[], tf.keras.Sequential], **keras_args: Any
-) -> Callable[[], FeatureModel]:
-  """A no-arg `model_fn` building `FeatureModel(keras_fn(), **keras_args)`."""
-  return lambda: FeatureModel(keras_fn(), **keras_args)

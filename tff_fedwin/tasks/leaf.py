@@ -53,7 +53,6 @@ from typing import Optional
 
 import numpy as np
 import tensorflow as tf
-import tensorflow_federated as tff
 
 from tff_fedwin import checks
 from tff_fedwin.data import from_ids
@@ -219,37 +218,6 @@ def _classifier(
   )
 
 
-def _reddit_task(cache, client_data, preprocess_fn, test_data, seed, clients):
-  """The task of Reddit-style data (module docstring)."""
-  length, pad, unknown = cache.x_width, cache.pad_id, cache.unknown_id
-  spec = tf.TensorSpec([None, length], tf.int32)
-
-  def model_fn():
-    return tff.learning.models.from_keras_model(
-        leaf_models.reddit_stacked_lstm(cache.vocab_size, length, seed),
-        loss=shakespeare_lib.MaskedSparseCategoricalCrossentropy(pad_id=pad),
-        input_spec=collections.OrderedDict(x=spec, y=spec),
-        metrics=[
-            shakespeare_lib.MaskedSparseCategoricalAccuracy(
-                pad, 'accuracy', excluded_ids=(unknown,)
-            )
-        ],
-    )
-
-  return task_lib.Task(
-      'leaf',
-      model_fn,
-      client_data,
-      preprocess_fn,
-      test_data,
-      cache.vocab_size,
-      pad_label=pad,
-      accuracy_excluded_labels=(unknown,),
-      test_clients=clients,
-      data_kind=cache.kind,
-  )
-
-
 def _last_target(element):
   """LEAF's next character as the last of 80 targets, padding before it."""
   y = tf.concat(
@@ -260,28 +228,6 @@ def _last_target(element):
       axis=0,
   )
   return collections.OrderedDict(x=element['x'], y=y)
-
-
-def _shakespeare_model_fn(seed: int):
-  seq_length = leaf_data.SHAKESPEARE_SEQ_LENGTH
-
-  def model_fn():
-    return tff.learning.models.from_keras_model(
-        shakespeare_lib.create_char_model(
-            leaf_data.SHAKESPEARE_VOCAB_SIZE, seq_length=seq_length, seed=seed
-        ),
-        loss=shakespeare_lib.MaskedSparseCategoricalCrossentropy(
-            pad_id=leaf_data.PAD_ID
-        ),
-        input_spec=shakespeare_lib.shakespeare_input_spec(seq_length),
-        metrics=[
-            shakespeare_lib.MaskedSparseCategoricalAccuracy(
-                pad_id=leaf_data.PAD_ID, name='accuracy'
-            )
-        ],
-    )
-
-  return model_fn
 
 
 def leaf_task(
@@ -348,38 +294,45 @@ def leaf_task(
       [n for _, n in cache.test_users],
   )
   classes = _label_classes(cache, num_classes)
-  preprocess_fn = task_lib.batching_fn(batch_size, epochs, seed, shuffle_buffer)
+  train_data, pad, excluded = client_data, None, ()
   if cache.kind == 'reddit':
-    test_batches = test_data.batch(eval_batch_size)
-    return _reddit_task(
-        cache, client_data, preprocess_fn, test_batches, seed, test_clients
+    length, pad, excluded = cache.x_width, cache.pad_id, (cache.unknown_id,)
+    classes = cache.vocab_size
+    model_fn = task_lib.sequence_model_fn(
+        lambda: leaf_models.reddit_stacked_lstm(classes, length, seed),
+        length,
+        pad,
+        excluded,
     )
-  if cache.kind != 'shakespeare':
+  elif cache.kind == 'shakespeare':
+    length, pad = leaf_data.SHAKESPEARE_SEQ_LENGTH, leaf_data.PAD_ID
+    classes = leaf_data.SHAKESPEARE_VOCAB_SIZE
+    model_fn = task_lib.sequence_model_fn(
+        lambda: shakespeare_lib.create_char_model(
+            classes, seq_length=length, seed=seed
+        ),
+        length,
+        pad,
+    )
+    train_data = from_ids.datasets_from_ids(
+        client_data.preprocess(lambda ds: ds.map(_last_target))
+    )
+    test_data = test_data.map(_last_target)
+  else:
     x_spec, keras_fn = _classifier(cache, model, seed, classes)
-    element_spec = collections.OrderedDict(
-        x=x_spec, y=tf.TensorSpec([None], tf.int32)
+    model_fn = task_lib.classification_model_fn(
+        keras_fn,
+        collections.OrderedDict(x=x_spec, y=tf.TensorSpec([None], tf.int32)),
     )
-    return task_lib.Task(
-        'leaf',
-        task_lib.classification_model_fn(keras_fn, element_spec),
-        client_data,
-        preprocess_fn,
-        test_data.batch(eval_batch_size),
-        classes,
-        test_clients=test_clients,
-        data_kind=cache.kind,
-    )
-  train_data = from_ids.datasets_from_ids(
-      client_data.preprocess(lambda ds: ds.map(_last_target))
-  )
   return task_lib.Task(
       'leaf',
-      _shakespeare_model_fn(seed),
+      model_fn,
       train_data,
-      preprocess_fn,
-      test_data.map(_last_target).batch(eval_batch_size),
-      leaf_data.SHAKESPEARE_VOCAB_SIZE,
-      pad_label=leaf_data.PAD_ID,
+      task_lib.batching_fn(batch_size, epochs, seed, shuffle_buffer),
+      test_data.batch(eval_batch_size),
+      classes,
+      pad_label=pad,
+      accuracy_excluded_labels=excluded,
       test_clients=test_clients,
       data_kind=cache.kind,
   )

@@ -27,14 +27,11 @@ tuning hyperparameters without the test set.
 import collections
 from collections.abc import Callable, Mapping
 import types
-from typing import Optional
 
 import numpy as np
 import tensorflow as tf
-import tensorflow_federated as tff
 
 from tff_fedwin import choices
-from tff_fedwin.data import leaf as leaf_data
 from tff_fedwin.data import partition as partition_lib
 from tff_fedwin.data import preloaded
 from tff_fedwin.data import shakespeare as shakespeare_data
@@ -65,92 +62,6 @@ EVAL_SPLITS = sources.MNIST_HELD_OUT_SPLITS
 create_mnist_cnn = image_models.create_small_cnn
 
 
-def _array_task(
-    name,
-    arrays,
-    *,
-    num_clients,
-    dirichlet_alpha,
-    seed,
-    batch_size,
-    epochs,
-    model=image_models.DEFAULT_IMAGE_MODEL,
-    eval_batch_size=1000,
-    shuffle_buffer=None,
-    num_classes=0,
-    source='the data',
-) -> Task:
-  (x_train, y_train), (x_test, y_test) = arrays
-  input_shape = tuple(x_train.shape[1:])
-  image_models.check_image_model(model, input_shape)
-  # Features are float32 already (`load_npz` scales integer ones to [0, 1]).
-  y_train = y_train.astype(np.int32).reshape(-1)
-  y_test = y_test.astype(np.int32).reshape(-1)
-  num_classes = task_lib.classes_of_labels(
-      int(max(y_train.max(), y_test.max())), num_classes, source
-  )
-  clients = partition_lib.dirichlet_label_partition(
-      y_train, num_clients, dirichlet_alpha, seed
-  )
-  train_data = partition_lib.client_data_from_partition(
-      x_train, y_train, clients
-  )
-  preprocess_fn = task_lib.batching_fn(batch_size, epochs, seed, shuffle_buffer)
-  element_spec = preprocess_fn(
-      train_data.create_tf_dataset_for_client(train_data.client_ids[0])
-  ).element_spec
-  keras_fn = lambda: image_models.create_image_model(
-      model, input_shape, num_classes, seed
-  )
-  test_data = tf.data.Dataset.from_tensor_slices(
-      collections.OrderedDict(x=x_test, y=y_test)
-  ).batch(eval_batch_size)
-  return Task(
-      name,
-      task_lib.classification_model_fn(keras_fn, element_spec),
-      train_data,
-      preprocess_fn,
-      test_data,
-      num_classes,
-      feature_model_fn=task_lib.classification_feature_model_fn(
-          keras_fn, element_spec
-      ),
-  )
-
-
-def _shakespeare_task(*, batch_size, epochs, seed, shuffle_buffer=None):
-  train_data, test, test_counts = shakespeare_data.shakespeare_client_data(
-      with_test_counts=True
-  )
-  preprocess_fn = task_lib.batching_fn(batch_size, epochs, seed, shuffle_buffer)
-  seq_length = shakespeare_data.DEFAULT_SEQ_LENGTH
-
-  def model_fn():
-    return tff.learning.models.from_keras_model(
-        shakespeare_lib.create_char_model(
-            shakespeare_data.VOCAB_SIZE, seq_length=seq_length, seed=seed
-        ),
-        loss=shakespeare_lib.MaskedSparseCategoricalCrossentropy(),
-        input_spec=shakespeare_lib.shakespeare_input_spec(seq_length),
-        metrics=[
-            shakespeare_lib.MaskedSparseCategoricalAccuracy(name='accuracy')
-        ],
-    )
-
-  return Task(
-      'shakespeare',
-      model_fn,
-      train_data,
-      preprocess_fn,
-      test.batch(1000),
-      shakespeare_data.VOCAB_SIZE,
-      pad_label=shakespeare_data.PAD_ID,
-      test_clients=per_client.TestClients.from_counts(
-          train_data.client_ids, test_counts
-      ),
-  )
-
-
 def check_eval_split(eval_split: str, task: str) -> None:
   """Raises ValueError unless `task` has the held-out split `eval_split`."""
   if eval_split not in EVAL_SPLITS:
@@ -165,23 +76,52 @@ def check_eval_split(eval_split: str, task: str) -> None:
     )
 
 
-def _array_model(o: TaskOptions) -> str:
-  return image_models.DEFAULT_IMAGE_MODEL if o.model == 'auto' else o.model
-
-
-def _partitioned(name: str, arrays, o: TaskOptions, **extra) -> Task:
+def _partitioned(
+    name: str,
+    arrays,
+    o: TaskOptions,
+    num_classes: int = 0,
+    source: str = 'the data',
+) -> Task:
   """`mnist` and `npz`: `arrays` in a Dirichlet label-skew partition."""
-  return _array_task(
+  (x_train, y_train), (x_test, y_test) = arrays
+  input_shape = tuple(x_train.shape[1:])
+  model = image_models.DEFAULT_IMAGE_MODEL if o.model == 'auto' else o.model
+  image_models.check_image_model(model, input_shape)
+  # Features are float32 already (`load_npz` scales integer ones to [0, 1]).
+  y_train = y_train.astype(np.int32).reshape(-1)
+  y_test = y_test.astype(np.int32).reshape(-1)
+  num_classes = task_lib.classes_of_labels(
+      int(max(y_train.max(), y_test.max())), num_classes, source
+  )
+  clients = partition_lib.dirichlet_label_partition(
+      y_train, o.num_clients, o.dirichlet_alpha, o.seed
+  )
+  train_data = partition_lib.client_data_from_partition(
+      x_train, y_train, clients
+  )
+  preprocess_fn = task_lib.batching_fn(
+      o.batch_size, o.epochs, o.seed, o.shuffle_buffer
+  )
+  element_spec = preprocess_fn(
+      train_data.create_tf_dataset_for_client(train_data.client_ids[0])
+  ).element_spec
+  keras_fn = lambda: image_models.create_image_model(
+      model, input_shape, num_classes, o.seed
+  )
+  test_data = tf.data.Dataset.from_tensor_slices(
+      collections.OrderedDict(x=x_test, y=y_test)
+  ).batch(1000)
+  return Task(
       name,
-      arrays,
-      num_clients=o.num_clients,
-      dirichlet_alpha=o.dirichlet_alpha,
-      seed=o.seed,
-      batch_size=o.batch_size,
-      epochs=o.epochs,
-      model=_array_model(o),
-      shuffle_buffer=o.shuffle_buffer,
-      **extra,
+      task_lib.classification_model_fn(keras_fn, element_spec),
+      train_data,
+      preprocess_fn,
+      test_data,
+      num_classes,
+      feature_model_fn=task_lib.classification_feature_model_fn(
+          keras_fn, element_spec
+      ),
   )
 
 
@@ -255,11 +195,27 @@ def _emnist(o: TaskOptions) -> Task:
 
 
 def _shakespeare(o: TaskOptions) -> Task:
-  return _shakespeare_task(
-      batch_size=o.batch_size,
-      epochs=o.epochs,
-      seed=o.seed,
-      shuffle_buffer=o.shuffle_buffer,
+  train_data, test, test_counts = shakespeare_data.shakespeare_client_data(
+      with_test_counts=True
+  )
+  seq_length = shakespeare_data.DEFAULT_SEQ_LENGTH
+  return Task(
+      'shakespeare',
+      task_lib.sequence_model_fn(
+          lambda: shakespeare_lib.create_char_model(
+              shakespeare_data.VOCAB_SIZE, seq_length=seq_length, seed=o.seed
+          ),
+          seq_length,
+          shakespeare_data.PAD_ID,
+      ),
+      train_data,
+      task_lib.batching_fn(o.batch_size, o.epochs, o.seed, o.shuffle_buffer),
+      test.batch(1000),
+      shakespeare_data.VOCAB_SIZE,
+      pad_label=shakespeare_data.PAD_ID,
+      test_clients=per_client.TestClients.from_counts(
+          train_data.client_ids, test_counts
+      ),
   )
 
 

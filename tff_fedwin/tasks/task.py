@@ -1,10 +1,11 @@
 """`Task`: a model, federated training data and a centralized test set.
 
-Also the two pieces every task builder shares: the classification
-`model_fn` (logits, plain cross-entropy, accuracy) and the client batching.
+Also the pieces every task builder shares: the classification `model_fn`
+(logits, plain cross-entropy, accuracy), its masked counterpart for sequences
+and the client batching.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 import inspect
 from typing import Any, Optional
 
@@ -16,6 +17,7 @@ from tff_fedwin import choices
 from tff_fedwin.tasks import evaluation
 from tff_fedwin.tasks import feature_model
 from tff_fedwin.tasks import per_client
+from tff_fedwin.tasks import shakespeare
 
 
 @attrs.frozen
@@ -111,6 +113,28 @@ def classification_feature_model_fn(keras_fn, element_spec):
   (`keras_fn()` a `tf.keras.Sequential`): a task's `feature_model_fn`."""
   return lambda: feature_model.FeatureModel(
       keras_fn(), **_classification_args(element_spec)
+  )
+
+
+def sequence_model_fn(
+    keras_fn: Callable[[], tf.keras.Model],
+    seq_length: int,
+    pad_id: int,
+    excluded_ids: Sequence[int] = (),
+):
+  """A `model_fn` of `keras_fn()` (logits at every position) on int32 `x`, `y`
+  `[batch, seq_length]`: the loss and the accuracy (`'accuracy'`) leave out
+  the `pad_id` targets, the accuracy also the `excluded_ids`
+  (`shakespeare.MaskedSparseCategoricalCrossentropy`, `...Accuracy`)."""
+  return lambda: tff.learning.models.from_keras_model(
+      keras_fn(),
+      loss=shakespeare.MaskedSparseCategoricalCrossentropy(pad_id),
+      input_spec=shakespeare.shakespeare_input_spec(seq_length),
+      metrics=[
+          shakespeare.MaskedSparseCategoricalAccuracy(
+              pad_id, 'accuracy', excluded_ids=excluded_ids
+          )
+      ],
   )
 
 

@@ -23,7 +23,6 @@ from typing import Optional
 import attrs
 import numpy as np
 import tensorflow as tf
-import tensorflow_federated as tff
 
 from tff_fedwin import checks
 from tff_fedwin.data import partition
@@ -31,7 +30,6 @@ from tff_fedwin.data import preloaded
 from tff_fedwin.data import text_records
 from tff_fedwin.data import text_vocab
 from tff_fedwin.tasks import per_client
-from tff_fedwin.tasks import shakespeare as shakespeare_lib
 from tff_fedwin.tasks import task as task_lib
 
 # TFF's `create_recurrent_model` defaults (StackOverflow baseline).
@@ -258,27 +256,18 @@ def text_task(
       list(data.client_ids),
   )
   excluded = (vocab.oov_id, vocab.eos_id)
-
-  def model_fn():
-    return tff.learning.models.from_keras_model(
-        create_recurrent_model(
-            vocab.num_ids,
-            sequence_length=sequence_length,
-            embedding_size=embedding_size,
-            lstm_size=lstm_size,
-            seed=seed,
-        ),
-        loss=shakespeare_lib.MaskedSparseCategoricalCrossentropy(
-            text_vocab.PAD_ID
-        ),
-        input_spec=shakespeare_lib.shakespeare_input_spec(sequence_length),
-        metrics=[
-            shakespeare_lib.MaskedSparseCategoricalAccuracy(
-                text_vocab.PAD_ID, 'accuracy', excluded_ids=excluded
-            )
-        ],
-    )
-
+  model_fn = task_lib.sequence_model_fn(
+      lambda: create_recurrent_model(
+          vocab.num_ids,
+          sequence_length=sequence_length,
+          embedding_size=embedding_size,
+          lstm_size=lstm_size,
+          seed=seed,
+      ),
+      sequence_length,
+      text_vocab.PAD_ID,
+      excluded,
+  )
   test_data = tf.data.Dataset.from_tensor_slices(
       collections.OrderedDict(x=data.test[0], y=data.test[1])
   ).batch(eval_batch_size)
