@@ -125,8 +125,8 @@ def test_split_by_fraction_by_hand(tmp_path, extension):
       'b': ('say "hi"',),
       'c': ('café', 'five'),
   }
-  assert splits.test_by_client == {'a': ('six', 'seven'), 'c': ('eight',)}
   assert splits.test == ('six', 'seven', 'eight')  # File order.
+  assert splits.test_clients == ('a', 'a', 'c')
 
 
 @pytest.mark.parametrize('extension', ['.jsonl', '.csv'])

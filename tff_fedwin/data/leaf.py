@@ -1,54 +1,34 @@
 """LEAF's JSON data (Caldas et al. 2018), read and checked one file at a time.
 
-LEAF's `preprocess.sh` writes `DIR/train/*.json` and `DIR/test/*.json`; each
-file is `{"users": [...], "num_samples": [...], "user_data": {user: {"x":
-[...], "y": [...]}}}` (and an optional `"hierarchies"`, ignored). A user is
-one client, as LEAF partitioned it; both of LEAF's splits read the same way
-(by sample: the same users in train and test; by user: disjoint users).
+LEAF's `preprocess.sh` writes `DIR/train/*.json` and `DIR/test/*.json`: the
+format, both of LEAF's splits, the kinds' rows and what is accepted with a
+warning are in docs/data.md ("LEAF's JSON"). A user is one client, as LEAF
+partitioned it. The kind is recognized from the first row of a file's first
+user (`tff_fedwin.data.leaf_kinds`) or named, never guessed between two, and
+each user's rows are kept as:
 
-Kinds, recognized from the first row of a file's first user
-(`tff_fedwin.data.leaf_kinds`) or named:
-
-* `femnist`: `x` rows of 784 numbers (a 28x28 image, row-major), integer `y`
-  in `[0, 62)`. Kept as float32 `[n, 784]` exactly as written, int32 `[n]`.
-* `shakespeare`: `x` strings of 80 characters, `y` one character, mapped as
-  LEAF's reader maps them (`models/utils/language_utils.py` of the LEAF
-  repository: `word_to_indices` for `x`, `letter_to_vec` for `y`, over its
-  80-character `ALL_LETTERS`). Kept as uint8 ids `1 + ALL_LETTERS.find(c)`
-  (`[n, 80]` and `[n]`); id 0 is left for padding (`PAD_ID`). A character
-  outside `ALL_LETTERS` is what LEAF makes of it: in `x`, `find` gives -1,
-  so id 0; in `y`, LEAF's one-hot sets index -1, the last letter `'}'`, so
-  id 80.
-* `synthetic`: `x` rows of numbers that are not 784 values in `[0, 1]`
-  (LEAF's `data/synthetic` generator draws Gaussian features of any
-  `-num-dim`), integer `y` >= 0. Kept as float32 `[n, d]` exactly as written
-  (every row of the directory `d` wide), int32 `[n]`; the classes are
-  `0..max(y)` over both splits.
-
-* `sent140`: `x` rows `[id, date, query, user, text, split]`, `y` 0 / 1;
-  kept as int32 `[n, 25]` word ids of the text, as LEAF's Sent140 model maps
-  it, and int32 `[n]` (`tff_fedwin.data.leaf_sent140`).
-* `celeba`: `x` image file names, `y` 0 / 1 (LEAF writes 1.0 / 0.0); kept as
-  uint8 `[n, 84 * 84 * 3]`, each image as LEAF's CNN loads it, and int32
-  `[n]` (`tff_fedwin.data.leaf_celeba`).
-* `reddit`: `x` comments as lists of 10-token sequences, `y` objects with
-  their `target_tokens` and `count_tokens`; kept as int32 `[n, 10]` input
-  and target ids of the `n` sequences (`tff_fedwin.data.leaf_reddit`).
-
-The kind is never guessed between two: a row that fits none is refused,
-naming what LEAF's rows are.
+* `femnist`: float32 `[n, 784]` exactly as written, int32 `[n]` in `[0, 62)`.
+* `shakespeare`: uint8 ids `1 + ALL_LETTERS.find(c)`, `[n, 80]` and `[n]`,
+  as LEAF's reader maps them (`models/utils/language_utils.py`:
+  `word_to_indices` for `x`, `letter_to_vec` for `y`); id 0 is left for
+  padding (`PAD_ID`). A character outside `ALL_LETTERS` is id 0 in `x`
+  (`find` gives -1) and id 80 in `y` (LEAF's one-hot sets index -1, `'}'`).
+* `synthetic`: float32 `[n, d]` exactly as written (every row of the
+  directory `d` wide), int32 `[n]`; the classes are `0..max(y)` of both
+  splits.
+* `sent140`: int32 `[n, 25]` word ids of the tweet, as LEAF's Sent140 model
+  maps it, and int32 `[n]` (`tff_fedwin.data.leaf_sent140`).
+* `celeba`: uint8 `[n, 84 * 84 * 3]`, each image as LEAF's CNN loads it,
+  and int32 `[n]` (`tff_fedwin.data.leaf_celeba`).
+* `reddit`: int32 `[n, 10]` input and target ids of the `n` sequences
+  (`tff_fedwin.data.leaf_reddit`).
 
 What LEAF's scripts write and LEAF's reader accepts is accepted, and counted
-in a `leaf_notes.LeafNotes` for one warning each: a `num_samples` other than `len(x)`
-(LEAF's by-sample split of Shakespeare writes one for every test user; the
-reader never reads it, and neither do we), a file with `"users": []`
-(written when `-k` removes every user of a source file; skipped), and
-characters outside `ALL_LETTERS` (mapped as above).
-
-Every other problem is a one-line `LeafDataError` naming the file, the user
-(or index) and what is wrong, raised while reading (plain Python and numpy, no
-TensorFlow). Memory: `iter_leaf_file` holds one file's parsed JSON, and
-frees each user's Python lists as soon as they are numpy arrays.
+in a `leaf_notes.LeafNotes` for one warning each. Every other problem is a
+one-line `LeafDataError` naming the file, the user (or index) and what is
+wrong, raised while reading (plain Python and numpy, no TensorFlow).
+Memory: `iter_leaf_file` holds one file's parsed JSON, and frees each user's
+Python lists as soon as they are numpy arrays.
 """
 
 import json

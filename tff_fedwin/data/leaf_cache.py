@@ -3,48 +3,34 @@
 `load_leaf_cache(data_dir, kind, cache_dir)` checks and converts the LEAF
 JSON (`tff_fedwin.data.leaf`) on the first start, several files at once
 (`leaf_convert`), into `<cache_dir>/<key>/`; later starts find it there and
-parse nothing. The key is a digest of every JSON file's name, size and
-CRC-32 (read streaming), of the converter's version
-(`leaf_convert.CONVERTER_VERSION`: a fixed converter converts again) and
-of the `leaf_kinds.LeafOptions` (CelebA's images
-directory by its listing's names, sizes and times; Sent140's vocabulary file
-by its CRC-32; the vocabulary size), so a changed or damaged file means a
-new conversion. A later start of the same files does not read
-them: `<cache_dir>/stat_keys/<stat digest>` remembers the key of files with
-exactly these paths, sizes, times, ctimes and inodes (`stat_key`; any write
-changes the ctime). Layout of a conversion:
+parse nothing. What the key covers (`source_key`: every JSON file's name,
+size and CRC-32, `leaf_convert.CONVERTER_VERSION`, the `options_record` of
+the `leaf_kinds.LeafOptions`), how `<cache_dir>/stat_keys/` spares a later
+start reading the files (`stat_key`), and why a killed conversion or an entry
+of another user is never used (`leaf_cache_trust`): docs/data.md, "The first
+start converts, later starts read" and "The cache is used only when it is
+yours". Layout of a conversion:
 
 * `train/<name>.x`, `train/<name>.y`: one training client's raw examples,
   `<name>` the client id in URL-safe base64 without padding (what
-  `tf.io.encode_base64` writes, so the workers find the file from the id);
-  femnist: float32 `[n, 784]` and int32 `[n]`; shakespeare: uint8 `[n, 80]`
-  and uint8 `[n]` (`leaf.py`'s ids); synthetic: float32 `[n, d]` and int32
-  `[n]`; sent140: int32 `[n, 25]` word ids and int32 `[n]`; celeba: uint8
-  `[n, 84 * 84 * 3]` and int32 `[n]`; reddit: int32 `[n, 10]` input and
-  target ids. Little-endian.
+  `tf.io.encode_base64` writes, so the workers find the file from the id):
+  the arrays `tff_fedwin.data.leaf` reads, little-endian, in the dtypes of
+  `leaf_convert.LAYOUT`.
 * `test.x`, `test.y`: the test split pooled, the same records, test files in
   name order and users in each file's order.
 * `index.json`, written last: the key, the kind, the training client ids in
   sorted order, their example and class counts (as many as the classes),
   the test size, the rows' width, the test users and their example counts
   in `test.x`'s order, Sent140's and Reddit's vocabulary size and special
-  ids, and the warnings of the read
-  (`leaf_notes.LeafNotes`), logged again by every load. An index without
+  ids, and the warnings of the read (`leaf_notes.LeafNotes`), logged again
+  by every load. An index without
   test users (written before they were recorded) is converted again.
 
 A conversion is written in a temporary directory beside it and renamed into
-place when complete, so a killed conversion is never used (its temporary
-directory is left behind, and ignored); a cache whose index or file sizes do
-not match is converted again. The workers read the files, so they must see
-`cache_dir` (local workers, or a shared file system).
-
-Only this user's own directories are used (`leaf_cache_trust`): a
-`cache_dir`, `stat_keys/` or `<key>` owned by another user, or a symbolic
-link in their place, is neither read nor removed: one warning, and the
-conversion goes to a private directory. A read error other than a missing
-file (EIO, EMFILE, ...) removes nothing: it is reported in one line.
-
-`tff_fedwin.data.leaf_client_data` reads it with TensorFlow ops.
+place when complete; a cache whose index or file sizes do not match is
+converted again. The workers read the files with TensorFlow ops
+(`tff_fedwin.data.leaf_client_data`), so they must see `cache_dir` (local
+workers, or a shared file system).
 """
 
 import hashlib

@@ -198,8 +198,7 @@ def _convert_file(
 class _Merge:
   """The files' results, merged in their order (module docstring)."""
 
-  def __init__(self, requested: str):
-    self.requested = requested
+  def __init__(self):
     self.kind: Optional[str] = None
     self.first_path: Optional[str] = None
     # Per split (LEAF's by-sample split has every user in both): user ->
@@ -359,7 +358,7 @@ def _convert_all(files, kind, out_dir, max_workers, inputs) -> _Merge:
       for split in ('train', 'test')
       for i, path in enumerate(files[split])
   ]
-  merge = _Merge(kind)
+  merge = _Merge()
   workers = _workers(files, max_workers)
   context = pool_context() if workers > 1 else None
   if context is None:

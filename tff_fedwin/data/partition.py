@@ -202,6 +202,20 @@ def client_data_from_partition(
   )
 
 
+def client_data_from_arrays(
+    client_ids: Sequence[str],
+    arrays: Sequence[tuple[np.ndarray, np.ndarray]],
+) -> tff.simulation.datasets.ClientData:
+  """`client_data_from_partition` of each client's own `(x, y)`, in order."""
+  sizes = np.cumsum([0] + [x.shape[0] for x, _ in arrays])
+  return client_data_from_partition(
+      np.concatenate([x for x, _ in arrays]),
+      np.concatenate([y for _, y in arrays]),
+      [np.arange(start, end) for start, end in zip(sizes, sizes[1:])],
+      list(client_ids),
+  )
+
+
 def _checked_shards(
     partition: Sequence[np.ndarray], num_examples: int
 ) -> list[np.ndarray]:

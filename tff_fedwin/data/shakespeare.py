@@ -192,14 +192,7 @@ def shakespeare_client_data(
       seq_length=seq_length,
       test_fraction=test_fraction,
   )
-  sizes = np.cumsum([0] + [x.shape[0] for x, _ in train])
-  shards = [np.arange(start, end) for start, end in zip(sizes, sizes[1:])]
-  train_data = partition.client_data_from_partition(
-      np.concatenate([x for x, _ in train]),
-      np.concatenate([y for _, y in train]),
-      shards,
-      client_ids,
-  )
+  train_data = partition.client_data_from_arrays(client_ids, train)
   test_data = tf.data.Dataset.from_tensor_slices(
       collections.OrderedDict(
           x=np.concatenate([x for x, _ in test]),

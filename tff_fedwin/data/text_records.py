@@ -1,31 +1,20 @@
 """Per-client text records from a JSONL or CSV file, split into train and test.
 
-The input of the text task (`tff_fedwin.tasks.text`, StackOverflow-style
-next-word prediction on one's own text). One record per example, in either
-format, chosen by the file's extension:
+The input of the text task (`tff_fedwin.tasks.text`; the format and the split
+rule for a user: docs/data.md, "Text, StackOverflow-style"). One record per
+example, the format chosen by the file's extension: `.jsonl`, one JSON object
+per line, lines ending at `\\n` only (JSON Lines: U+2028, U+2029 and U+0085
+are part of their line, a `\\r` before the `\\n` is JSON whitespace, blank
+lines are skipped); `.csv`, a header row naming the columns, then one row per
+record (Python's `csv` dialect `excel`, fields of any length). Both are UTF-8
+(a leading byte-order mark is ignored) and read streamed, a line at a time.
 
-* `.jsonl`: one JSON object per line, e.g.
-  `{"client_id": "alice", "text": "the cat sat", "split": "train"}`. Lines
-  end at `\\n` only (JSON Lines): U+2028, U+2029 and U+0085, which JSON
-  allows raw inside strings, are part of their line (a `\\r` before the
-  `\\n` is JSON whitespace). Blank lines (only JSON whitespace) are
-  skipped.
-* `.csv`: a header row naming the columns, then one row per record (Python's
-  `csv` dialect `excel`: comma-separated, `"`-quoted fields may hold commas
-  and newlines, and be of any length).
-
-Both are UTF-8 (a leading byte-order mark is ignored) and read streamed, a
-line at a time: only the records are held.
-
-Fields: `client_id` (a non-empty string: one client per distinct id), `text`
-(a string) and, optionally, `split` (`train` or `test`). Other fields are
-ignored. Either every record has `split` or none has (in CSV: the column is
-there or not; an empty cell is an unknown value). Without `split`, the last
+Fields: `client_id` (a non-empty string), `text` (a string) and, optionally,
+`split` (`train` or `test`: on every record or on none; in CSV an empty cell
+is an unknown value); others are ignored. Without `split`, the last
 `floor(test_fraction * n)` of each client's `n` records, in file order, are
-its test records; the floor is taken of the decimal value as written
-(`0.29 * 100` is 29, not 28.999...), and since `test_fraction < 1` a client
-always keeps at least one training record (a client with one record keeps
-it in train).
+its test records (`num_test_records`: the floor of the decimal value as
+written); as `test_fraction < 1`, a client always keeps a training record.
 
 Every problem is a `TextDataError` (a `ValueError`) on one line naming the
 file, the line (1-based, a record's first line) or client, and the problem,
@@ -82,15 +71,12 @@ class TextSplits:
     client_ids: The clients, sorted (every one has training texts).
     train: client id -> its training texts, in file order.
     test: The test texts of all clients pooled, in file order.
-    test_by_client: client id -> its test texts, in file order (a client
-      without test texts is absent).
     test_clients: The client of each of `test`'s texts.
   """
 
   client_ids: tuple[str, ...]
   train: dict[str, tuple[str, ...]]
   test: tuple[str, ...]
-  test_by_client: dict[str, tuple[str, ...]]
   test_clients: tuple[str, ...]
 
 
@@ -304,28 +290,27 @@ def num_test_records(num_records: int, test_fraction: float) -> int:
   return math.floor(fractions.Fraction(repr(test_fraction)) * num_records)
 
 
-def split_records(
-    path: str, records: Sequence[TextRecord], test_fraction: float
-) -> TextSplits:
-  """Splits `records` (from `path`) per client into train and test.
+def load_text_splits(path: str, test_fraction: float = 0.2) -> TextSplits:
+  """The records of `path` (`read_text_records`), split per client.
 
   With a `split` field, by the field; without, the last
   `num_test_records(n, test_fraction)` of each client's `n` records.
 
   Args:
-    path: The records' file, for the messages.
-    records: From `read_text_records(path)`, non-empty.
+    path: The `.jsonl` or `.csv` file.
     test_fraction: In `[0, 1)`; used only if the records have no `split`.
+      Checked first, before the file is read.
 
   Returns:
     The `TextSplits`.
 
   Raises:
-    TextDataError: If `test_fraction` is not a number in `[0, 1)`, a client
-      has no training record (its first line is named), or no record at all
-      is a test record.
+    TextDataError: If `test_fraction` is not a number in `[0, 1)` (named as
+      the argument), as `read_text_records`, if a client has no training
+      record (its first line is named), or if no record is a test record.
   """
   test_fraction = _checked_test_fraction(test_fraction)
+  records = read_text_records(path)
   by_client = collections.defaultdict(list)
   for record in records:
     by_client[record.client_id].append(record)
@@ -356,17 +341,11 @@ def split_records(
       c: tuple(r.text for r in rs if r.line not in test_records)
       for c, rs in sorted(by_client.items())
   }
-  test_by_client = {
-      c: tuple(r.text for r in rs if r.line in test_records)
-      for c, rs in sorted(by_client.items())
-      if any(r.line in test_records for r in rs)
-  }
   test_records = [r for r in records if r.line in test_records]
   return TextSplits(
       tuple(train),
       train,
       tuple(r.text for r in test_records),
-      test_by_client,
       tuple(r.client_id for r in test_records),
   )
 
@@ -382,16 +361,3 @@ def _checked_test_fraction(test_fraction: Any) -> float:
         f'`test_fraction` must be a number in [0, 1), got {test_fraction!r}.'
     )
   return value
-
-
-def load_text_splits(path: str, test_fraction: float = 0.2) -> TextSplits:
-  """`split_records(path, read_text_records(path), test_fraction)`.
-
-  `test_fraction` is checked first, before the file is read.
-
-  Raises:
-    TextDataError: If `test_fraction` is not a number in `[0, 1)` (named as
-      the argument), and as `read_text_records` and `split_records`.
-  """
-  test_fraction = _checked_test_fraction(test_fraction)
-  return split_records(path, read_text_records(path), test_fraction)

@@ -6,45 +6,28 @@ word_prediction_preprocessing.py`: `get_special_tokens`, `build_to_ids_fn`,
 `batch_and_split`, `split_input_target`) with one out-of-vocabulary bucket
 (TFF's default), done in numpy on the records instead of in `tf.data`.
 
-Tokenizer (`tokenize`), word level, by `tokenizer` (`TOKENIZERS`):
+What each piece does for a user (and why the `'words'` tokenizer gives
+StackOverflow-like tokens from raw text) is in docs/data.md ("Text,
+StackOverflow-style"); precisely:
 
-* `'words'` (the default, for raw text): the text lowercased (`str.lower`),
-  then every run of word characters (Unicode letters, digits, `_`) is a
-  token, with apostrophes inside it kept (`know't`, `don't`), and every
-  other character that is not whitespace is a token of its own
-  (`"Hi, you're late."` -> `['hi', ',', "you're", 'late', '.']`). This is
-  what TFF's StackOverflow text already is (lowercased, punctuation
-  separated by spaces), so StackOverflow-like tokens come out of raw text;
-  on such pre-tokenized text it mostly agrees with `'whitespace'` (not for
-  tokens that mix letters and punctuation, such as `e.g.`).
-* `'whitespace'`: `text.split()`, Python's split on runs of whitespace;
-  nothing else: no lowercasing, punctuation stays part of its word
-  (`"Hi, you."` -> `['Hi,', 'you.']`). For text that is already tokenized
-  (TFF splits its StackOverflow text on single spaces; on such text the two
-  agree). Versions up to 0.2.0 tokenized only this way.
-
-Char level: every Unicode code point, whitespace included
-(`"a b"` -> `['a', ' ', 'b']`); `tokenizer` plays no part.
-
-Vocabulary (`build_vocabulary`): the `vocab_size` most frequent tokens of the
-training texts (all their tokens, before any cut to the sequence length);
-ties are broken by first occurrence in the training texts, in order. Fewer
-distinct tokens than `vocab_size` give a smaller vocabulary `V`.
-
-Ids (TFF's `get_special_tokens` with one OOV bucket): `PAD_ID = 0`, the
-vocabulary's tokens `1..V` in vocabulary order, OOV `V + 1`, BOS `V + 2`,
-EOS `V + 3`; `V + 4` ids in all.
-
-Sequences (`text_to_sequences`), `L = sequence_length`:
-
-* word level, TFF's `to_ids` per text: `[BOS] + ids[:L]`, then `[EOS]` only
-  if the text had fewer than `L` tokens; padded with `PAD_ID` to `L + 1`,
-  and `x = seq[:-1]`, `y = seq[1:]`. One example per text; longer texts are
-  cut (TFF's truncation).
-* char level, as TFF's Shakespeare baseline packs characters: the stream
-  `[BOS] + ids + [EOS]` of a text cut into consecutive chunks of `L + 1`,
-  the last padded with `PAD_ID`; `x = chunk[:-1]`, `y = chunk[1:]`. No text
-  is cut off; a text gives `ceil((len + 2) / (L + 1))` examples.
+* Tokens (`tokenize`), word level, by `tokenizer` (`TOKENIZERS`): `'words'`
+  lowercases the text (`str.lower`), then every run of word characters
+  (Unicode letters, digits, `_`) with the apostrophes inside it is a token,
+  and every other non-whitespace character a token of its own;
+  `'whitespace'` is `text.split()` and nothing else. Char level: every
+  Unicode code point, whitespace included; `tokenizer` plays no part.
+* Vocabulary (`build_vocabulary`): the `vocab_size` most frequent tokens of
+  all the training texts' tokens (before any cut to the sequence length),
+  ties by first occurrence; fewer distinct tokens give a smaller `V`.
+* Ids (TFF's `get_special_tokens` with one OOV bucket): `PAD_ID = 0`, the
+  tokens `1..V` in vocabulary order, OOV `V + 1`, BOS `V + 2`, EOS `V + 3`.
+* Sequences (`text_to_sequences`), `L = sequence_length`, `x = seq[:-1]`,
+  `y = seq[1:]`: word level, TFF's `to_ids` per text, `[BOS] + ids[:L]`,
+  then `[EOS]` only if the text had fewer than `L` tokens, padded with
+  `PAD_ID` to `L + 1` (longer texts are cut); char level, as TFF's
+  Shakespeare baseline packs characters, `[BOS] + ids + [EOS]` cut into
+  consecutive chunks of `L + 1`, the last padded (no text is cut off:
+  `ceil((len + 2) / (L + 1))` examples).
 
 BOS is never a target (it is only ever the first input token) and padding
 only follows EOS (or the end of a cut text), so a padded input always has a

@@ -1,47 +1,24 @@
 """Task `leaf`: one's own LEAF directory, one client per LEAF user.
 
-Reads LEAF's `preprocess.sh` output as it is (`DIR/train/*.json`,
-`DIR/test/*.json`, either of LEAF's splits; `tff_fedwin.data.leaf`),
+Reads LEAF's `preprocess.sh` output as it is (`tff_fedwin.data.leaf`),
 converted once into a binary cache that later starts reuse
 (`tff_fedwin.data.leaf_cache`); the workers build each client's dataset from
 its id (`tff_fedwin.data.leaf_client_data`). The test split is pooled, as
-the other tasks' test sets.
+the other tasks' test sets. Each kind's inputs, classes and model are in the
+table of docs/data.md ("LEAF's JSON"); here, in addition:
 
-* FEMNIST-style (Caldas et al. 2018, sec. 3): 28x28x1 float32 images exactly
-  as written (LEAF's row-major 784 values), 1 + the largest label classes
-  (62 for LEAF's FEMNIST; `num_classes` to set it), model `cnn_dropout`
-  (EMNIST's, `tff_fedwin.tasks.emnist`) by default, or any of
-  `image_models.IMAGE_MODELS` (`leaf_cnn`: LEAF's own CNN).
-* Shakespeare-style: LEAF predicts ONE next character from 80. Our model is
-  the character LSTM of `tff_fedwin.tasks.shakespeare` (logits at every
-  position) over LEAF's 80 characters (`leaf.ALL_LETTERS`): input id
-  `1 + ALL_LETTERS.find(c)`, id 0 padding (in the input only where LEAF's
-  reader reads -1: a character outside the set, `tff_fedwin.data.leaf`); 81
-  ids. The target sequence is padding at the first 79
-  positions and LEAF's next character at the last, so the masked loss and
-  accuracy (`pad_label=0`) score only the LSTM's last position: LEAF's loss
-  (cross-entropy of the next character) and LEAF's accuracy.
-* Synthetic-style (LEAF's `data/synthetic` generator): float32 feature
-  vectors of the directory's width `d` exactly as written, classes
-  `0..max(y)`, LEAF's model (`models/synthetic/log_reg.py`): one dense layer
-  with a sigmoid whose outputs are the softmax cross-entropy's logits
-  (`synthetic_log_reg`).
-* Sent140-style (tweets and their sentiment): int32 word ids of the first
-  25 words, as LEAF's model maps them (`tff_fedwin.data.leaf_sent140`), 2
-  classes, LEAF's stacked LSTM (`leaf_models.sent140_stacked_lstm`). The
-  vocabulary: `LeafOptions.vocab_file` (LEAF's `embs.json`, a word list),
-  else the training tweets' `vocab_size` most frequent words.
-* CelebA-style (`Smiling` or not): each image file name of `x` read in
-  `LeafOptions.images_dir` as LEAF loads it (84x84x3, values 0..255), 2
-  classes, LEAF's CNN (`leaf_models.celeba_cnn`).
-* Reddit-style (next token): each 10-token sequence of LEAF's comments one
-  example, int32 ids in and out (`tff_fedwin.data.leaf_reddit`; targets
-  after the comment's end are padding), LEAF's stacked LSTM
-  (`leaf_models.reddit_stacked_lstm`, logits at every position), the
-  vocabulary's size classes, `pad_label` its padding id; the test accuracy
-  leaves `<UNK>` targets out, as TFF's StackOverflow task does. The
-  vocabulary: LEAF's pickle (`LeafOptions.vocab_file`), else built as
-  LEAF's `build_vocab.py` builds it.
+* FEMNIST-style: `num_classes` sets the classes (else 1 + the largest
+  label); `model` any of `image_models.IMAGE_MODELS` (`cnn_dropout`, of
+  `tff_fedwin.tasks.emnist`, by default; `leaf_cnn` is LEAF's own CNN).
+* Shakespeare-style: LEAF predicts ONE next character from 80; our
+  character LSTM (`tff_fedwin.tasks.shakespeare`) has logits at every
+  position, so the target sequence is padding at the first 79 positions and
+  LEAF's next character at the last: the masked loss and accuracy
+  (`pad_label=0`) score only the last position, LEAF's loss and accuracy.
+* Synthetic-, Sent140-, CelebA- and Reddit-style: LEAF's models
+  (`tff_fedwin.tasks.leaf_models`). Reddit's `pad_label` is its
+  vocabulary's padding id, and the test accuracy leaves `<UNK>` targets
+  out, as TFF's StackOverflow task does.
 
 All checks (`check_leaf_dir`) run in plain Python and numpy while the cache
 is written, before any TensorFlow or TFF work; `leaf_task` calls it first.
@@ -263,14 +240,9 @@ def leaf_task(
       outputs; 0: 1 + the largest label of both splits (`_label_classes`).
 
   Returns:
-    A `Task` named 'leaf': FEMNIST-style `x` float32 `[28, 28, 1]`, `y`
-    int32, 1 + the largest label classes (62 for LEAF's FEMNIST);
-    Shakespeare-style `x`, `y` int32 `[80]`, 81 ids,
-    `pad_label=0`; Synthetic-style `x` float32 `[d]`, `y` int32, `1 +
-    max(y)` classes; Sent140-style `x` int32 `[25]`, CelebA-style `x`
-    float32 `[84, 84, 3]`, `y` int32, 2 classes; Reddit-style `x`, `y`
-    int32 `[10]`, the vocabulary's ids, `pad_label` its padding.
-    `train_data` builds each client's dataset from its id.
+    A `Task` named 'leaf' of the directory's kind (module docstring; the
+    examples' arrays: `tff_fedwin.data.leaf`). `train_data` builds each
+    client's dataset from its id.
 
   Raises:
     LeafDataError: see `check_leaf_dir`, before any TensorFlow work.

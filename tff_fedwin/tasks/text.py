@@ -248,12 +248,8 @@ def text_task(
       test_fraction=test_fraction,
   )
   vocab = data.vocab
-  sizes = np.cumsum([0] + [data.train[c][0].shape[0] for c in data.client_ids])
-  train_data = partition.client_data_from_partition(
-      np.concatenate([data.train[c][0] for c in data.client_ids]),
-      np.concatenate([data.train[c][1] for c in data.client_ids]),
-      [np.arange(a, b) for a, b in zip(sizes, sizes[1:])],
-      list(data.client_ids),
+  train_data = partition.client_data_from_arrays(
+      data.client_ids, [data.train[c] for c in data.client_ids]
   )
   excluded = (vocab.oov_id, vocab.eos_id)
   model_fn = task_lib.sequence_model_fn(
