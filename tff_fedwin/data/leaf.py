@@ -24,7 +24,7 @@ each user's rows are kept as:
   (`tff_fedwin.data.leaf_reddit`).
 
 What LEAF's scripts write and LEAF's reader accepts is accepted, and counted
-in a `leaf_notes.LeafNotes` for one warning each. Every other problem is a
+in a `leaf_kinds.LeafNotes` for one warning each. Every other problem is a
 one-line `LeafDataError` naming the file, the user (or index) and what is
 wrong, raised while reading (plain Python and numpy, no TensorFlow).
 Memory: `iter_leaf_file` holds one file's parsed JSON, and frees each user's
@@ -41,7 +41,6 @@ import numpy as np
 from tff_fedwin.data import json_limits
 from tff_fedwin.data import leaf_celeba
 from tff_fedwin.data import leaf_kinds
-from tff_fedwin.data import leaf_notes
 from tff_fedwin.data import leaf_reddit
 from tff_fedwin.data import leaf_sent140
 from tff_fedwin.data import leaf_shakespeare
@@ -243,7 +242,7 @@ def _number_rows(path, where, x, width: int, expected: str) -> np.ndarray:
 def iter_leaf_file(
     path: str,
     kind: str = 'auto',
-    notes: Optional[leaf_notes.LeafNotes] = None,
+    notes: Optional[leaf_kinds.LeafNotes] = None,
     inputs: leaf_kinds.ReadInputs = leaf_kinds.ReadInputs(),
 ) -> tuple[Optional[str], Iterator[tuple[str, np.ndarray, np.ndarray]]]:
   """Reads a LEAF JSON file: its kind and an iterator of `(user, x, y)`.
@@ -257,7 +256,7 @@ def iter_leaf_file(
     path: The JSON file.
     kind: One of `KINDS`, or 'auto' to recognize it from the first row.
     notes: Where what is accepted as LEAF's reader does is counted (a new
-      `leaf_notes.LeafNotes` if None).
+      `leaf_kinds.LeafNotes` if None).
     inputs: CelebA's images directory, Sent140's or Reddit's vocabulary.
 
   Returns:
@@ -271,7 +270,7 @@ def iter_leaf_file(
       length, labels out of range, data of another kind than `kind`, or
       CelebA data without `inputs.images_dir`.
   """
-  notes = leaf_notes.LeafNotes() if notes is None else notes
+  notes = leaf_kinds.LeafNotes() if notes is None else notes
   data = load_json(path)
   users, num_samples, user_data = _check_structure(path, data)
   if not users:

@@ -22,7 +22,7 @@ yours". Layout of a conversion:
   sorted order, their example and class counts (as many as the classes),
   the test size, the rows' width, the test users and their example counts
   in `test.x`'s order, Sent140's and Reddit's vocabulary size and special
-  ids, and the warnings of the read (`leaf_notes.LeafNotes`), logged again
+  ids, and the warnings of the read (`leaf_kinds.LeafNotes`), logged again
   by every load. An index without
   test users (written before they were recorded) is converted again.
 

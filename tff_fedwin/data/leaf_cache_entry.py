@@ -40,7 +40,7 @@ class LeafCache:
     num_test_examples: Examples of the pooled test split.
     converted: Whether this call converted it (False: found in the cache).
     warnings: What the read accepted as LEAF's reader does
-      (`leaf_notes.LeafNotes.messages`), one line each.
+      (`leaf_kinds.LeafNotes.messages`), one line each.
     x_width: The values of every x row (784, 80, or Synthetic's width).
     test_users: The test users and their example counts, in the pooled test
       split's order.

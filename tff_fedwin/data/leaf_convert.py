@@ -31,7 +31,6 @@ import numpy as np
 from tff_fedwin.data import leaf
 from tff_fedwin.data import leaf_celeba
 from tff_fedwin.data import leaf_kinds
-from tff_fedwin.data import leaf_notes
 from tff_fedwin.data import leaf_reddit
 from tff_fedwin.data import leaf_sent140
 
@@ -95,7 +94,7 @@ class _FileResult:
   path: str
   kind: Optional[str]
   users: tuple[tuple[str, int, Optional[list[int]]], ...]  # id, n, classes.
-  notes: leaf_notes.LeafNotes
+  notes: leaf_kinds.LeafNotes
   x_width: int = 0  # Every row's values (0: no users).
   max_label: int = -1
   # Sent140 or Reddit data met without a vocabulary: nothing converted.
@@ -129,7 +128,7 @@ class Converted:
   num_examples: list[int]
   class_counts: list[list[int]]
   num_test_examples: int
-  notes: leaf_notes.LeafNotes
+  notes: leaf_kinds.LeafNotes
   x_width: int
   test_users: list[tuple[str, int]]
   vocab_size: int = 0
@@ -146,7 +145,7 @@ def _convert_file(
     inputs: leaf_kinds.ReadInputs,
 ) -> _FileResult:
   """Converts one file: training users' files, or a test part file."""
-  notes = leaf_notes.LeafNotes()
+  notes = leaf_kinds.LeafNotes()
   found, users = leaf.iter_leaf_file(path, requested, notes, inputs)
   if found is None:
     return _FileResult(path, None, (), notes)
@@ -204,7 +203,7 @@ class _Merge:
     # Per split (LEAF's by-sample split has every user in both): user ->
     # the file it is in.
     self.seen: dict[bool, dict[str, str]] = {True: {}, False: {}}
-    self.notes = leaf_notes.LeafNotes()
+    self.notes = leaf_kinds.LeafNotes()
     self.train: list[tuple[str, int, list[int]]] = []
     self.test: list[tuple[str, int]] = []
     self.test_examples = 0

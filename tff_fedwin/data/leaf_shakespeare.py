@@ -12,7 +12,6 @@ last letter `'}'`, so id 80. Plain Python and numpy.
 import numpy as np
 
 from tff_fedwin.data import leaf_kinds
-from tff_fedwin.data import leaf_notes
 
 # LEAF's `models/utils/language_utils.py`, verbatim.
 ALL_LETTERS = (
@@ -46,7 +45,7 @@ def encode_letters(
 
 
 def arrays(
-    path, where, x, y, notes: leaf_notes.LeafNotes
+    path, where, x, y, notes: leaf_kinds.LeafNotes
 ) -> tuple[np.ndarray, np.ndarray]:
   """uint8 ids `[n, 80]` and `[n]` of Shakespeare rows, checked."""
   for name, rows, length in (('x', x, SEQ_LENGTH), ('y', y, 1)):

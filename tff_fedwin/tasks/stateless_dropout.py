@@ -1,26 +1,15 @@
 """Dropout masks as a pure function of the run seed, the layer and its input.
 
-Keras' `Dropout(rate, seed=s)` draws its masks from stateful random kernels:
-their sequence goes on across every call a TFF worker makes, in whatever order
-the worker runs its clients, so two runs of the same flags, or a run and its
-resume, draw other masks (docs/design.md sec. 5.4). `StatelessDropout` draws
-each mask with `tf.nn.experimental.stateless_dropout` from the seed
+Keras' `Dropout(rate, seed=s)` draws its masks from stateful random kernels,
+so two runs of the same flags, or a run and its resume, draw other masks.
+`StatelessDropout` draws each mask with `tf.nn.experimental.stateless_dropout`
+from the seed
 
     fold_in((run seed, stream), fingerprint(layer input))
 
-(`mask_seed`): the run seed given to the model, the layer's `stream` (distinct
-layers draw distinct streams) and a 64-bit fingerprint of the whole batch of
-activations the layer receives. Those activations are a function of the
-round's model, the client's data and the local step (the weights move at
-every step), so the seed material covers (run seed, round, client, local
-step, layer) without any state: no variable, nothing among the model's
-weights, nothing a client computation has to be given. The same masks come
-out of TFF's builders, `build_fed_win`, SCAFFOLD and Mime Lite, in any
-worker, in any order, on a resume.
-
-Two clients whose activations are bit-equal at a step draw the same mask
-there (identical data and model), as they would compute identical updates
-without dropout.
+(`mask_seed`): a function of (run seed, round, client, local step, layer)
+with no state, the same in any worker, in any order, on a resume. Why, and
+what follows: docs/design.md sec. 5.4 ("Dropout is exact too").
 """
 
 from typing import Any
