@@ -182,18 +182,6 @@ def _text(o: TaskOptions) -> Task:
   )
 
 
-def _emnist(o: TaskOptions) -> Task:
-  return tff_baselines.emnist_task(
-      batch_size=o.batch_size,
-      epochs=o.epochs,
-      seed=o.seed,
-      cache_dir=o.cache_dir,
-      use_synthetic_data=o.use_synthetic_data,
-      shuffle_buffer=o.shuffle_buffer,
-      test_clients=o.eval_per_client,
-  )
-
-
 def _shakespeare(o: TaskOptions) -> Task:
   train_data, test, test_counts = shakespeare_data.shakespeare_client_data(
       with_test_counts=True
@@ -219,19 +207,6 @@ def _shakespeare(o: TaskOptions) -> Task:
   )
 
 
-def _stackoverflow(o: TaskOptions) -> Task:
-  return tff_baselines.stackoverflow_task(
-      batch_size=o.batch_size,
-      epochs=o.epochs,
-      seed=o.seed,
-      cache_dir=o.cache_dir,
-      use_synthetic_data=o.use_synthetic_data,
-      shuffle_buffer=o.shuffle_buffer,
-      test_batches=o.stackoverflow_test_batches,
-      test_clients=o.eval_per_client,
-  )
-
-
 # Task name -> its builder, `TaskOptions -> Task`: one entry per `TASKS`.
 BUILDERS: Mapping[str, Callable[[TaskOptions], Task]] = types.MappingProxyType(
     {
@@ -239,9 +214,9 @@ BUILDERS: Mapping[str, Callable[[TaskOptions], Task]] = types.MappingProxyType(
         'npz': _npz,
         'leaf': _leaf,
         'text': _text,
-        'emnist': _emnist,
+        'emnist': tff_baselines.emnist_task,
         'shakespeare': _shakespeare,
-        'stackoverflow': _stackoverflow,
+        'stackoverflow': tff_baselines.stackoverflow_task,
     }
 )
 

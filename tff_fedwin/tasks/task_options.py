@@ -2,8 +2,8 @@
 
 from typing import NamedTuple, Optional
 
+from tff_fedwin import choices
 from tff_fedwin.tasks import leaf as leaf_lib
-from tff_fedwin.tasks import tff_baselines
 
 
 class TaskOptions(NamedTuple):
@@ -79,6 +79,6 @@ class TaskOptions(NamedTuple):
   eval_split: str = 'test'
   shuffle_buffer: Optional[int] = None
   text_model: str = 'tff'
-  stackoverflow_test_batches: int = tff_baselines.STACKOVERFLOW_TEST_BATCHES
+  stackoverflow_test_batches: int = choices.STACKOVERFLOW_TEST_BATCHES
   eval_per_client: bool = False
   num_classes: int = 0

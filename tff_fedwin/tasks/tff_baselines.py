@@ -8,17 +8,16 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tff_fedwin import choices
 from tff_fedwin import data
 from tff_fedwin import errors
 from tff_fedwin.tasks import emnist as emnist_lib
 from tff_fedwin.tasks import per_client
 from tff_fedwin.tasks import task as task_lib
+from tff_fedwin.tasks import task_options
 
 Task = task_lib.Task
 
 STACKOVERFLOW_VOCAB_SIZE = 10000
-STACKOVERFLOW_TEST_BATCHES = choices.STACKOVERFLOW_TEST_BATCHES
 # Posts per test batch: TFF's default eval ClientSpec (word_prediction_tasks).
 _STACKOVERFLOW_EVAL_BATCH = 64
 # The files TFF 0.87 reads (after an LZMA/bz2 download) for the tasks.
@@ -116,25 +115,17 @@ def _test_clients(
   return per_client.TestClients.from_counts(client_data.client_ids, counts)
 
 
-def emnist_task(
-    *,
-    batch_size,
-    epochs,
-    seed,
-    cache_dir,
-    use_synthetic_data,
-    shuffle_buffer=None,
-    test_clients=False,
-):
+def emnist_task(o: task_options.TaskOptions) -> Task:
   """TFF's EMNIST-62 (FEMNIST) with the test clients' data in id order.
 
-  `test_clients`: also count each test client's examples
-  (`Task.test_clients`, for `--eval_per_client`; one pass over the test set).
+  Reads `o.batch_size`, `epochs`, `seed`, `shuffle_buffer`, `cache_dir`,
+  `use_synthetic_data` and `eval_per_client`: also count each test client's
+  examples (`Task.test_clients`; one pass over the test set).
   """
-  if use_synthetic_data:
+  if o.use_synthetic_data:
     train = test = tff.simulation.datasets.emnist.get_synthetic()
   else:
-    train, test = _load_emnist(cache_dir)
+    train, test = _load_emnist(o.cache_dir)
 
   def to_xy(element):
     return collections.OrderedDict(
@@ -143,15 +134,17 @@ def emnist_task(
     )
 
   train_data = train.preprocess(lambda ds: ds.map(to_xy))
-  if not use_synthetic_data:  # A query per client id (TFF's SqlClientData).
+  if not o.use_synthetic_data:  # A query per client id (TFF's SqlClientData).
     train_data = data.datasets_from_ids(train_data)
-  preprocess_fn = task_lib.batching_fn(batch_size, epochs, seed, shuffle_buffer)
+  preprocess_fn = task_lib.batching_fn(
+      o.batch_size, o.epochs, o.seed, o.shuffle_buffer
+  )
   test_data = _in_client_order(test).map(to_xy).batch(1000)
   element_spec = preprocess_fn(
       train_data.create_tf_dataset_for_client(train_data.client_ids[0])
   ).element_spec
   model_fn = task_lib.classification_model_fn(
-      lambda: emnist_lib.create_cnn_dropout_model(62, seed), element_spec
+      lambda: emnist_lib.create_cnn_dropout_model(62, o.seed), element_spec
   )
   return Task(
       'emnist',
@@ -160,53 +153,45 @@ def emnist_task(
       preprocess_fn,
       test_data,
       62,
-      test_clients=_test_clients(test) if test_clients else None,
+      test_clients=_test_clients(test) if o.eval_per_client else None,
   )
 
 
-def stackoverflow_task(
-    *,
-    batch_size,
-    epochs,
-    seed,
-    cache_dir,
-    use_synthetic_data,
-    shuffle_buffer=None,
-    test_batches=STACKOVERFLOW_TEST_BATCHES,
-    test_clients=False,
-):
+def stackoverflow_task(o: task_options.TaskOptions) -> Task:
   """TFF's StackOverflow next-word task, its test clients in id order.
 
-  `shuffle_buffer` is TFF's `ClientSpec.shuffle_buffer_size` (None: TFF's
-  default; TFF's shuffle is unseeded); `test_batches` the first batches of
-  the test set evaluated (0: all): TFF's test clients' posts client after
-  client in id order (`_in_client_order`, not TFF's centralized test data,
-  whose client order is unseeded), preprocessed by TFF's eval function;
-  `test_clients` also counts each test client's posts among those
-  (`Task.test_clients`, for `--eval_per_client`; the last client may be
-  cut by `test_batches`).
+  Reads `o.batch_size`, `epochs`, `cache_dir`, `use_synthetic_data`;
+  `shuffle_buffer`, TFF's `ClientSpec.shuffle_buffer_size` (None: TFF's
+  default; TFF's shuffle is unseeded); `stackoverflow_test_batches`, the
+  first batches of the test set evaluated (0: all): TFF's test clients'
+  posts client after client in id order (`_in_client_order`, not TFF's
+  centralized test data, whose client order is unseeded), preprocessed by
+  TFF's eval function; `eval_per_client`: also count each test client's
+  posts among those (`Task.test_clients`; the last client may be cut by the
+  test batches).
   """
-  del seed
+  test_batches = o.stackoverflow_test_batches
   try:
     baseline = (
         tff.simulation.baselines.stackoverflow.create_word_prediction_task(
             tff.simulation.baselines.ClientSpec(
-                num_epochs=epochs,
-                batch_size=batch_size,
-                shuffle_buffer_size=shuffle_buffer,
+                num_epochs=o.epochs,
+                batch_size=o.batch_size,
+                shuffle_buffer_size=o.shuffle_buffer,
             ),
             vocab_size=STACKOVERFLOW_VOCAB_SIZE,
-            cache_dir=cache_dir,
-            use_synthetic_data=use_synthetic_data,
+            cache_dir=o.cache_dir,
+            use_synthetic_data=o.use_synthetic_data,
         )
     )
   except Exception as e:  # pylint: disable=broad-except
-    if use_synthetic_data or not _is_download_failure(e):
+    if o.use_synthetic_data or not _is_download_failure(e):
       raise
     raise DataUnavailableError(
         f'Task stackoverflow: downloading StackOverflow into '
-        f'{_cache_dir_text(cache_dir)} failed ({_download_failure_reason(e)}). '
-        f'To run offline, set cache_dir to a directory holding the extracted '
+        f'{_cache_dir_text(o.cache_dir)} failed '
+        f'({_download_failure_reason(e)}). To run offline, set cache_dir to '
+        f'a directory holding the extracted '
         f"{STACKOVERFLOW_FILE} and put {STACKOVERFLOW_WORD_COUNTS} in Keras' "
         f'cache {_KERAS_CACHE} (TFF reads the word counts there, not in '
         f'cache_dir), or set use_synthetic_data=True.'
@@ -214,7 +199,7 @@ def stackoverflow_task(
   datasets = baseline.datasets
   train_data = datasets.train_data
   test_data = datasets.eval_preprocess_fn(_in_client_order(datasets.test_data))
-  if not use_synthetic_data:
+  if not o.use_synthetic_data:
     # A query per client id (TFF's SqlClientData).
     train_data = data.datasets_from_ids(train_data)
   if test_batches:  # 100 by default: a tractable eval on CPU.
@@ -230,6 +215,8 @@ def stackoverflow_task(
       STACKOVERFLOW_VOCAB_SIZE + 4,
       pad_label=0,
       test_clients=(
-          _test_clients(datasets.test_data, limit) if test_clients else None
+          _test_clients(datasets.test_data, limit)
+          if o.eval_per_client
+          else None
       ),
   )
