@@ -36,11 +36,11 @@ _TASK_LISTS = {
     **{flag: (task,) for task, flag in data_flags.DATA_FLAGS.items()},
     # --leaf_kind's help names LEAF's kinds (shakespeare among them): below.
     **{
-        flag: ('leaf',) for flag in data_flags.LEAF_FLAGS if flag != 'leaf_kind'
+        flag: (task,)
+        for task, flags in data_flags.TASK_FLAGS.items()
+        for flag in flags
+        if flag != 'leaf_kind'
     },
-    **{flag: ('text',) for flag in data_flags.TEXT_FLAGS},
-    **{flag: ('stackoverflow',) for flag in data_flags.STACKOVERFLOW_FLAGS},
-    **{flag: ('npz',) for flag in data_flags.NPZ_FLAGS},
 }
 # Flag -> the algorithms its help must name, as the checks decide them.
 _ALGORITHM_LISTS = {

@@ -5,7 +5,12 @@ The constants decide the help strings and messages that list algorithms;
 algorithm cannot take (the loss, the client schedule and momentum, weight
 decay and sharpness, the client-state flags, FedDyn's alpha, Mime Lite's
 window).
-`config` is an `ExperimentConfig`.
+
+`--client_sharpness=sam|asam` trains the clients with SAM (FedSAM) or ASAM
+(FedASAM) steps (`tff_fedwin.algorithms.sharpness`; docs/design.md,
+"Sharpness-aware clients"), with radius `--sam_rho` (no default: the papers
+tune it, e.g. IMA Table 5's 0.2 or SAM's 0.05) and ASAM's `--sam_eta`
+(default 0.01, ASAM's). `config` is an `ExperimentConfig`.
 """
 
 from typing import Any
@@ -55,6 +60,8 @@ SHARPNESS_ALGORITHMS = tuple(
 )
 # The algorithms with an adaptive server optimizer (`--server_epsilon`).
 ADAPTIVE_SERVER_ALGORITHMS = ('fedadam', 'fedyogi')
+# --client_sharpness: 'none' (plain client steps) or a sharpness kind.
+CLIENT_SHARPNESS = ('none', *choices.SHARPNESS_KINDS)
 
 
 def check_algorithm_flags(config: Any, problems: Any) -> None:
@@ -62,8 +69,9 @@ def check_algorithm_flags(config: Any, problems: Any) -> None:
 
   Args:
     config: An `ExperimentConfig` whose flags passed their own checks.
-    problems: The `config.Problems` each misfit is added to.
+    problems: The `problems.Problems` each misfit is added to.
   """
+  _check_sharpness(config, problems)
   if config.client_loss == 'wsm' and (
       config.task not in choices.CLASSIFICATION_TASKS
   ):
@@ -129,6 +137,36 @@ def check_algorithm_flags(config: Any, problems: Any) -> None:
         '--algorithm=mime_lite with the window in the state uses it as TFF '
         'model aggregator, which is exact only with '
         '--server_learning_rate=1.0; use --window_location=program.'
+    )
+
+
+def _check_sharpness(config: Any, problems: Any) -> None:
+  """`--client_sharpness`, `--sam_rho` and `--sam_eta` fit the algorithm."""
+  kind = config.client_sharpness
+  if kind == 'none':
+    if problems_lib.given(config, 'sam_rho') or problems_lib.given(
+        config, 'sam_eta'
+    ):
+      problems.add(
+          '--sam_rho and --sam_eta need --client_sharpness=sam or asam.'
+      )
+    return
+  if config.algorithm not in SHARPNESS_ALGORITHMS:
+    problems.add(
+        f'--client_sharpness is supported with --algorithm='
+        f'{", ".join(SHARPNESS_ALGORITHMS)}; got {config.algorithm!r} (TFF\'s '
+        "Mime Lite builder runs its own client steps; MIME's second gradient "
+        "of a step is at x; FedFA's step reads the features)."
+    )
+  if not config.sam_rho > 0:
+    problems.add(
+        f'--client_sharpness={kind} needs --sam_rho > 0, the neighbourhood '
+        "radius (IMA Table 5's FedASAM: 0.2 with eta 0.05; SAM's own "
+        f'default 0.05); got {config.sam_rho}.'
+    )
+  if kind == 'sam' and problems_lib.given(config, 'sam_eta'):
+    problems.add(
+        '--sam_eta is read by --client_sharpness=asam only (T_w = |w| + eta).'
     )
 
 
