@@ -1,6 +1,5 @@
-"""Tests for tff_fedwin.experiments.transfer_modes.client_state_transfer,
-server_state_transfer and client_data_transfer: what `auto` becomes for each
-kind of `--workers`."""
+"""Tests for tff_fedwin.experiments.transfer_modes.resolve: what `auto`
+becomes for each kind of `--workers`."""
 
 import pytest
 
@@ -30,4 +29,4 @@ def test_transfer_resolves_auto_by_the_workers(
   config = experiments.ExperimentConfig(
       algorithm='scaffold', workers=workers, **{flag: transfer}
   )
-  assert getattr(transfer_modes, flag)(config) == expected
+  assert transfer_modes.resolve(config, flag) == expected

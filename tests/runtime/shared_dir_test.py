@@ -188,6 +188,6 @@ def test_auto_is_files_with_shared_dir(workers_flag, shared, expected):
   config = experiments.ExperimentConfig(
       algorithm='scaffold', workers=workers_flag, shared_dir=shared
   )
-  assert transfer_modes.client_state_transfer(config) == expected
-  assert transfer_modes.server_state_transfer(config) == expected
-  assert transfer_modes.client_data_transfer(config) == expected
+  assert transfer_modes.resolve(config, 'client_state_transfer') == expected
+  assert transfer_modes.resolve(config, 'server_state_transfer') == expected
+  assert transfer_modes.resolve(config, 'client_data_transfer') == expected

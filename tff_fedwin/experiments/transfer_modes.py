@@ -14,33 +14,11 @@ from tff_fedwin import choices
 from tff_fedwin.experiments import worker_flags
 
 
-def client_state_transfer(config: Any) -> str:
-  """`'values'` or `'files'`: `--client_state_transfer`, `auto` resolved.
-
-  `auto` is `'files'` when this run starts its workers (they share its file
-  system) or `--shared_dir` names a directory every worker sees (checked
-  before the first round), and `'values'` when `--workers` lists running
-  ones, which may be on other machines, without `--shared_dir`.
-  """
-  return _resolve_transfer(config.client_state_transfer, config)
-
-
-def server_state_transfer(config: Any) -> str:
-  """`'values'` or `'files'`: `--server_state_transfer`, `auto` resolved
-  as `--client_state_transfer`'s (files with the workers this run starts)."""
-  return _resolve_transfer(config.server_state_transfer, config)
-
-
-def client_data_transfer(config: Any) -> str:
-  """`'values'` or `'files'`: `--client_data_transfer`, `auto` resolved as
-  `--client_state_transfer`'s (files with the workers this run starts)."""
-  return _resolve_transfer(config.client_data_transfer, config)
-
-
-def _resolve_transfer(transfer: str, config: Any) -> str:
-  """`transfer`, or for `'auto'` `'files'` unless `--workers` lists running
-  workers (which may be on other machines) and no `--shared_dir` is given;
-  `run_experiment` checks a `--shared_dir` before the first round."""
+def resolve(config: Any, flag: str) -> str:
+  """`'values'` or `'files'`: `config`'s `flag` (a `*_transfer` field),
+  `auto` resolved as the module docstring says (`run_experiment` checks a
+  `--shared_dir` before the first round)."""
+  transfer = getattr(config, flag)
   if transfer != 'auto':
     return transfer
   _, addresses = worker_flags.parse_workers(config.workers)
@@ -53,15 +31,9 @@ def files_transfer_flags(config: Any) -> tuple[str, ...]:
   `--client_state_transfer` counts only with the algorithms that keep client
   states (`choices.CLIENT_STATE_ALGORITHMS`).
   """
-  found = []
-  if config.algorithm in choices.CLIENT_STATE_ALGORITHMS and (
-      client_state_transfer(config) == 'files'
-  ):
-    found.append('--client_state_transfer')
-  for flag, resolve in (
-      ('--server_state_transfer', server_state_transfer),
-      ('--client_data_transfer', client_data_transfer),
-  ):
-    if resolve(config) == 'files':
-      found.append(flag)
-  return tuple(found)
+  flags = ('server_state_transfer', 'client_data_transfer')
+  if config.algorithm in choices.CLIENT_STATE_ALGORITHMS:
+    flags = ('client_state_transfer', *flags)
+  return tuple(
+      f'--{flag}' for flag in flags if resolve(config, flag) == 'files'
+  )
