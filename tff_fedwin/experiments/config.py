@@ -20,7 +20,6 @@ from tff_fedwin.experiments import algorithm_flags
 from tff_fedwin.experiments import data_flags
 from tff_fedwin.experiments import problems as problems_lib
 from tff_fedwin.experiments import schedule_flags
-from tff_fedwin.experiments import transfer_modes
 from tff_fedwin.experiments import window_flags
 from tff_fedwin.experiments import worker_flags
 
@@ -48,21 +47,13 @@ LR_SCHEDULES = schedule_flags.LR_SCHEDULES
 CLIENT_SHARPNESS = algorithm_flags.CLIENT_SHARPNESS
 WORKER_BINDS = ('loopback', 'all')
 CLIENT_STATES = choices.CLIENT_STATE_KINDS
-# How SCAFFOLD's sampled client states reach the workers: 'values' (TFF
-# values), 'files' (files the driver and the workers share,
-# tff_fedwin.algorithms.client_state.state_files), 'auto' (files with the local
-# workers this run starts or with --shared_dir, values with --workers listing
-# running ones and no --shared_dir).
+# How SCAFFOLD's sampled client states, the server state between rounds and
+# the sampled clients' data reach the workers: as TFF values, as files the
+# driver and the workers share (in tff_fedwin.algorithms:
+# `client_state.state_files`, `resident_state`, `client_data_bundle`), or
+# 'auto' (`worker_flags.resolve`).
 CLIENT_STATE_TRANSFERS = ('auto', 'values', 'files')
-# How the server state travels between rounds: 'values' (TFF values, both
-# ways, every round), 'files' (kept in files the driver and the workers share,
-# tff_fedwin.algorithms.resident_state), 'auto' (as CLIENT_STATE_TRANSFERS).
 SERVER_STATE_TRANSFERS = ('auto', 'values', 'files')
-# How the sampled clients' data reach the workers: 'values' (each round's
-# datasets as TFF values), 'files' (the training examples written once as a
-# tensor bundle in the run directory, from which the workers build each
-# client's dataset by id, tff_fedwin.algorithms.client_data_bundle), 'auto'
-# (as CLIENT_STATE_TRANSFERS).
 CLIENT_DATA_TRANSFERS = ('auto', 'values', 'files')
 
 # `--window_sizes` parsed (used by the registry and the scripts).
@@ -295,24 +286,6 @@ def _check_values(config: ExperimentConfig, problems: Problems) -> None:
       )
 
 
-def _check_workers(config: ExperimentConfig, problems: Problems) -> None:
-  """`--worker_bind` and `--shared_dir` fit `--workers` and the transfers
-  (`worker_flags.check_shared_dir_flags`)."""
-  with problems.check():
-    _, addresses = worker_flags.parse_workers(config.workers)
-    if addresses and config.worker_bind != 'loopback':
-      raise ValueError(
-          '--worker_bind applies to the workers this run starts; '
-          '--workers lists running ones.'
-      )
-  with problems.check():
-    worker_flags.check_shared_dir_flags(
-        config.workers,
-        config.shared_dir,
-        transfer_modes.files_transfer_flags(config),
-    )
-
-
 def validate_config(config: ExperimentConfig) -> None:
   """Raises ValueError listing every problem of `config`, one line each.
 
@@ -329,5 +302,5 @@ def validate_config(config: ExperimentConfig) -> None:
   schedule_flags.check_schedule_flags(config, problems)
   schedule_flags.check_swa_flags(config, problems)
   algorithm_flags.check_algorithm_flags(config, problems)
-  _check_workers(config, problems)
+  worker_flags.check_worker_flags(config, problems)
   problems.raise_if_any()

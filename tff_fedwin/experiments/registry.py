@@ -29,7 +29,7 @@ from tff_fedwin.algorithms import swa_runner
 from tff_fedwin.experiments import algorithm_parts
 from tff_fedwin.experiments import config as config_lib
 from tff_fedwin.experiments import task_defaults
-from tff_fedwin.experiments import transfer_modes
+from tff_fedwin.experiments import worker_flags
 from tff_fedwin.tasks import registry as tasks_registry
 from tff_fedwin.training import outputs
 from tff_fedwin.training import runner as runner_lib
@@ -123,7 +123,7 @@ def _dataset_computation(
   is used as it is; any other is first written to the run's `client_data/`
   (`dirs.client_data`) as a tensor bundle (`run_experiment` removes it when
   the run ends)."""
-  if transfer_modes.resolve(config, 'client_data_transfer') != 'files':
+  if worker_flags.resolve(config, 'client_data_transfer') != 'files':
     return None
   with_epochs = algorithm_parts.client_epochs_fn(config) is not None
   if client_data_bundle.builds_datasets_from_ids(task.train_data):
@@ -187,7 +187,7 @@ def _runner_arguments(config, task, dirs: TransferDirs) -> dict[str, Any]:
       # The state between rounds (not a checkpoint).
       server_state_dir=(
           dirs.server_state_files
-          if transfer_modes.resolve(config, 'server_state_transfer') == 'files'
+          if worker_flags.resolve(config, 'server_state_transfer') == 'files'
           else None
       ),
       dataset_computation=_dataset_computation(config, task, dirs),
@@ -230,7 +230,7 @@ def _client_state_runner(
   keeps_states = config.algorithm in choices.CLIENT_STATE_ALGORITHMS
   transfer = 'values'
   if keeps_states:
-    transfer = transfer_modes.resolve(config, 'client_state_transfer')
+    transfer = worker_flags.resolve(config, 'client_state_transfer')
   algorithm = algorithm_parts.client_state_algorithm(config)
   process = client_state.build_client_state_process(
       algorithm_parts.client_model_fn(config, task),

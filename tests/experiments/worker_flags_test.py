@@ -1,10 +1,10 @@
-"""Tests for tff_fedwin.experiments.transfer_modes.resolve: what `auto`
+"""Tests for tff_fedwin.experiments.worker_flags.resolve: what `auto`
 becomes for each kind of `--workers`."""
 
 import pytest
 
 from tff_fedwin import experiments
-from tff_fedwin.experiments import transfer_modes
+from tff_fedwin.experiments import worker_flags
 
 
 @pytest.mark.parametrize(
@@ -29,4 +29,4 @@ def test_transfer_resolves_auto_by_the_workers(
   config = experiments.ExperimentConfig(
       algorithm='scaffold', workers=workers, **{flag: transfer}
   )
-  assert transfer_modes.resolve(config, flag) == expected
+  assert worker_flags.resolve(config, flag) == expected
