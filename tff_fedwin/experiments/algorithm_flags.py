@@ -170,82 +170,58 @@ def _check_sharpness(config: Any, problems: Any) -> None:
     )
 
 
-# Each algorithm's own hyperparameters: flag -> (allowed, test, the papers'
+# Each algorithm's own hyperparameters: flag -> (allowed, the papers'
 # values). Required with the algorithm (no default: the papers tune them per
-# task), refused with any other.
+# task), refused with any other; `allowed` is '> a', '>= a' or an interval.
 ALGORITHM_HPARAMS = {
-    'feddyn': {
-        'feddyn_alpha': (
-            '> 0',
-            lambda v: v > 0,
-            'WiMA tunes it in {0.01, 0.001}',
-        ),
-    },
+    'feddyn': {'feddyn_alpha': ('> 0', 'WiMA tunes it in {0.01, 0.001}')},
     'adabest': {
-        'adabest_mu': ('> 0', lambda v: v > 0, 'WiMA tunes it in {0.01, 0.02}'),
+        'adabest_mu': ('> 0', 'WiMA tunes it in {0.01, 0.02}'),
         'adabest_beta': (
             'in [0, 1)',
-            lambda v: 0 <= v < 1,
             'WiMA tunes it in {0.5, 0.6, 0.7, 0.8, 0.9, 0.95}',
         ),
     },
     'fedcm': {
-        'fedcm_alpha': (
-            'in (0, 1]',
-            lambda v: 0 < v <= 1,
-            'WiMA tunes it in {0.05, 0.1, 0.5}',
-        ),
+        'fedcm_alpha': ('in (0, 1]', 'WiMA tunes it in {0.05, 0.1, 0.5}')
     },
     'fedacg': {
-        'fedacg_lambda': (
-            'in [0, 1)',
-            lambda v: 0 <= v < 1,
-            'WiMA tunes it in {0.8, 0.85, 0.9}',
-        ),
-        'fedacg_beta': (
-            '>= 0',
-            lambda v: v >= 0,
-            'WiMA tunes it in {0.01, 0.001}',
-        ),
+        'fedacg_lambda': ('in [0, 1)', 'WiMA tunes it in {0.8, 0.85, 0.9}'),
+        'fedacg_beta': ('>= 0', 'WiMA tunes it in {0.01, 0.001}'),
     },
     'mime': {
-        'mime_beta': (
-            'in [0, 1)',
-            lambda v: 0 <= v < 1,
-            'WiMA runs 0 (MIME SGD) and 0.9 (MIME SGDm)',
-        ),
+        'mime_beta': ('in [0, 1)', 'WiMA runs 0 (MIME SGD) and 0.9 (MIME SGDm)')
     },
-    'fedgma': {
-        'fedgma_threshold': (
-            'in [0, 1]',
-            lambda v: 0 <= v <= 1,
-            'IMA Table 5 uses 0.8',
-        ),
-    },
+    'fedgma': {'fedgma_threshold': ('in [0, 1]', 'IMA Table 5 uses 0.8')},
     'fedfa': {
-        'fedfa_lambda': (
-            '>= 0',
-            lambda v: v >= 0,
-            "the IMA authors' code: 0.1",
-        ),
+        'fedfa_lambda': ('>= 0', "the IMA authors' code: 0.1"),
         'fedfa_momentum': (
             'in [0, 1]',
-            lambda v: 0 <= v <= 1,
             "the IMA authors' code: 0.5; IMA Table 5: 0.9",
         ),
         'fedfa_calibration_start_round': (
             '>= 1',
-            lambda v: v >= 1,
             "the IMA authors' code: floor(R / 4) + 2 of R rounds",
         ),
     },
 }
 
 
+def _allows(allowed: str, value: float) -> bool:
+  """Whether `value` is `allowed`: '> a', '>= a' or 'in [a, b)' (any brackets)."""
+  if not allowed.startswith('in '):
+    relation, bound = allowed.split()
+    return value > float(bound) if relation == '>' else value >= float(bound)
+  low, high = (float(bound) for bound in allowed[4:-1].split(','))
+  above = low < value if allowed[3] == '(' else low <= value
+  below = value < high if allowed[-1] == ')' else value <= high
+  return above and below
+
+
 def _check_algorithm_hparams(config: Any, problems: Any) -> None:
   """`ALGORITHM_HPARAMS`: set and in range with their algorithm, else unset."""
   for algorithm, hparams in ALGORITHM_HPARAMS.items():
-    for flag, (allowed, test, tuned) in hparams.items():
+    for flag, (allowed, tuned) in hparams.items():
       value = getattr(config, flag)
       if config.algorithm != algorithm:
         if value is not None:
@@ -262,5 +238,5 @@ def _check_algorithm_hparams(config: Any, problems: Any) -> None:
         continue
       with problems.check():
         checks.check_number(f'--{flag}', value)
-        if not test(value):
+        if not _allows(allowed, value):
           raise ValueError(f'--{flag} must be {allowed}; got {value!r}.')

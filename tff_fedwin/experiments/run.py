@@ -161,7 +161,7 @@ def run_experiment(
       with transfer_dir_held(config, run_id):
         return _train(config, task, total_rounds, run_id)
     except runtime.WorkerUnavailableError as e:
-      _, addresses = context.parse_workers(config.workers)
+      _, addresses = worker_flags.parse_workers(config.workers)
       raise run_record.worker_lost(
           e, e.address, run_dir.root, remote=bool(addresses)
       ) from e
