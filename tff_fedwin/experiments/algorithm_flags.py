@@ -208,7 +208,8 @@ ALGORITHM_HPARAMS = {
 
 
 def _allows(allowed: str, value: float) -> bool:
-  """Whether `value` is `allowed`: '> a', '>= a' or 'in [a, b)' (any brackets)."""
+  """Whether `value` is `allowed`: '> a', '>= a' or 'in [a, b)' (any
+  brackets)."""
   if not allowed.startswith('in '):
     relation, bound = allowed.split()
     return value > float(bound) if relation == '>' else value >= float(bound)

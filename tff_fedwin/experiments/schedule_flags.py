@@ -9,7 +9,7 @@ constant `--client_lr_low`) and `ima_cyclic` (falling from the rate reached
 at t_s to `--client_lr_low` over every `--client_lr_cycle` rounds); or
 `swa_cyclic`, FedSWA's cyclic rate between the run's rate and
 `--client_lr_low` over every `--swa_cycle` rounds from `--swa_start_round`
-on. The schedules themselves are `tff_fedwin.algorithms.scheduled_client_work`'s.
+on. The schedules are `tff_fedwin.algorithms.scheduled_client_work`'s.
 
 `--swa_start_round` t_s (0: no SWA) and `--swa_cycle` c wrap the run's runner
 in `tff_fedwin.algorithms.SwaRunner` (FedSWA, WiMA's comparison; docs/
