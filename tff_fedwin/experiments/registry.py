@@ -331,7 +331,7 @@ def build_runner(
   runner = _windowed_runner(
       config, task, num_train_clients, transfer_dirs(config, run_id)
   )
-  if config.swa_start_round:  # Never with a window (swa_flags).
+  if config.swa_start_round:  # Never with a window (check_swa_flags).
     runner = swa_runner.SwaRunner(
         runner, start_round=config.swa_start_round, cycle=config.swa_cycle
     )
