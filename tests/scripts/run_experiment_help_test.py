@@ -94,3 +94,16 @@ def test_help_names_the_algorithms_of_the_check(helps, flag):
 def test_leaf_kind_help_describes_every_kind(helps):
   described = re.findall(r'(\w+) \(', helps['leaf_kind'])
   assert sorted(described) == sorted(choices.LEAF_KINDS), helps['leaf_kind']
+
+
+def test_learning_rate_help_names_each_kinds_rates(helps):
+  assert helps['client_learning_rate'].startswith(
+      "Client SGD learning rate; unset: the task's default: classification "
+      '0.05; next word (stackoverflow, text, leaf reddit) 0.316; next '
+      'character (shakespeare, leaf shakespeare, text --text_level=char) 1 '
+      '(Reddi et al. 2021; docs/data.md).'
+  )
+  assert (
+      'next word (stackoverflow, text, leaf reddit) fedavg 1, fedavgm 1, '
+      'fedadam 0.01, fedyogi 0.01;' in helps['server_learning_rate']
+  )

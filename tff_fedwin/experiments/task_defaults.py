@@ -141,25 +141,3 @@ def with_defaults_of_task(config: Any, task: Any) -> Any:
   --leaf_kind=auto`."""
   leaf_kind = task.data_kind if config.task == 'leaf' else None
   return with_task_defaults(config, leaf_kind)
-
-
-def help_text(flag: str) -> str:
-  """The per-task defaults of `flag` (`client_learning_rate` or
-  `server_learning_rate`), for its `--helpfull` line."""
-  if flag == 'client_learning_rate':
-    shown = {k: f'{LEARNING_RATES[k][0]:.3g}' for k in PREDICTION_KINDS}
-  else:
-    shown = {
-        k: ', '.join(
-            f'{alg} {LEARNING_RATES[k][1][opt]:.3g}'
-            for alg, opt in SERVER_OPTIMIZERS.items()
-            if alg in ('fedavg', 'fedavgm', 'fedadam', 'fedyogi')
-        )
-        for k in PREDICTION_KINDS
-    }
-  return (
-      f"unset: the task's default: classification {shown[CLASSIFICATION]}; next word "
-      f'(stackoverflow, text, leaf reddit) {shown[NEXT_WORD]}; next character '
-      f'(shakespeare, leaf shakespeare, text --text_level=char) '
-      f'{shown[NEXT_CHAR]} (Reddi et al. 2021; docs/data.md)'
-  )
