@@ -43,8 +43,8 @@ apply shuffle_buffer_ignored tff_fedwin/tasks/task.py "  buffer = DEFAULT_SHUFFL
 apply tokenizer_plain_split tff_fedwin/data/text_vocab.py "  return _WORDS.findall(text.lower())" "  return text.split()" tests/data/text_vocab_test.py
 apply tokenizer_keeps_case tff_fedwin/data/text_vocab.py "  return _WORDS.findall(text.lower())" "  return _WORDS.findall(text)" tests/data/text_vocab_test.py
 apply next_word_client_rate_image tff_fedwin/experiments/task_defaults.py "    NEXT_WORD: (10**-0.5," "    NEXT_WORD: (0.05," tests/experiments/task_defaults_test.py
-apply absent_tokenizer_is_default tff_fedwin/experiments/run_record.py "        field.name, ABSENT_MEANS.get(field.name, _as_json(default))" "        field.name, _as_json(default)" tests/experiments/run_record_test.py
-apply epsilon_not_passed tff_fedwin/experiments/registry.py "    return tff.learning.optimizers.build_adam(lr, **epsilon)" "    return tff.learning.optimizers.build_adam(lr)" tests/experiments/registry_test.py
+apply absent_tokenizer_is_default tff_fedwin/experiments/run_record.py "        field.name, ABSENT_MEANS.get(field.name, _as_json(field.default))" "        field.name, _as_json(field.default)" tests/experiments/run_record_test.py
+apply epsilon_not_passed tff_fedwin/experiments/algorithm_parts.py "      lr, **({} if epsilon is None else dict(epsilon=epsilon))" "      lr" tests/experiments/registry_test.py
 apply record_without_task_defaults tff_fedwin/experiments/run.py "  config = task_defaults.with_defaults_of_task(config, task)" "  pass" tests/experiments/run_test.py -k records_the_learning_rates
 apply synthetic_read_as_femnist tff_fedwin/data/leaf_kinds.py "  return 'femnist' if image else 'synthetic'" "  return 'femnist'" tests/data/leaf_errors_test.py tests/data/leaf_kinds_test.py
 # Stop 61's defects (run alone: bash <(sed -n '1,/^apply server_opt/{/^apply server_opt/!p}; /^# Stop 61/,$p' this file)).

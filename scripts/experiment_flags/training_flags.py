@@ -17,6 +17,29 @@ _AS_FEDAVG = tuple(
 )
 
 
+def _task_defaults_help(flag: str) -> str:
+  """The per-task defaults of `flag` (`client_learning_rate` or
+  `server_learning_rate`, `task_defaults.LEARNING_RATES`)."""
+  rates = task_defaults.LEARNING_RATES
+  if flag == 'client_learning_rate':
+    shown = {k: f'{rates[k][0]:.3g}' for k in task_defaults.PREDICTION_KINDS}
+  else:
+    shown = {
+        k: ', '.join(
+            f'{alg} {rates[k][1][task_defaults.SERVER_OPTIMIZERS[alg]]:.3g}'
+            for alg in ('fedavg', 'fedavgm', 'fedadam', 'fedyogi')
+        )
+        for k in task_defaults.PREDICTION_KINDS
+    }
+  return (
+      "unset: the task's default: classification "
+      f'{shown[task_defaults.CLASSIFICATION]}; next word (stackoverflow, '
+      f'text, leaf reddit) {shown[task_defaults.NEXT_WORD]}; next character '
+      '(shakespeare, leaf shakespeare, text --text_level=char) '
+      f'{shown[task_defaults.NEXT_CHAR]} (Reddi et al. 2021; docs/data.md)'
+  )
+
+
 flags.DEFINE_integer('total_rounds', _DEFAULTS.total_rounds, 'Rounds.')
 flags.DEFINE_integer(
     'clients_per_round',
@@ -52,7 +75,7 @@ flags.DEFINE_float(
     'client_learning_rate',
     _DEFAULTS.client_learning_rate,
     'Client SGD learning rate; '
-    + task_defaults.help_text('client_learning_rate')
+    + _task_defaults_help('client_learning_rate')
     + '.',
 )
 flags.DEFINE_float(
@@ -93,7 +116,7 @@ flags.DEFINE_float(
     'server_learning_rate',
     _DEFAULTS.server_learning_rate,
     'Server learning rate; '
-    + task_defaults.help_text('server_learning_rate')
+    + _task_defaults_help('server_learning_rate')
     + f'; {_listed(_AS_FEDAVG, "and")} as fedavg.',
 )
 flags.DEFINE_float(

@@ -1,5 +1,5 @@
-"""Tests for tff_fedwin.experiments.context: `parse_workers` (the `--workers`
-syntax) and `execution_context`.
+"""Tests for tff_fedwin.experiments.context: `execution_context` (the
+`--workers` syntax: tests/experiments/worker_flags_test.py).
 
 For `execution_context`, the runtime's context managers are replaced by
 recorders: which one `--workers` and `--worker_bind` choose, with which
@@ -68,51 +68,3 @@ def test_execution_context_rejects_bad_workers(recorded):
   with pytest.raises(ValueError, match='--workers'):
     context.execution_context('0')
   assert not recorded
-
-
-@pytest.mark.parametrize(
-    'workers, expected',
-    [
-        ('', (None, ())),
-        ('   ', (None, ())),
-        ('3', (3, ())),
-        (' 12 ', (12, ())),
-        ('a:1,b:2', (None, ('a:1', 'b:2'))),
-        ('a:1 , b:2', (None, ('a:1', 'b:2'))),
-        ('[::1]:8000', (None, ('[::1]:8000',))),
-        (
-            '10.0.0.2:1,host-b.example:65535',
-            (None, ('10.0.0.2:1', 'host-b.example:65535')),
-        ),
-    ],
-)
-def test_parse_workers(workers, expected):
-  assert context.parse_workers(workers) == expected
-
-
-@pytest.mark.parametrize(
-    'workers',
-    [
-        '0',
-        '00',
-        '-1',
-        '1.5',
-        'a',
-        'a:',
-        ':1',
-        'a:1,',
-        'a:1,b',
-        'a:x',
-        'a:1:',
-        'a:0',
-        'a:65536',
-        'a:99999',
-        'a b:1',
-        'a/b:1',
-        '[::1:8000',
-        'a:-1',
-    ],
-)
-def test_parse_workers_rejects(workers):
-  with pytest.raises(ValueError, match='--workers'):
-    context.parse_workers(workers)

@@ -5,7 +5,7 @@ import pytest
 
 from tff_fedwin import experiments
 from tff_fedwin.experiments import config as config_lib
-from tff_fedwin.experiments import paper_algorithms
+from tff_fedwin.experiments import paper_tables
 from tff_fedwin.experiments import papers
 from tff_fedwin.reporting import run_verdicts
 
@@ -326,7 +326,7 @@ def test_the_algorithm_tables_put_the_window_on_every_algorithm():
       fedfa.fedfa_momentum,
       fedfa.fedfa_calibration_start_round,
   ) == (0.1, 0.9, 12)
-  for alg in paper_algorithms.IMA_TABLE_ALGORITHMS:
+  for alg in paper_tables.IMA_TABLE_ALGORITHMS:
     without, with_ima = (
         ima[f'{alg} alpha=0.1 no window'],
         ima[f'{alg} alpha=0.1 IMA'],
@@ -348,7 +348,7 @@ def test_ima_table_verdicts_pair_every_algorithm_of_the_table():
   # tff_fedwin.reporting cannot import experiments: its list is kept here.
   assert run_verdicts.IMA_TABLE_PAIRS == tuple(
       (f'{alg} alpha=0.1 IMA', f'{alg} alpha=0.1 no window')
-      for alg in paper_algorithms.IMA_TABLE_ALGORITHMS
+      for alg in paper_tables.IMA_TABLE_ALGORITHMS
   )
   pairs = run_verdicts.IMA_TABLE_PAIRS + run_verdicts.IMA_YOGI_SPLIT
   assert {row for pair in pairs for row in pair} == set(TABLE['ima_algorithms'])
@@ -360,7 +360,7 @@ def test_wima_swa_start_is_wima_fig_2_at_our_scale():
   rows = TABLE['wima_swa_start']
   wima_row = TABLE['wima_algorithms']['fedavg alpha=0.05 W=10']
   labels = []
-  for start, wima, swa in paper_algorithms.swa_start_rows():
+  for start, wima, swa in paper_tables.swa_start_rows():
     labels += [wima, swa]
     assert (rows[wima].window_size, rows[wima].window_mode) == (10, 'evaluate')
     assert rows[wima].window_start_round == start
@@ -393,7 +393,7 @@ def test_wima_swa_start_is_wima_fig_2_at_our_scale():
         == rows[wima]
     )
   assert list(rows) == labels
-  assert [start for start, _, _ in paper_algorithms.swa_start_rows()] == [
+  assert [start for start, _, _ in paper_tables.swa_start_rows()] == [
       10,
       20,
       30,
@@ -410,7 +410,7 @@ def test_swa_table_verdicts_pair_every_start_round():
   # tff_fedwin.reporting cannot import experiments: its list is kept here.
   assert run_verdicts.SWA_TABLE_PAIRS == tuple(
       (swa, 'window', wima, model)
-      for _, wima, swa in paper_algorithms.swa_start_rows()
+      for _, wima, swa in paper_tables.swa_start_rows()
       for model in ('window', 'global')
   )
   assert run_verdicts.MODEL_COMPARISONS == {

@@ -23,6 +23,7 @@ import tensorflow_federated as tff
 
 from tff_fedwin import experiments
 from tff_fedwin.experiments import context
+from tff_fedwin.experiments import worker_flags
 
 
 @contextlib.contextmanager
@@ -45,7 +46,7 @@ def local_runs_on(session_context: Any) -> Iterator[None]:
   original = context.execution_context
 
   def execution_context(workers: str, worker_bind: str = 'loopback'):
-    num_workers, addresses = context.parse_workers(workers)
+    num_workers, addresses = worker_flags.parse_workers(workers)
     if num_workers is None and not addresses and worker_bind == 'loopback':
       return _installed(session_context)
     return original(workers, worker_bind)

@@ -123,16 +123,3 @@ def test_every_algorithm_has_a_server_optimizer():
   assert sorted(task_defaults.SERVER_OPTIMIZERS) == sorted(
       config_lib.ALGORITHMS
   )
-
-
-def test_help_names_each_kinds_rates():
-  assert task_defaults.help_text('client_learning_rate') == (
-      "unset: the task's default: classification 0.05; next word "
-      '(stackoverflow, text, leaf reddit) 0.316; next character (shakespeare, leaf '
-      'shakespeare, text --text_level=char) 1 (Reddi et al. 2021; '
-      'docs/data.md)'
-  )
-  assert (
-      'next word (stackoverflow, text, leaf reddit) fedavg 1, fedavgm 1, fedadam 0.01'
-      in (task_defaults.help_text('server_learning_rate'))
-  )

@@ -17,7 +17,7 @@ import pytest
 from tests.runtime import netns
 from tests.runtime import processes
 from tff_fedwin import experiments
-from tff_fedwin.experiments import transfer_modes
+from tff_fedwin.experiments import worker_flags
 from tff_fedwin.runtime import shared_dir
 
 _PORT = 8000
@@ -188,6 +188,6 @@ def test_auto_is_files_with_shared_dir(workers_flag, shared, expected):
   config = experiments.ExperimentConfig(
       algorithm='scaffold', workers=workers_flag, shared_dir=shared
   )
-  assert transfer_modes.client_state_transfer(config) == expected
-  assert transfer_modes.server_state_transfer(config) == expected
-  assert transfer_modes.client_data_transfer(config) == expected
+  assert worker_flags.resolve(config, 'client_state_transfer') == expected
+  assert worker_flags.resolve(config, 'server_state_transfer') == expected
+  assert worker_flags.resolve(config, 'client_data_transfer') == expected

@@ -36,11 +36,11 @@ _TASK_LISTS = {
     **{flag: (task,) for task, flag in data_flags.DATA_FLAGS.items()},
     # --leaf_kind's help names LEAF's kinds (shakespeare among them): below.
     **{
-        flag: ('leaf',) for flag in data_flags.LEAF_FLAGS if flag != 'leaf_kind'
+        flag: (task,)
+        for task, flags in data_flags.TASK_FLAGS.items()
+        for flag in flags
+        if flag != 'leaf_kind'
     },
-    **{flag: ('text',) for flag in data_flags.TEXT_FLAGS},
-    **{flag: ('stackoverflow',) for flag in data_flags.STACKOVERFLOW_FLAGS},
-    **{flag: ('npz',) for flag in data_flags.NPZ_FLAGS},
 }
 # Flag -> the algorithms its help must name, as the checks decide them.
 _ALGORITHM_LISTS = {
@@ -94,3 +94,16 @@ def test_help_names_the_algorithms_of_the_check(helps, flag):
 def test_leaf_kind_help_describes_every_kind(helps):
   described = re.findall(r'(\w+) \(', helps['leaf_kind'])
   assert sorted(described) == sorted(choices.LEAF_KINDS), helps['leaf_kind']
+
+
+def test_learning_rate_help_names_each_kinds_rates(helps):
+  assert helps['client_learning_rate'].startswith(
+      "Client SGD learning rate; unset: the task's default: classification "
+      '0.05; next word (stackoverflow, text, leaf reddit) 0.316; next '
+      'character (shakespeare, leaf shakespeare, text --text_level=char) 1 '
+      '(Reddi et al. 2021; docs/data.md).'
+  )
+  assert (
+      'next word (stackoverflow, text, leaf reddit) fedavg 1, fedavgm 1, '
+      'fedadam 0.01, fedyogi 0.01;' in helps['server_learning_rate']
+  )

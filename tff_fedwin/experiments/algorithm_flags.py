@@ -5,7 +5,12 @@ The constants decide the help strings and messages that list algorithms;
 algorithm cannot take (the loss, the client schedule and momentum, weight
 decay and sharpness, the client-state flags, FedDyn's alpha, Mime Lite's
 window).
-`config` is an `ExperimentConfig`.
+
+`--client_sharpness=sam|asam` trains the clients with SAM (FedSAM) or ASAM
+(FedASAM) steps (`tff_fedwin.algorithms.sharpness`; docs/design.md,
+"Sharpness-aware clients"), with radius `--sam_rho` (no default: the papers
+tune it, e.g. IMA Table 5's 0.2 or SAM's 0.05) and ASAM's `--sam_eta`
+(default 0.01, ASAM's). `config` is an `ExperimentConfig`.
 """
 
 from typing import Any
@@ -55,6 +60,8 @@ SHARPNESS_ALGORITHMS = tuple(
 )
 # The algorithms with an adaptive server optimizer (`--server_epsilon`).
 ADAPTIVE_SERVER_ALGORITHMS = ('fedadam', 'fedyogi')
+# --client_sharpness: 'none' (plain client steps) or a sharpness kind.
+CLIENT_SHARPNESS = ('none', *choices.SHARPNESS_KINDS)
 
 
 def check_algorithm_flags(config: Any, problems: Any) -> None:
@@ -62,8 +69,9 @@ def check_algorithm_flags(config: Any, problems: Any) -> None:
 
   Args:
     config: An `ExperimentConfig` whose flags passed their own checks.
-    problems: The `config.Problems` each misfit is added to.
+    problems: The `problems.Problems` each misfit is added to.
   """
+  _check_sharpness(config, problems)
   if config.client_loss == 'wsm' and (
       config.task not in choices.CLASSIFICATION_TASKS
   ):
@@ -132,82 +140,89 @@ def check_algorithm_flags(config: Any, problems: Any) -> None:
     )
 
 
-# Each algorithm's own hyperparameters: flag -> (allowed, test, the papers'
+def _check_sharpness(config: Any, problems: Any) -> None:
+  """`--client_sharpness`, `--sam_rho` and `--sam_eta` fit the algorithm."""
+  kind = config.client_sharpness
+  if kind == 'none':
+    if problems_lib.given(config, 'sam_rho') or problems_lib.given(
+        config, 'sam_eta'
+    ):
+      problems.add(
+          '--sam_rho and --sam_eta need --client_sharpness=sam or asam.'
+      )
+    return
+  if config.algorithm not in SHARPNESS_ALGORITHMS:
+    problems.add(
+        f'--client_sharpness is supported with --algorithm='
+        f'{", ".join(SHARPNESS_ALGORITHMS)}; got {config.algorithm!r} (TFF\'s '
+        "Mime Lite builder runs its own client steps; MIME's second gradient "
+        "of a step is at x; FedFA's step reads the features)."
+    )
+  if not config.sam_rho > 0:
+    problems.add(
+        f'--client_sharpness={kind} needs --sam_rho > 0, the neighbourhood '
+        "radius (IMA Table 5's FedASAM: 0.2 with eta 0.05; SAM's own "
+        f'default 0.05); got {config.sam_rho}.'
+    )
+  if kind == 'sam' and problems_lib.given(config, 'sam_eta'):
+    problems.add(
+        '--sam_eta is read by --client_sharpness=asam only (T_w = |w| + eta).'
+    )
+
+
+# Each algorithm's own hyperparameters: flag -> (allowed, the papers'
 # values). Required with the algorithm (no default: the papers tune them per
-# task), refused with any other.
+# task), refused with any other; `allowed` is '> a', '>= a' or an interval.
 ALGORITHM_HPARAMS = {
-    'feddyn': {
-        'feddyn_alpha': (
-            '> 0',
-            lambda v: v > 0,
-            'WiMA tunes it in {0.01, 0.001}',
-        ),
-    },
+    'feddyn': {'feddyn_alpha': ('> 0', 'WiMA tunes it in {0.01, 0.001}')},
     'adabest': {
-        'adabest_mu': ('> 0', lambda v: v > 0, 'WiMA tunes it in {0.01, 0.02}'),
+        'adabest_mu': ('> 0', 'WiMA tunes it in {0.01, 0.02}'),
         'adabest_beta': (
             'in [0, 1)',
-            lambda v: 0 <= v < 1,
             'WiMA tunes it in {0.5, 0.6, 0.7, 0.8, 0.9, 0.95}',
         ),
     },
     'fedcm': {
-        'fedcm_alpha': (
-            'in (0, 1]',
-            lambda v: 0 < v <= 1,
-            'WiMA tunes it in {0.05, 0.1, 0.5}',
-        ),
+        'fedcm_alpha': ('in (0, 1]', 'WiMA tunes it in {0.05, 0.1, 0.5}')
     },
     'fedacg': {
-        'fedacg_lambda': (
-            'in [0, 1)',
-            lambda v: 0 <= v < 1,
-            'WiMA tunes it in {0.8, 0.85, 0.9}',
-        ),
-        'fedacg_beta': (
-            '>= 0',
-            lambda v: v >= 0,
-            'WiMA tunes it in {0.01, 0.001}',
-        ),
+        'fedacg_lambda': ('in [0, 1)', 'WiMA tunes it in {0.8, 0.85, 0.9}'),
+        'fedacg_beta': ('>= 0', 'WiMA tunes it in {0.01, 0.001}'),
     },
     'mime': {
-        'mime_beta': (
-            'in [0, 1)',
-            lambda v: 0 <= v < 1,
-            'WiMA runs 0 (MIME SGD) and 0.9 (MIME SGDm)',
-        ),
+        'mime_beta': ('in [0, 1)', 'WiMA runs 0 (MIME SGD) and 0.9 (MIME SGDm)')
     },
-    'fedgma': {
-        'fedgma_threshold': (
-            'in [0, 1]',
-            lambda v: 0 <= v <= 1,
-            'IMA Table 5 uses 0.8',
-        ),
-    },
+    'fedgma': {'fedgma_threshold': ('in [0, 1]', 'IMA Table 5 uses 0.8')},
     'fedfa': {
-        'fedfa_lambda': (
-            '>= 0',
-            lambda v: v >= 0,
-            "the IMA authors' code: 0.1",
-        ),
+        'fedfa_lambda': ('>= 0', "the IMA authors' code: 0.1"),
         'fedfa_momentum': (
             'in [0, 1]',
-            lambda v: 0 <= v <= 1,
             "the IMA authors' code: 0.5; IMA Table 5: 0.9",
         ),
         'fedfa_calibration_start_round': (
             '>= 1',
-            lambda v: v >= 1,
             "the IMA authors' code: floor(R / 4) + 2 of R rounds",
         ),
     },
 }
 
 
+def _allows(allowed: str, value: float) -> bool:
+  """Whether `value` is `allowed`: '> a', '>= a' or 'in [a, b)' (any
+  brackets)."""
+  if not allowed.startswith('in '):
+    relation, bound = allowed.split()
+    return value > float(bound) if relation == '>' else value >= float(bound)
+  low, high = (float(bound) for bound in allowed[4:-1].split(','))
+  above = low < value if allowed[3] == '(' else low <= value
+  below = value < high if allowed[-1] == ')' else value <= high
+  return above and below
+
+
 def _check_algorithm_hparams(config: Any, problems: Any) -> None:
   """`ALGORITHM_HPARAMS`: set and in range with their algorithm, else unset."""
   for algorithm, hparams in ALGORITHM_HPARAMS.items():
-    for flag, (allowed, test, tuned) in hparams.items():
+    for flag, (allowed, tuned) in hparams.items():
       value = getattr(config, flag)
       if config.algorithm != algorithm:
         if value is not None:
@@ -224,5 +239,5 @@ def _check_algorithm_hparams(config: Any, problems: Any) -> None:
         continue
       with problems.check():
         checks.check_number(f'--{flag}', value)
-        if not test(value):
+        if not _allows(allowed, value):
           raise ValueError(f'--{flag} must be {allowed}; got {value!r}.')

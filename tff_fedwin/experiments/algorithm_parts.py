@@ -19,29 +19,45 @@ from tff_fedwin.algorithms import mime
 from tff_fedwin.algorithms import scaffold
 from tff_fedwin.algorithms import scheduled_client_work
 from tff_fedwin.algorithms import sharpness
+from tff_fedwin.experiments import algorithm_flags
 from tff_fedwin.experiments import config as config_lib
+from tff_fedwin.experiments import task_defaults
 from tff_fedwin.tasks import registry as tasks_registry
 from tff_fedwin.training import sampling
 
 SERVER_MOMENTUM = 0.9  # FedAvgM (Hsu et al. 2019).
+# The adaptive ones of `task_defaults.SERVER_OPTIMIZERS`' names.
+_ADAPTIVE_OPTIMIZERS = {
+    'adam': tff.learning.optimizers.build_adam,
+    'yogi': tff.learning.optimizers.build_yogi,
+}
+# Each `choices.CLIENT_STATE_FAMILY` algorithm's math, built from its
+# `algorithm_flags.ALGORITHM_HPARAMS` in their order.
+_CLIENT_STATE_ALGORITHMS = {
+    'scaffold': scaffold.Scaffold,
+    'feddyn': feddyn.FedDyn,
+    'adabest': adabest.AdaBest,
+    'fedcm': fedcm.FedCM,
+    'fedacg': fedacg.FedACG,
+    'mime': mime.Mime,
+    'fedgma': fedgma.FedGma,
+    'fedfa': fedfa.FedFa,
+}
 
 
 def server_optimizer(config: config_lib.ExperimentConfig):
-  """FedAvgM: SGD with momentum 0.9; FedAdam, FedYogi; otherwise plain SGD."""
+  """FedAvgM: SGD with momentum 0.9; FedAdam, FedYogi; otherwise plain SGD
+  (`task_defaults.SERVER_OPTIMIZERS` names each algorithm's)."""
   lr = config.server_learning_rate
+  kind = task_defaults.SERVER_OPTIMIZERS[config.algorithm]
+  if kind not in _ADAPTIVE_OPTIMIZERS:
+    momentum = SERVER_MOMENTUM if kind == 'sgdm' else None
+    return tff.learning.optimizers.build_sgdm(lr, momentum=momentum)
   # Unset: TFF's own epsilon (1e-7 for Adam, 1e-3 for Yogi).
-  epsilon = (
-      {}
-      if config.server_epsilon is None
-      else dict(epsilon=config.server_epsilon)
+  epsilon = config.server_epsilon
+  return _ADAPTIVE_OPTIMIZERS[kind](
+      lr, **({} if epsilon is None else dict(epsilon=epsilon))
   )
-  if config.algorithm == 'fedavgm':
-    return tff.learning.optimizers.build_sgdm(lr, momentum=SERVER_MOMENTUM)
-  if config.algorithm == 'fedadam':
-    return tff.learning.optimizers.build_adam(lr, **epsilon)
-  if config.algorithm == 'fedyogi':
-    return tff.learning.optimizers.build_yogi(lr, **epsilon)
-  return tff.learning.optimizers.build_sgdm(lr)
 
 
 def client_optimizer(config: config_lib.ExperimentConfig):
@@ -113,25 +129,10 @@ def client_state_algorithm(
     config: config_lib.ExperimentConfig,
 ) -> client_state.ClientStateAlgorithm:
   """The math of a `choices.CLIENT_STATE_FAMILY` algorithm."""
-  if config.algorithm == 'feddyn':
-    return feddyn.FedDyn(config.feddyn_alpha)
-  if config.algorithm == 'adabest':
-    return adabest.AdaBest(config.adabest_mu, config.adabest_beta)
-  if config.algorithm == 'fedcm':
-    return fedcm.FedCM(config.fedcm_alpha)
-  if config.algorithm == 'fedacg':
-    return fedacg.FedACG(config.fedacg_lambda, config.fedacg_beta)
-  if config.algorithm == 'mime':
-    return mime.Mime(config.mime_beta)
-  if config.algorithm == 'fedgma':
-    return fedgma.FedGma(config.fedgma_threshold)
-  if config.algorithm == 'fedfa':
-    return fedfa.FedFa(
-        config.fedfa_lambda,
-        config.fedfa_momentum,
-        config.fedfa_calibration_start_round,
-    )
-  return scaffold.Scaffold()
+  hparams = algorithm_flags.ALGORITHM_HPARAMS.get(config.algorithm, {})
+  return _CLIENT_STATE_ALGORITHMS[config.algorithm](
+      *(getattr(config, flag) for flag in hparams)
+  )
 
 
 def client_model_fn(

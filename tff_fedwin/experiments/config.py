@@ -20,9 +20,6 @@ from tff_fedwin.experiments import algorithm_flags
 from tff_fedwin.experiments import data_flags
 from tff_fedwin.experiments import problems as problems_lib
 from tff_fedwin.experiments import schedule_flags
-from tff_fedwin.experiments import sharpness_flags
-from tff_fedwin.experiments import swa_flags
-from tff_fedwin.experiments import transfer_modes
 from tff_fedwin.experiments import window_flags
 from tff_fedwin.experiments import worker_flags
 
@@ -47,24 +44,16 @@ WINDOW_PARTS = choices.WINDOW_PARTS
 # tff_fedwin.algorithms.ProgramWindowRunner), 'auto' (by its size).
 WINDOW_LOCATIONS = ('auto', 'state', 'program')
 LR_SCHEDULES = schedule_flags.LR_SCHEDULES
-CLIENT_SHARPNESS = sharpness_flags.CLIENT_SHARPNESS
+CLIENT_SHARPNESS = algorithm_flags.CLIENT_SHARPNESS
 WORKER_BINDS = ('loopback', 'all')
 CLIENT_STATES = choices.CLIENT_STATE_KINDS
-# How SCAFFOLD's sampled client states reach the workers: 'values' (TFF
-# values), 'files' (files the driver and the workers share,
-# tff_fedwin.algorithms.client_state.state_files), 'auto' (files with the local
-# workers this run starts or with --shared_dir, values with --workers listing
-# running ones and no --shared_dir).
+# How SCAFFOLD's sampled client states, the server state between rounds and
+# the sampled clients' data reach the workers: as TFF values, as files the
+# driver and the workers share (in tff_fedwin.algorithms:
+# `client_state.state_files`, `resident_state`, `client_data_bundle`), or
+# 'auto' (`worker_flags.resolve`).
 CLIENT_STATE_TRANSFERS = ('auto', 'values', 'files')
-# How the server state travels between rounds: 'values' (TFF values, both
-# ways, every round), 'files' (kept in files the driver and the workers share,
-# tff_fedwin.algorithms.resident_state), 'auto' (as CLIENT_STATE_TRANSFERS).
 SERVER_STATE_TRANSFERS = ('auto', 'values', 'files')
-# How the sampled clients' data reach the workers: 'values' (each round's
-# datasets as TFF values), 'files' (the training examples written once as a
-# tensor bundle in the run directory, from which the workers build each
-# client's dataset by id, tff_fedwin.algorithms.client_data_bundle), 'auto'
-# (as CLIENT_STATE_TRANSFERS).
 CLIENT_DATA_TRANSFERS = ('auto', 'values', 'files')
 
 # `--window_sizes` parsed (used by the registry and the scripts).
@@ -199,6 +188,30 @@ class ExperimentConfig:
   shared_dir: Optional[str] = None
 
 
+# Each integer flag -> its least value.
+_INT_MINIMUMS = {
+    'total_rounds': 1,
+    'clients_per_round': 1,
+    'client_epochs': 1,
+    'client_batch_size': 1,
+    'rounds_per_eval': 1,
+    'rounds_per_checkpoint': 1,
+    'num_clients': 1,
+    'window_read_every': 1,
+    'summary_last_n': 1,
+    'swa_cycle': 1,
+    'client_lr_cycle': 2,
+    'window_size': 0,
+    'window_start_round': 0,
+    'swa_start_round': 0,
+    'seed': 0,
+    'client_max_elements': 0,
+    'client_epochs_decay_every': 0,
+    'stackoverflow_test_batches': 0,
+    'num_classes': 0,
+}
+
+
 def _check_values(config: ExperimentConfig, problems: Problems) -> None:
   """Each flag on its own: choices, integer and number ranges, names."""
   for flag, allowed in (
@@ -229,34 +242,9 @@ def _check_values(config: ExperimentConfig, problems: Problems) -> None:
         '--experiment_name must be one directory name (no "/", not "." or '
         f'".."); got {config.experiment_name!r}.'
     )
-  for flag in (
-      'total_rounds',
-      'clients_per_round',
-      'client_epochs',
-      'client_batch_size',
-      'rounds_per_eval',
-      'rounds_per_checkpoint',
-      'num_clients',
-      'window_read_every',
-      'summary_last_n',
-      'swa_cycle',
-  ):
+  for flag, minimum in _INT_MINIMUMS.items():
     with problems.check():
-      checks.check_int(f'--{flag}', getattr(config, flag), minimum=1)
-  with problems.check():
-    checks.check_int('--client_lr_cycle', config.client_lr_cycle, minimum=2)
-  for flag in (
-      'window_size',
-      'window_start_round',
-      'swa_start_round',
-      'seed',
-      'client_max_elements',
-      'client_epochs_decay_every',
-      'stackoverflow_test_batches',
-      'num_classes',
-  ):
-    with problems.check():
-      checks.check_int(f'--{flag}', getattr(config, flag), minimum=0)
+      checks.check_int(f'--{flag}', getattr(config, flag), minimum=minimum)
   if config.client_shuffle_buffer is not None:
     with problems.check():
       checks.check_int(
@@ -298,63 +286,6 @@ def _check_values(config: ExperimentConfig, problems: Problems) -> None:
       )
 
 
-def _check_data(config: ExperimentConfig, problems: Problems) -> None:
-  """Data flags (`data_flags`), --eval_split=validation (mnist, leaf),
-  clients."""
-  data_flags.check_data_flags(config, ExperimentConfig(), problems)
-  if config.eval_split == 'validation' and (
-      config.task not in data_flags.VALIDATION_SPLITS
-  ):
-    needs = ' or '.join(
-        f'--task={task} ({split})'
-        for task, split in data_flags.VALIDATION_SPLITS.items()
-    )
-    problems.add(
-        f'--eval_split=validation needs {needs}; --task={config.task} has a '
-        'test set only.'
-    )
-  if config.eval_per_client and (
-      config.task not in choices.TASKS_WITH_TEST_CLIENTS
-  ):
-    problems.add(
-        '--eval_per_client needs a test set with clients: --task='
-        f'{" or --task=".join(choices.TASKS_WITH_TEST_CLIENTS)}; the test set '
-        f'of --task={config.task} has none.'
-    )
-  if config.num_classes and config.task not in data_flags.NUM_CLASSES_TASKS:
-    problems.add(
-        '--num_classes sets the classifier head of --task='
-        f'{" or --task=".join(data_flags.NUM_CLASSES_TASKS)} '
-        "(LEAF's image and vector rows); --task="
-        f'{config.task} takes its class count from its data set.'
-    )
-  if config.task in data_flags.PARTITIONED_TASKS and (
-      config.clients_per_round > config.num_clients
-  ):
-    problems.add(
-        f'--clients_per_round ({config.clients_per_round}) must be <= '
-        f'--num_clients ({config.num_clients}).'
-    )
-
-
-def _check_workers(config: ExperimentConfig, problems: Problems) -> None:
-  """`--worker_bind` and `--shared_dir` fit `--workers` and the transfers
-  (`worker_flags.check_shared_dir_flags`)."""
-  with problems.check():
-    _, addresses = worker_flags.parse_workers(config.workers)
-    if addresses and config.worker_bind != 'loopback':
-      raise ValueError(
-          '--worker_bind applies to the workers this run starts; '
-          '--workers lists running ones.'
-      )
-  with problems.check():
-    worker_flags.check_shared_dir_flags(
-        config.workers,
-        config.shared_dir,
-        transfer_modes.files_transfer_flags(config),
-    )
-
-
 def validate_config(config: ExperimentConfig) -> None:
   """Raises ValueError listing every problem of `config`, one line each.
 
@@ -366,13 +297,10 @@ def validate_config(config: ExperimentConfig) -> None:
   problems = Problems()
   _check_values(config, problems)
   problems.raise_if_any()
-  _check_data(config, problems)
+  data_flags.check_data_flags(config, problems)
   window_flags.check_window(config, problems)
-  schedule_flags.check_schedule_flags(config, ExperimentConfig(), problems)
-  swa_flags.check_swa_flags(config, ExperimentConfig(), problems)
-  sharpness_flags.check_sharpness_flags(
-      config, ExperimentConfig(), problems, algorithm_flags.SHARPNESS_ALGORITHMS
-  )
+  schedule_flags.check_schedule_flags(config, problems)
+  schedule_flags.check_swa_flags(config, problems)
   algorithm_flags.check_algorithm_flags(config, problems)
-  _check_workers(config, problems)
+  worker_flags.check_worker_flags(config, problems)
   problems.raise_if_any()

@@ -11,6 +11,7 @@ import os
 
 from tff_fedwin.experiments import config as config_lib
 from tff_fedwin.experiments import data_flags
+from tff_fedwin.experiments import problems
 from tff_fedwin.tasks import data_files
 
 # Each task's data flag -> (whether it names a directory, what it must name).
@@ -32,12 +33,11 @@ def leaf_options(config: config_lib.ExperimentConfig) -> data_files.LeafOptions:
   """What `--task=leaf` passes on beside the directory: CelebA's images,
   Sent140's and Reddit's vocabulary (`--vocab_size` only when given), and
   `--eval_split=validation` as the directory's `val/` folder."""
-  default_vocab_size = config_lib.ExperimentConfig().vocab_size
   return data_files.LeafOptions(
       images_dir=config.leaf_images_dir,
       vocab_file=config.leaf_vocab_file,
       vocab_size=(
-          None if config.vocab_size == default_vocab_size else config.vocab_size
+          config.vocab_size if problems.given(config, 'vocab_size') else None
       ),
       eval_dir='val' if config.eval_split == 'validation' else None,
   )

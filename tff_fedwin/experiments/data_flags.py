@@ -12,21 +12,25 @@ before any worker starts.
 from typing import Any
 
 from tff_fedwin import checks
+from tff_fedwin import choices
+from tff_fedwin.experiments import problems as problems_lib
 
 # Each task's data flag (the file or directory it reads).
 DATA_FLAGS = {'npz': 'data_npz', 'leaf': 'data_dir', 'text': 'data_jsonl'}
-# Flags read by one task only, with their defaults: a non-default value with
-# another task is refused.
-TEXT_FLAGS = (
-    'text_level',
-    'text_tokenizer',
-    'sequence_length',
-    'test_fraction',
-    'text_model',
-)
-STACKOVERFLOW_FLAGS = ('stackoverflow_test_batches',)
-NPZ_FLAGS = ('max_npz_bytes',)
-LEAF_FLAGS = ('leaf_kind', 'leaf_images_dir', 'leaf_vocab_file')
+# Task -> the flags only it reads: a non-default value with another task is
+# refused.
+TASK_FLAGS = {
+    'leaf': ('leaf_kind', 'leaf_images_dir', 'leaf_vocab_file'),
+    'text': (
+        'text_level',
+        'text_tokenizer',
+        'sequence_length',
+        'test_fraction',
+        'text_model',
+    ),
+    'stackoverflow': ('stackoverflow_test_batches',),
+    'npz': ('max_npz_bytes',),
+}
 # The tasks whose models `--model` chooses (image classification).
 MODEL_TASKS = ('mnist', 'npz', 'leaf')
 # The tasks whose classifier head `--num_classes` sets (leaf: its image and
@@ -45,13 +49,12 @@ VALIDATION_SPLITS = {
 TEXT_SUFFIXES = ('.jsonl', '.csv')
 
 
-def check_data_flags(config: Any, defaults: Any, problems: Any) -> None:
+def check_data_flags(config: Any, problems: Any) -> None:
   """Adds a problem naming the flag for each data flag that does not fit.
 
   Args:
     config: An `ExperimentConfig` whose flags passed their own checks.
-    defaults: `ExperimentConfig()`, whose values count as "not given".
-    problems: The `config.Problems` each misfit is added to.
+    problems: The `problems.Problems` each misfit is added to.
   """
   for task, flag in DATA_FLAGS.items():
     value = getattr(config, flag)
@@ -59,12 +62,11 @@ def check_data_flags(config: Any, defaults: Any, problems: Any) -> None:
       problems.add(f'--{flag} is required with --task={task}.')
     if value and config.task != task:
       problems.add(f'--{flag} is only used with --task={task}.')
-  for flag in LEAF_FLAGS:
-    if getattr(config, flag) != getattr(defaults, flag) and (
-        config.task != 'leaf'
-    ):
-      problems.add(f'--{flag} is only used with --task=leaf.')
-  if config.vocab_size != defaults.vocab_size:
+  for task, flags in TASK_FLAGS.items():
+    for flag in flags:
+      if problems_lib.given(config, flag) and config.task != task:
+        problems.add(f'--{flag} is only used with --task={task}.')
+  if problems_lib.given(config, 'vocab_size'):
     if config.task not in VOCAB_SIZE_TASKS:
       problems.add(
           '--vocab_size is only used with --task='
@@ -77,34 +79,56 @@ def check_data_flags(config: Any, defaults: Any, problems: Any) -> None:
       )
     with problems.check():
       checks.check_int('--vocab_size', config.vocab_size, minimum=1)
-  for flag in TEXT_FLAGS:
-    if getattr(config, flag) != getattr(defaults, flag) and (
-        config.task != 'text'
-    ):
-      problems.add(f'--{flag} is only used with --task=text.')
-  for flag in STACKOVERFLOW_FLAGS:
-    if getattr(config, flag) != getattr(defaults, flag) and (
-        config.task != 'stackoverflow'
-    ):
-      problems.add(f'--{flag} is only used with --task=stackoverflow.')
-  for flag in NPZ_FLAGS:
-    if (
-        getattr(config, flag) != getattr(defaults, flag)
-        and config.task != 'npz'
-    ):
-      problems.add(f'--{flag} is only used with --task=npz.')
   with problems.check():
     checks.check_int('--max_npz_bytes', config.max_npz_bytes, minimum=0)
-  if config.model != defaults.model and config.task not in MODEL_TASKS:
+  if problems_lib.given(config, 'model') and config.task not in MODEL_TASKS:
     problems.add(
         f'--model chooses the image model of --task='
         f'{", ".join(MODEL_TASKS)}; --task={config.task} has its own model.'
     )
   if config.task == 'text' and config.data_jsonl:
-    _check_text(config, defaults, problems)
+    _check_text(config, problems)
+  _check_task_needs(config, problems)
 
 
-def _check_text(config: Any, defaults: Any, problems: Any) -> None:
+def _check_task_needs(config: Any, problems: Any) -> None:
+  """--eval_split=validation, --eval_per_client, --num_classes and the
+  partitioned clients fit the task."""
+  if config.eval_split == 'validation' and (
+      config.task not in VALIDATION_SPLITS
+  ):
+    needs = ' or '.join(
+        f'--task={task} ({split})' for task, split in VALIDATION_SPLITS.items()
+    )
+    problems.add(
+        f'--eval_split=validation needs {needs}; --task={config.task} has a '
+        'test set only.'
+    )
+  if config.eval_per_client and (
+      config.task not in choices.TASKS_WITH_TEST_CLIENTS
+  ):
+    problems.add(
+        '--eval_per_client needs a test set with clients: --task='
+        f'{" or --task=".join(choices.TASKS_WITH_TEST_CLIENTS)}; the test set '
+        f'of --task={config.task} has none.'
+    )
+  if config.num_classes and config.task not in NUM_CLASSES_TASKS:
+    problems.add(
+        '--num_classes sets the classifier head of --task='
+        f'{" or --task=".join(NUM_CLASSES_TASKS)} '
+        "(LEAF's image and vector rows); --task="
+        f'{config.task} takes its class count from its data set.'
+    )
+  if config.task in PARTITIONED_TASKS and (
+      config.clients_per_round > config.num_clients
+  ):
+    problems.add(
+        f'--clients_per_round ({config.clients_per_round}) must be <= '
+        f'--num_clients ({config.num_clients}).'
+    )
+
+
+def _check_text(config: Any, problems: Any) -> None:
   """--data_jsonl's suffix, --vocab_size, --sequence_length, --test_fraction."""
   if not config.data_jsonl.lower().endswith(TEXT_SUFFIXES):
     problems.add(
@@ -121,13 +145,13 @@ def _check_text(config: Any, defaults: Any, problems: Any) -> None:
       raise ValueError(
           f'--test_fraction must be in [0, 1); got {config.test_fraction!r}.'
       )
-  if config.text_level == 'char' and config.vocab_size != defaults.vocab_size:
+  if config.text_level == 'char' and problems_lib.given(config, 'vocab_size'):
     problems.add(
         '--vocab_size is for --text_level=word; the character vocabulary is '
         "every character of the training split's texts."
     )
-  if config.text_level == 'char' and (
-      config.text_tokenizer != defaults.text_tokenizer
+  if config.text_level == 'char' and problems_lib.given(
+      config, 'text_tokenizer'
   ):
     problems.add(
         '--text_tokenizer is for --text_level=word; at the character level '

@@ -17,8 +17,7 @@ import attrs
 
 from tff_fedwin.experiments import config as config_lib
 from tff_fedwin.experiments import forks
-from tff_fedwin.experiments import paper_algorithms
-from tff_fedwin.experiments import paper_ablations
+from tff_fedwin.experiments import paper_tables
 
 # Grids of the `tuning` experiment: {group: (flag, values)}; a group's rows
 # differ only in that flag.
@@ -148,13 +147,11 @@ def paper_experiments(
       for lr in [TUNED[f'{alg} alpha=0.1 {loss}']]
   }
   table['tuning'] = _tuning_experiment(base)
-  table['wima_algorithms'] = paper_algorithms.wima_algorithms(base, TUNED)
-  table['wima_swa_start'] = paper_algorithms.wima_swa_start(base, TUNED)
-  table['wima_window_part'] = paper_ablations.wima_window_part(
-      table['mnist_wima']
-  )
-  table['ima_decays'] = paper_ablations.ima_decays(table['ima'])
-  table['ima_epoch_decay'] = paper_ablations.ima_epoch_decay(
+  table['wima_algorithms'] = paper_tables.wima_algorithms(base, TUNED)
+  table['wima_swa_start'] = paper_tables.wima_swa_start(base, TUNED)
+  table['wima_window_part'] = paper_tables.wima_window_part(table['mnist_wima'])
+  table['ima_decays'] = paper_tables.ima_decays(table['ima'])
+  table['ima_epoch_decay'] = paper_tables.ima_epoch_decay(
       table['ima_local_setup']
   )
   # IMA Table 1's shape: IMA on each algorithm of the table, alpha = 0.1,
@@ -163,7 +160,7 @@ def paper_experiments(
   # (RESULTS.md sec. 2d), also with the schedule alone.
   table['ima_algorithms'] = _ima_experiment(
       attrs.evolve(base, total_rounds=rounds(40)),
-      algorithms=paper_algorithms.IMA_TABLE_ALGORITHMS,
+      algorithms=paper_tables.IMA_TABLE_ALGORITHMS,
       schedule_only=('fedyogi',),
   )
   table['shakespeare'] = {
@@ -282,7 +279,7 @@ def _ima_experiment(
   rows['IMA schedule only W=1'] = dict(window_size=1, **window)
   return {
       f'{alg} alpha=0.1 {row}': attrs.evolve(
-          base, **paper_algorithms.algorithm_flags(alg, 0.1, TUNED), **kwargs
+          base, **paper_tables.algorithm_flags(alg, 0.1, TUNED), **kwargs
       )
       for alg in algorithms
       for row, kwargs in rows.items()

@@ -2,10 +2,19 @@
 
 `Problems` collects the one-line messages of independent checks, so a
 command line with three mistakes is told all three at once; `listed` writes
-a choice's names for such a message. Importable without TensorFlow.
+a choice's names for such a message and `given` says whether a flag is set.
+Importable without TensorFlow.
 """
 
 import contextlib
+from typing import Any
+
+import attrs
+
+
+def given(config: Any, flag: str) -> bool:
+  """Whether `config` (an `ExperimentConfig`) sets `flag` off its default."""
+  return getattr(config, flag) != attrs.fields_dict(type(config))[flag].default
 
 
 def listed(names, last: str = 'or') -> str:

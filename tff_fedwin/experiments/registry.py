@@ -29,7 +29,7 @@ from tff_fedwin.algorithms import swa_runner
 from tff_fedwin.experiments import algorithm_parts
 from tff_fedwin.experiments import config as config_lib
 from tff_fedwin.experiments import task_defaults
-from tff_fedwin.experiments import transfer_modes
+from tff_fedwin.experiments import worker_flags
 from tff_fedwin.tasks import registry as tasks_registry
 from tff_fedwin.training import outputs
 from tff_fedwin.training import runner as runner_lib
@@ -109,16 +109,6 @@ def transfer_dirs(
   )
 
 
-def _server_state_dir(
-    config: config_lib.ExperimentConfig, dirs: TransferDirs
-) -> Optional[str]:
-  """`dirs.server_state_files` if `--server_state_transfer` resolves to
-  files (the state between rounds; not a checkpoint), else None."""
-  if transfer_modes.server_state_transfer(config) != 'files':
-    return None
-  return dirs.server_state_files
-
-
 def _dataset_computation(
     config: config_lib.ExperimentConfig,
     task: tasks_registry.Task,
@@ -133,7 +123,7 @@ def _dataset_computation(
   is used as it is; any other is first written to the run's `client_data/`
   (`dirs.client_data`) as a tensor bundle (`run_experiment` removes it when
   the run ends)."""
-  if transfer_modes.client_data_transfer(config) != 'files':
+  if worker_flags.resolve(config, 'client_data_transfer') != 'files':
     return None
   with_epochs = algorithm_parts.client_epochs_fn(config) is not None
   if client_data_bundle.builds_datasets_from_ids(task.train_data):
@@ -194,7 +184,12 @@ def _runner_arguments(config, task, dirs: TransferDirs) -> dict[str, Any]:
   clients' data transfers."""
   return dict(
       extra_window_sizes=config_lib.parse_window_sizes(config),
-      server_state_dir=_server_state_dir(config, dirs),
+      # The state between rounds (not a checkpoint).
+      server_state_dir=(
+          dirs.server_state_files
+          if worker_flags.resolve(config, 'server_state_transfer') == 'files'
+          else None
+      ),
       dataset_computation=_dataset_computation(config, task, dirs),
   )
 
@@ -235,7 +230,7 @@ def _client_state_runner(
   keeps_states = config.algorithm in choices.CLIENT_STATE_ALGORITHMS
   transfer = 'values'
   if keeps_states:
-    transfer = transfer_modes.client_state_transfer(config)
+    transfer = worker_flags.resolve(config, 'client_state_transfer')
   algorithm = algorithm_parts.client_state_algorithm(config)
   process = client_state.build_client_state_process(
       algorithm_parts.client_model_fn(config, task),
@@ -268,21 +263,12 @@ def _client_state_runner(
 
 RUNNER_BUILDERS: Mapping[str, RunnerBuilder] = types.MappingProxyType(
     {
-        'fedavg': _fed_win_runner,
-        'fedavgm': _fed_win_runner,
-        'fedadam': _fed_win_runner,
-        'fedyogi': _fed_win_runner,
-        'fedprox': _fed_win_runner,
-        'fednova': _fed_win_runner,
+        **dict.fromkeys(
+            ('fedavg', 'fedavgm', 'fedadam', 'fedyogi', 'fedprox', 'fednova'),
+            _fed_win_runner,
+        ),
         'mime_lite': _mime_lite_runner,
-        'scaffold': _client_state_runner,
-        'feddyn': _client_state_runner,
-        'adabest': _client_state_runner,
-        'fedcm': _client_state_runner,
-        'fedacg': _client_state_runner,
-        'mime': _client_state_runner,
-        'fedgma': _client_state_runner,
-        'fedfa': _client_state_runner,
+        **dict.fromkeys(choices.CLIENT_STATE_FAMILY, _client_state_runner),
     }
 )
 
@@ -345,7 +331,7 @@ def build_runner(
   runner = _windowed_runner(
       config, task, num_train_clients, transfer_dirs(config, run_id)
   )
-  if config.swa_start_round:  # Never with a window (swa_flags).
+  if config.swa_start_round:  # Never with a window (check_swa_flags).
     runner = swa_runner.SwaRunner(
         runner, start_round=config.swa_start_round, cycle=config.swa_cycle
     )

@@ -11,10 +11,11 @@ from tff_fedwin.experiments import algorithm_parts
 from tff_fedwin.experiments import config as config_lib
 from tff_fedwin.experiments import context
 from tff_fedwin.experiments import data_files as data_files_lib
+from tff_fedwin.experiments import problems
 from tff_fedwin.experiments import registry
 from tff_fedwin.experiments import run_record
 from tff_fedwin.experiments import task_defaults
-from tff_fedwin.experiments import transfer_modes
+from tff_fedwin.experiments import worker_flags
 from tff_fedwin.runtime import shared_dir
 from tff_fedwin.tasks import registry as tasks_registry
 from tff_fedwin.tasks import task as task_lib
@@ -24,6 +25,14 @@ from tff_fedwin.training import outputs
 from tff_fedwin.training import run_lock
 from tff_fedwin.training import sampling
 
+# The `TaskOptions` fields whose `ExperimentConfig` field has another name;
+# the others have the same (`leaf_options` is built, `data_files.leaf_options`).
+_CONFIG_FIELDS = {
+    'batch_size': 'client_batch_size',
+    'epochs': 'client_epochs',
+    'shuffle_buffer': 'client_shuffle_buffer',
+}
+
 
 def create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
   """The task of `config`; its data errors name the file or the flags."""
@@ -31,32 +40,12 @@ def create_task(config: config_lib.ExperimentConfig) -> tasks_registry.Task:
     with config_lib.as_input_data_error():
       task = tasks_registry.create_task(
           config.task,
-          batch_size=config.client_batch_size,
-          epochs=config.client_epochs,
-          seed=config.seed,
-          num_clients=config.num_clients,
-          dirichlet_alpha=config.dirichlet_alpha,
-          data_npz=config.data_npz,
-          data_dir=config.data_dir,
-          leaf_kind=config.leaf_kind,
           leaf_options=data_files_lib.leaf_options(config),
-          data_jsonl=config.data_jsonl,
-          text_level=config.text_level,
-          text_tokenizer=config.text_tokenizer,
-          vocab_size=config.vocab_size,
-          sequence_length=config.sequence_length,
-          test_fraction=config.test_fraction,
-          model=config.model,
-          cache_dir=config.cache_dir,
-          use_synthetic_data=config.use_synthetic_data,
-          scale_integer_features=config.scale_integer_features,
-          max_npz_bytes=config.max_npz_bytes,
-          eval_split=config.eval_split,
-          shuffle_buffer=config.client_shuffle_buffer,
-          text_model=config.text_model,
-          stackoverflow_test_batches=config.stackoverflow_test_batches,
-          eval_per_client=config.eval_per_client,
-          num_classes=config.num_classes,
+          **{
+              option: getattr(config, _CONFIG_FIELDS.get(option, option))
+              for option in tasks_registry.TaskOptions._fields
+              if option != 'leaf_options'
+          },
       )
   except tasks_registry.DataUnavailableError as e:
     raise tasks_registry.DataUnavailableError(
@@ -172,7 +161,7 @@ def run_experiment(
       with transfer_dir_held(config, run_id):
         return _train(config, task, total_rounds, run_id)
     except runtime.WorkerUnavailableError as e:
-      _, addresses = context.parse_workers(config.workers)
+      _, addresses = worker_flags.parse_workers(config.workers)
       raise run_record.worker_lost(
           e, e.address, run_dir.root, remote=bool(addresses)
       ) from e
@@ -193,7 +182,7 @@ def check_shared_dir(
   Raises:
     SharedDirError: One line naming the worker, the directory, the way out.
   """
-  files_flags = transfer_modes.files_transfer_flags(config)
+  files_flags = worker_flags.files_transfer_flags(config)
   if not files_flags:
     logging.info('Transfers: all values.')
     return
@@ -207,11 +196,8 @@ def check_shared_dir(
   addresses = ()
   if isinstance(execution_context, runtime.MultiWorkerContext):
     addresses = execution_context.addresses
-  *others, last = files_flags
   shared_dir.check_shared_dir(
-      config.shared_dir,
-      addresses,
-      flags=f'{", ".join(others)} and {last}' if others else last,
+      config.shared_dir, addresses, flags=problems.listed(files_flags, 'and')
   )
 
 

@@ -148,7 +148,7 @@ def uses_dropout(config: Any) -> bool:
   return (
       config.task in choices.DROPOUT_DEFAULT_TASKS
       and config.model == 'auto'
-      and getattr(config, 'leaf_kind', 'auto') in ('auto', 'femnist')
+      and config.leaf_kind in ('auto', 'femnist')
   )
 
 
@@ -163,10 +163,7 @@ def shuffles_clients(config: Any) -> bool:
 
 def sizes_leaf_classes(config: Any) -> bool:
   """Whether the run may hold FEMNIST-style LEAF rows (`--task=leaf`)."""
-  return config.task == 'leaf' and getattr(config, 'leaf_kind', 'auto') in (
-      'auto',
-      'femnist',
-  )
+  return config.task == 'leaf' and config.leaf_kind in ('auto', 'femnist')
 
 
 class Rule(NamedTuple):
@@ -252,11 +249,8 @@ def differences(recorded: Mapping[str, Any], config: Any) -> list[Difference]:
     if field.name in MAY_DIFFER:
       continue
     current = _as_json(getattr(config, field.name))
-    default = field.default
-    if isinstance(default, attrs.Factory):
-      default = default.factory()
     was = recorded.get(
-        field.name, ABSENT_MEANS.get(field.name, _as_json(default))
+        field.name, ABSENT_MEANS.get(field.name, _as_json(field.default))
     )
     if was != current:
       found.append(Difference(field.name, was, current))

@@ -1,4 +1,4 @@
-"""The client learning-rate schedule flags and how they fit together.
+"""The client learning-rate schedule and server-side SWA flags, and their fit.
 
 `--client_lr_schedule` picks the clients' per-round rate (docs/design.md,
 "IMA's client learning-rate schedule"): `constant`; `decay`, 0.99^t (IMA's
@@ -9,12 +9,19 @@ constant `--client_lr_low`) and `ima_cyclic` (falling from the rate reached
 at t_s to `--client_lr_low` over every `--client_lr_cycle` rounds); or
 `swa_cyclic`, FedSWA's cyclic rate between the run's rate and
 `--client_lr_low` over every `--swa_cycle` rounds from `--swa_start_round`
-on (`swa_flags`, which checks it fits SWA). Checked before
-any TFF work, every misfit reported, each naming its flags; the schedules
-themselves are `tff_fedwin.algorithms.scheduled_client_work`'s.
+on. The schedules are `tff_fedwin.algorithms.scheduled_client_work`'s.
+
+`--swa_start_round` t_s (0: no SWA) and `--swa_cycle` c wrap the run's runner
+in `tff_fedwin.algorithms.SwaRunner` (FedSWA, WiMA's comparison; docs/
+design.md, "Server-side SWA (WiMA's comparison)"); `swa_cyclic` uses the same
+c (the authors' one `--swa-c` sets both the rate's cycle and the averaging
+period: a second flag would have to agree with it). Checked before any TFF
+work, every misfit reported, each naming its flags.
 """
 
 from typing import Any
+
+from tff_fedwin.experiments import problems as problems_lib
 
 LR_SCHEDULES = (
     'constant',
@@ -26,6 +33,8 @@ LR_SCHEDULES = (
 )
 # The schedules that turn at IMA's start round.
 IMA_SCHEDULES = ('ima', 'ima_constant', 'ima_cyclic')
+# The schedule that turns at --swa_start_round and cycles over --swa_cycle.
+SWA_SCHEDULE = 'swa_cyclic'
 # Flag -> the schedules that read it; a non-default value with another
 # schedule is refused (nothing silently ignored).
 SCHEDULE_FLAGS = {
@@ -43,16 +52,15 @@ def after_start(config: Any) -> tuple[Any, ...]:
   )
 
 
-def check_schedule_flags(config: Any, defaults: Any, problems: Any) -> None:
+def check_schedule_flags(config: Any, problems: Any) -> None:
   """Adds a problem naming the flag for each schedule flag that does not fit.
 
   Args:
     config: An `ExperimentConfig` whose flags passed their own checks.
-    defaults: `ExperimentConfig()`, whose values count as "not given".
-    problems: The `config.Problems` each misfit is added to.
+    problems: The `problems.Problems` each misfit is added to.
   """
   for flag, schedules in SCHEDULE_FLAGS.items():
-    if getattr(config, flag) != getattr(defaults, flag) and (
+    if problems_lib.given(config, flag) and (
         config.client_lr_schedule not in schedules
     ):
       problems.add(
@@ -75,4 +83,34 @@ def check_schedule_flags(config: Any, defaults: Any, problems: Any) -> None:
           '--client_lr_schedule=ima_cyclic falls from, --client_learning_rate '
           f'* 0.99^--window_start_round = {top:.6g}; got '
           f'{config.client_lr_low!r}.'
+      )
+
+
+def check_swa_flags(config: Any, problems: Any) -> None:
+  """As `check_schedule_flags`, for the SWA flags and `SWA_SCHEDULE`."""
+  start, cycle = config.swa_start_round, config.swa_cycle
+  if not start and problems_lib.given(config, 'swa_cycle'):
+    problems.add('--swa_cycle needs --swa_start_round >= 1 (server-side SWA).')
+  if start and config.window_size:
+    problems.add(
+        '--swa_start_round (server-side SWA, the comparison of WiMA) and '
+        '--window_size are two read-outs of one run: use one.'
+    )
+  if start and start + cycle > config.total_rounds:
+    problems.add(
+        f'--swa_start_round ({start}) plus --swa_cycle ({cycle}) must be <= '
+        f'--total_rounds ({config.total_rounds}): the first model is averaged '
+        'at round --swa_start_round + --swa_cycle.'
+    )
+  if config.client_lr_schedule == SWA_SCHEDULE:
+    if not start:
+      problems.add(
+          f'--client_lr_schedule={SWA_SCHEDULE} needs --swa_start_round >= 1, '
+          'the round it starts cycling.'
+      )
+    elif cycle < 2:
+      problems.add(
+          f'--client_lr_schedule={SWA_SCHEDULE} needs --swa_cycle >= 2 (with '
+          'c = 1 the authors keep the rate constant); '
+          f'got --swa_cycle={cycle}.'
       )

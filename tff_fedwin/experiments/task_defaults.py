@@ -6,26 +6,15 @@ the task predicts (`prediction_kind`) and by the algorithm's server optimizer
 (`SERVER_OPTIMIZERS`), before the run records its flags, so `run_config.json`
 holds the numbers trained with. A flag the user passes is never changed.
 
-* Classification (`mnist`, `npz`, `emnist`, LEAF FEMNIST and Synthetic): client SGD
-  0.05 and server 1.0 for every algorithm, this package's defaults from
-  before the table existed (the numbers of such runs are unchanged).
-* Next word (`stackoverflow`, `text` at the word level, LEAF Reddit) and next character
-  (`shakespeare`, LEAF Shakespeare, `text` at the character level): the
-  tuned rates of Reddi et al., "Adaptive Federated Optimization" (ICLR 2021,
-  arXiv:2003.00295), for their Stack Overflow next-word and Shakespeare
-  tasks, as the authors publish them with their code (google-research/
-  federated, `optimization/docs/hyperparameters.md`, base-10 logarithms):
-
-  | task | client SGD | FedAvg | FedAvgM | FedAdam | FedYogi |
-  |---|---|---|---|---|---|
-  | Stack Overflow next word | 10^-0.5 | 10^0 | 10^0 | 10^-2 | 10^-2 |
-  | Shakespeare | 10^0 | 10^0 | 10^-0.5 | 10^-2 | 10^-2 |
-
-  Algorithms whose server takes a plain SGD step (FedProx, SCAFFOLD, Mime
-  Lite) take FedAvg's server rate. FedAdam's and FedYogi's adaptivity
-  epsilon (`--server_epsilon`, tau in the paper), from the same table:
-  10^-5 for Stack Overflow, 10^-3 for Shakespeare; classification keeps TFF's
-  optimizers' own (1e-7 for Adam, 1e-3 for Yogi; the field stays unset).
+Classification keeps this package's client SGD 0.05 and server 1.0 (the
+numbers of runs from before the table are unchanged) and TFF's adaptivity
+epsilons. Next word and next character take the tuned rates and epsilons
+(`--server_epsilon`, tau) of Reddi et al., "Adaptive Federated Optimization"
+(ICLR 2021, arXiv:2003.00295; google-research/federated,
+`optimization/docs/hyperparameters.md`) for their Stack Overflow next-word
+and Shakespeare tasks: `LEARNING_RATES` and `EPSILONS`, tabulated in
+docs/data.md, "Learning rates of the recurrent tasks". Algorithms whose
+server takes a plain SGD step take FedAvg's server rate.
 """
 
 from typing import Any, Optional
@@ -33,13 +22,15 @@ from typing import Any, Optional
 import attrs
 
 from tff_fedwin import choices
+from tff_fedwin.experiments import algorithm_flags
 
 CLASSIFICATION = 'classification'
 NEXT_WORD = 'next_word'
 NEXT_CHAR = 'next_char'
 PREDICTION_KINDS = (CLASSIFICATION, NEXT_WORD, NEXT_CHAR)
 
-# --algorithm -> the optimizer its server steps with (`registry`).
+# --algorithm -> the optimizer its server steps with
+# (`algorithm_parts.server_optimizer`).
 SERVER_OPTIMIZERS = {
     'fedavg': 'sgd',
     'fedprox': 'sgd',
@@ -58,16 +49,15 @@ SERVER_OPTIMIZERS = {
     'fedyogi': 'yogi',
 }
 
-# kind -> (client SGD rate, {server optimizer: server rate}); module docstring.
+# kind -> (client SGD rate, {server optimizer: server rate}), docs/data.md.
 LEARNING_RATES = {
     CLASSIFICATION: (0.05, dict(sgd=1.0, sgdm=1.0, adam=1.0, yogi=1.0)),
     NEXT_WORD: (10**-0.5, dict(sgd=1.0, sgdm=1.0, adam=0.01, yogi=0.01)),
     NEXT_CHAR: (1.0, dict(sgd=1.0, sgdm=10**-0.5, adam=0.01, yogi=0.01)),
 }
 
-# kind -> FedAdam's and FedYogi's epsilon (module docstring); None: TFF's.
+# kind -> FedAdam's and FedYogi's epsilon (docs/data.md); None: TFF's.
 EPSILONS = {CLASSIFICATION: None, NEXT_WORD: 1e-5, NEXT_CHAR: 1e-3}
-ADAPTIVE = ('fedadam', 'fedyogi')
 
 
 def prediction_kind(config: Any, leaf_kind: Optional[str] = None) -> str:
@@ -106,8 +96,8 @@ def default_learning_rates(kind: str, algorithm: str) -> tuple[float, float]:
 def with_task_defaults(config: Any, leaf_kind: Optional[str] = None) -> Any:
   """`config` with its unset learning rates (and epsilon) set.
 
-  The module docstring has the values; `server_epsilon` is set only for
-  FedAdam and FedYogi on a recurrent task.
+  `server_epsilon` is set only for FedAdam and FedYogi on a recurrent task
+  (`EPSILONS`).
 
   Args:
     config: An `ExperimentConfig` that passed `validate_config`.
@@ -118,7 +108,8 @@ def with_task_defaults(config: Any, leaf_kind: Optional[str] = None) -> Any:
     `config` itself when nothing is unset, else a copy with the defaults.
   """
   epsilon_set = (
-      config.server_epsilon is not None or config.algorithm not in ADAPTIVE
+      config.server_epsilon is not None
+      or config.algorithm not in algorithm_flags.ADAPTIVE_SERVER_ALGORITHMS
   )
   if (
       config.client_learning_rate is not None
@@ -150,25 +141,3 @@ def with_defaults_of_task(config: Any, task: Any) -> Any:
   --leaf_kind=auto`."""
   leaf_kind = task.data_kind if config.task == 'leaf' else None
   return with_task_defaults(config, leaf_kind)
-
-
-def help_text(flag: str) -> str:
-  """The per-task defaults of `flag` (`client_learning_rate` or
-  `server_learning_rate`), for its `--helpfull` line."""
-  if flag == 'client_learning_rate':
-    shown = {k: f'{LEARNING_RATES[k][0]:.3g}' for k in PREDICTION_KINDS}
-  else:
-    shown = {
-        k: ', '.join(
-            f'{alg} {LEARNING_RATES[k][1][opt]:.3g}'
-            for alg, opt in SERVER_OPTIMIZERS.items()
-            if alg in ('fedavg', 'fedavgm', 'fedadam', 'fedyogi')
-        )
-        for k in PREDICTION_KINDS
-    }
-  return (
-      f"unset: the task's default: classification {shown[CLASSIFICATION]}; next word "
-      f'(stackoverflow, text, leaf reddit) {shown[NEXT_WORD]}; next character '
-      f'(shakespeare, leaf shakespeare, text --text_level=char) '
-      f'{shown[NEXT_CHAR]} (Reddi et al. 2021; docs/data.md)'
-  )

@@ -27,11 +27,12 @@ def parse_window_sizes(config: Any) -> tuple[int, ...]:
       '(--total_rounds) other than --window_size '
       f'({config.window_size})'
   )
-  if not all(item.isdecimal() and item.isascii() for item in items):
-    raise ValueError(f'--window_sizes must be {allowed}; got {text!r}.')
-  sizes = tuple(int(item) for item in items)
+  sizes = tuple(
+      int(item) for item in items if item.isdecimal() and item.isascii()
+  )
   if (
-      len(set(sizes)) != len(sizes)
+      len(sizes) != len(items)
+      or len(set(sizes)) != len(sizes)
       or config.window_size in sizes
       or not all(1 <= size <= config.total_rounds for size in sizes)
   ):

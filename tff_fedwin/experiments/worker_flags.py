@@ -1,12 +1,23 @@
-"""`--workers` and `--shared_dir` as flags: their syntax and how they fit.
+"""Where the workers are and how the run's data reach them, as flags.
+
+`--workers` and `--worker_bind` (their syntax; `context` builds the execution
+context from the same parse), the `--*_transfer` flags and `--shared_dir`.
+
+A transfer flag is `values` (the state or data crosses the driver in each
+call), `files` (paths the workers open) or `auto`. `auto` is `files` when the
+run starts its own workers (they share its file system) or `--shared_dir`
+names a directory every worker sees, and `values` when `--workers` lists
+running workers, which may be on other machines, without `--shared_dir`
+(docs/runtime.md, sec. 4 and 7).
 
 Importable without TensorFlow, so `scripts/run_experiment.py` refuses a bad
-value before the heavy imports (`config.validate_config`); `context` builds the
-execution context from the same parse.
+value before the heavy imports (`config.validate_config`).
 """
 
 import re
-from typing import Optional
+from typing import Any, Optional
+
+from tff_fedwin import choices
 
 _HOST = re.compile(r'^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)$')
 _MAX_PORT = 65535
@@ -46,33 +57,64 @@ def parse_workers(workers: str) -> tuple[Optional[int], tuple[str, ...]]:
   return None, addresses
 
 
-def check_shared_dir_flags(
-    workers: str, shared_dir: Optional[str], files_flags: tuple[str, ...]
-) -> None:
-  """`--shared_dir` is a path a files mode uses; remote files need it.
+def resolve(config: Any, flag: str) -> str:
+  """`'values'` or `'files'`: `config`'s `flag` (a `*_transfer` field),
+  `auto` resolved as the module docstring says (`run_experiment` checks a
+  `--shared_dir` before the first round)."""
+  transfer = getattr(config, flag)
+  if transfer != 'auto':
+    return transfer
+  _, addresses = parse_workers(config.workers)
+  return 'values' if addresses and config.shared_dir is None else 'files'
+
+
+def files_transfer_flags(config: Any) -> tuple[str, ...]:
+  """The `--*_transfer` flags of `config` that resolve to `'files'`.
+
+  `--client_state_transfer` counts only with the algorithms that keep client
+  states (`choices.CLIENT_STATE_ALGORITHMS`).
+  """
+  flags = ('server_state_transfer', 'client_data_transfer')
+  if config.algorithm in choices.CLIENT_STATE_ALGORITHMS:
+    flags = ('client_state_transfer', *flags)
+  return tuple(
+      f'--{flag}' for flag in flags if resolve(config, flag) == 'files'
+  )
+
+
+def check_worker_flags(config: Any, problems: Any) -> None:
+  """Adds a problem naming the flags if `--worker_bind` or `--shared_dir`
+  does not fit `--workers` and the transfers.
+
+  `--shared_dir` must be a path a files mode uses, and remote workers with a
+  files mode need it.
 
   Args:
-    workers: `--workers` (str).
-    shared_dir: `--shared_dir` (str or None).
-    files_flags: The `--*_transfer` flags (strs) that resolve to files.
-
-  Raises:
-    ValueError: naming `--shared_dir`, if it is empty or no transfer is
-      files; naming the files flags, `--workers` and `--shared_dir`, for
-      files with `--workers=host:port,...` and no `--shared_dir`.
+    config: An `ExperimentConfig` whose flags passed their own checks.
+    problems: The `problems.Problems` each misfit is added to.
   """
-  if shared_dir is not None and (not shared_dir.strip() or not files_flags):
-    raise ValueError(
-        '--shared_dir must be a directory path and is used only by the files '
-        'transfer modes (--client_state_transfer, --server_state_transfer, '
-        f'--client_data_transfer = files or auto); got {shared_dir!r} with '
-        'none of them files.'
-    )
-  _, addresses = parse_workers(workers)
-  if addresses and files_flags and shared_dir is None:
-    listed = ', '.join(f'{flag}=files' for flag in files_flags)
-    raise ValueError(
-        f'{listed} with --workers={workers} needs --shared_dir=DIR, a '
-        'directory the driver and every worker see at the same path (a '
-        'shared mount); or set those flags to values (or auto).'
-    )
+  with problems.check():
+    _, addresses = parse_workers(config.workers)
+    if addresses and config.worker_bind != 'loopback':
+      raise ValueError(
+          '--worker_bind applies to the workers this run starts; '
+          '--workers lists running ones.'
+      )
+  shared_dir = config.shared_dir
+  with problems.check():
+    files_flags = files_transfer_flags(config)
+    if shared_dir is not None and (not shared_dir.strip() or not files_flags):
+      raise ValueError(
+          '--shared_dir must be a directory path and is used only by the '
+          'files transfer modes (--client_state_transfer, '
+          '--server_state_transfer, --client_data_transfer = files or auto); '
+          f'got {shared_dir!r} with none of them files.'
+      )
+    _, addresses = parse_workers(config.workers)
+    if addresses and files_flags and shared_dir is None:
+      listed = ', '.join(f'{flag}=files' for flag in files_flags)
+      raise ValueError(
+          f'{listed} with --workers={config.workers} needs --shared_dir=DIR, '
+          'a directory the driver and every worker see at the same path (a '
+          'shared mount); or set those flags to values (or auto).'
+      )

@@ -57,13 +57,13 @@ IMA_YOGI_SPLIT = (
     ('fedyogi alpha=0.1 IMA', _YOGI_SCHEDULE),
     (_YOGI_SCHEDULE, 'fedyogi alpha=0.1 no window'),
 )
-# IMA Table 3's shape (`experiments.paper_ablations.ima_decays`): IMA's
+# IMA Table 3's shape (`experiments.paper_tables.ima_decays`): IMA's
 # exponential client decay minus each other scheme, and minus no IMA.
 IMA_DECAY_PAIRS = tuple(
     (_IMA_FEDAVG, f'fedavg alpha=0.1 {other}')
     for other in ('IMA const lr', 'IMA cyclic c=5', 'IMA NA decay', 'no window')
 )
-# The epoch decay (`paper_ablations.ima_epoch_decay`): against IMA and
+# The epoch decay (`paper_tables.ima_epoch_decay`): against IMA and
 # against the same without it (NA decay).
 _EPOCH_DECAY = 'fedavg alpha=0.1 IMA epoch decay P=15'
 IMA_EPOCH_DECAY_PAIRS = (
@@ -86,7 +86,7 @@ ROW_COMPARISONS = {
     ),
 }
 
-# WiMA Fig. 2's shape (`experiments.paper_algorithms.swa_start_rows`; tests/experiments/
+# WiMA Fig. 2's shape (`experiments.paper_tables.swa_start_rows`; tests/experiments/
 # papers_test.py keeps them equal): per start round t_s, SWA's model minus
 # WiMA's window, then minus FedAvg's global model (the WiMA run's).
 SWA_TABLE_PAIRS = tuple(
@@ -99,7 +99,7 @@ SWA_TABLE_PAIRS = tuple(
     for start in (10, 20, 30)
     for model in ('window', 'global')
 )
-# WiMA Table 5's shape (`experiments.paper_ablations.wima_window_part`):
+# WiMA Table 5's shape (`experiments.paper_tables.wima_window_part`):
 # per alpha, the window over the feature extractor only minus the one over
 # the classifier only, then minus the whole model's.
 WINDOW_PART_PAIRS = tuple(
