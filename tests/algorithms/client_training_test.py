@@ -415,3 +415,23 @@ def test_build_rejects_bad_loss_arguments(kwargs, argument):
     client_training.build_client_training(
         _model(), optimizer_step=optimizer_steps.sgd_step(0.1), **kwargs
     )
+
+
+def test_batch_size_falls_back_to_the_predictions():
+  output = tff.learning.models.BatchOutput(
+      loss=tf.constant(0.0),
+      predictions=tf.zeros([4, 3]),
+      num_examples=None,
+  )
+  assert client_training.batch_size(output).numpy() == 4
+
+
+def test_batch_size_is_the_models_count_when_it_reports_one():
+  # The model's count wins over the predictions' 4 rows (an int32 5 -> int64).
+  output = tff.learning.models.BatchOutput(
+      loss=tf.constant(0.0),
+      predictions=tf.zeros([4, 3]),
+      num_examples=tf.constant(5, tf.int32),
+  )
+  size = client_training.batch_size(output)
+  assert size.dtype == tf.int64 and size.numpy() == 5
