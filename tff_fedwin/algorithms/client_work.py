@@ -3,7 +3,8 @@
 `build_client_work` is a drop-in for TFF's
 `tff.learning.templates.build_model_delta_client_work` (same state, result and
 measurements, identical type signatures) that also trains with the WSM loss
-and the FedProx term.
+and the FedProx term; `build_wsm_client_work` is it with the WSM loss
+(docs/design.md sec. 2, 4.5).
 """
 
 import collections
@@ -274,4 +275,45 @@ def build_client_work(
       next_fn,
       get_hparams_fn=get_hparams_fn,
       set_hparams_fn=set_hparams_fn,
+  )
+
+
+def build_wsm_client_work(
+    model_fn: ModelFn,
+    optimizer: tff.learning.optimizers.Optimizer,
+    *,
+    num_classes: int,
+    client_weighting: tff.learning.ClientWeighting = NUM_EXAMPLES,
+    metrics_aggregator: Optional[Any] = None,
+    label_key: str = labels_lib.DEFAULT_LABEL_KEY,
+    proximal_strength: float = 0.0,
+) -> tff.learning.templates.ClientWorkProcess:
+  """`build_client_work` with `client_loss='wsm'` (docs/design.md sec. 2).
+
+  Per client and round: beta_c = n_c / n over the client's dataset (one pass),
+  then one `optimizer` step per batch b on
+
+    L_b(w) = 1/|b| sum_{(x, y) in b} -log(beta_y e^{z_y} / sum_c beta_c e^{z_c})
+             + (mu / 2) ||w - w_global||^2,
+
+  z = f_w(x) the logits, mu = `proximal_strength` (WSM paper Eq. 4 up to a
+  per-example constant, see `tff_fedwin.losses.wsm_cross_entropy`; FedProx
+  Eq. 2). Classes with beta_c = 0 are masked out of the softmax (no NaN); the
+  model's own loss only enters the reported metrics. Type signatures, client
+  weights, arguments and errors: as `build_client_work`'s. At run time, a
+  label outside [0, num_classes) fails the computation with the WSM error
+  ("WSM labels are out of range ... num_classes = C").
+
+  Returns:
+    A `tff.learning.templates.ClientWorkProcess`.
+  """
+  return build_client_work(
+      model_fn,
+      optimizer,
+      client_loss='wsm',
+      num_classes=num_classes,
+      proximal_strength=proximal_strength,
+      client_weighting=client_weighting,
+      metrics_aggregator=metrics_aggregator,
+      label_key=label_key,
   )
