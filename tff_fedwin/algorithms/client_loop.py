@@ -1,10 +1,12 @@
-"""The client's loop over its batches: which form, running it, reading twice.
+"""A client in the worker: its model, its loop over its batches.
 
 `client_loop` picks the loop form: `HELD_BATCHES` (the default; `hold` reads
 the client dataset once into tensors, the steps run over those) or one of
 TFF's `tff.learning.LoopImplementation`s. `train_client` runs a whole client
 (init, `run_client_loop`, final); `replayable` serves WSM's two reads in TFF's
-forms (docs/design.md sec. 4.4, 7.4).
+forms (docs/design.md sec. 4.4, 7.4). `build_client_model` builds the client's
+model without random initial values (docs/performance.md, 'The client loop and
+the worker').
 """
 
 from collections.abc import Callable
@@ -24,6 +26,47 @@ HELD_BATCHES = 'held_batches'
 LOOP_FORMS = (HELD_BATCHES, *tff.learning.LoopImplementation)
 
 LoopForm = Union[str, tff.learning.LoopImplementation]
+
+
+def _zeros_for_trainable(next_creator: Callable[..., Any], **kwargs: Any):
+  """A variable creator: zeros as a trainable variable's initial value."""
+  shape = kwargs.get('shape')
+  dtype = kwargs.get('dtype')
+  if (
+      kwargs.get('trainable') is True
+      and shape is not None
+      and tf.TensorShape(shape).is_fully_defined()
+      and dtype is not None
+  ):
+    shape, dtype = tf.TensorShape(shape), tf.as_dtype(dtype)
+    kwargs['initial_value'] = lambda: tf.zeros(shape, dtype)
+  return next_creator(**kwargs)
+
+
+def build_client_model(
+    model_fn: Callable[[], tff.learning.models.VariableModel],
+) -> tff.learning.models.VariableModel:
+  """`model_fn()` with its trainable variables starting at zeros.
+
+  TFF runs a client computation's variable initializers for every client of
+  every round, and a Keras model's random ones draw a Philox number per
+  weight (9.3% of a SCAFFOLD worker's samples; results/performance_history.md
+  sec. 6.11). Only for a model whose trainable weights are assigned before
+  they are read (`client_training`'s `client_init` assigns the broadcast
+  model): a client's. Call it where the model's variables are created
+  (inside the client's TFF computation).
+
+  Args:
+    model_fn: A no-arg callable returning a
+      `tff.learning.models.VariableModel`.
+
+  Returns:
+    The model `model_fn` builds; the trainable variables created with a
+    known shape and dtype (Keras layers pass both) start at zeros, every
+    other variable (metric counters included) at its own initial value.
+  """
+  with tf.variable_creator_scope(_zeros_for_trainable):
+    return model_fn()
 
 
 def client_loop(loop_implementation: Any) -> LoopForm:

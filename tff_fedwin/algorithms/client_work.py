@@ -16,7 +16,6 @@ import tensorflow_federated as tff
 
 from tff_fedwin import checks
 from tff_fedwin.algorithms import client_loop
-from tff_fedwin.algorithms import client_model
 from tff_fedwin.algorithms import client_training
 from tff_fedwin.algorithms import gradient_transforms
 from tff_fedwin.algorithms import optimizer_steps
@@ -63,7 +62,7 @@ def _build_client_update(
   if proximal_strength > 0:
     transform = gradient_transforms.proximal_gradient(proximal_strength)
   training = client_training.build_client_training(
-      client_model.build_client_model(model_fn),
+      client_loop.build_client_model(model_fn),
       optimizer_step=optimizer_steps.tff_optimizer_step(optimizer),
       client_loss=client_loss,
       num_classes=num_classes,

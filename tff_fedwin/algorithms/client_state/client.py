@@ -8,7 +8,6 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_fedwin.algorithms import client_loop
-from tff_fedwin.algorithms import client_model
 from tff_fedwin.algorithms import client_training
 from tff_fedwin.algorithms import reference_gradient
 from tff_fedwin.algorithms import optimizer_steps
@@ -84,7 +83,7 @@ def build_full_gradient(
   Call inside the graph that runs it (builds the model).
   """
   training = client_training.build_client_training(
-      client_model.build_client_model(model_fn),
+      client_loop.build_client_model(model_fn),
       optimizer_step=optimizer_steps.sgd_step(0.0),
       client_loss=client_loss,
       num_classes=num_classes,
@@ -164,7 +163,7 @@ def build_client_update(
   """
   loop_implementation = client_loop.client_loop(loop_implementation)
   training = client_training.build_client_training(
-      client_model.build_client_model(model_fn),
+      client_loop.build_client_model(model_fn),
       optimizer_step=optimizer_steps.sgd_step(client_learning_rate),
       client_loss=client_loss,
       num_classes=num_classes,
