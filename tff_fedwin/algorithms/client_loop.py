@@ -3,7 +3,7 @@
 `client_loop` picks the loop form: `HELD_BATCHES` (the default; `hold` reads
 the client dataset once into tensors, the steps run over those) or one of
 TFF's `tff.learning.LoopImplementation`s. `train_client` runs a whole client
-(init, `run_client_loop`, final); `replayable` serves WSM's two reads in TFF's
+(init, the loop, final); `replayable` serves WSM's two reads in TFF's
 forms (docs/design.md sec. 4.4, 7.4). `build_client_model` builds the client's
 model without random initial values (docs/performance.md, 'The client loop and
 the worker').
@@ -195,32 +195,6 @@ def hold(dataset: tf.data.Dataset) -> HeldBatches:
   )
 
 
-def run_client_loop(
-    client_step: Callable[[Any, Any], Any],
-    step_state: Any,
-    batches: Union[tf.data.Dataset, HeldBatches],
-    loop_implementation: LoopForm = (
-        tff.learning.LoopImplementation.DATASET_REDUCE
-    ),
-) -> Any:
-  """Runs `client_step` over `batches`, in order.
-
-  Call inside a `tf.function`. `HELD_BATCHES` takes a `HeldBatches` and
-  steps over its elements in a `tf.range` loop; `DATASET_REDUCE` uses
-  `dataset.reduce`, `DATASET_ITERATOR` a loop over `iter(dataset)` (as
-  TFF's loop builder), both on a `tf.data.Dataset`.
-  """
-  if loop_implementation == HELD_BATCHES:
-    for index in tf.range(batches.num_elements):
-      step_state = client_step(step_state, batches.element(index))
-    return step_state
-  if loop_implementation == tff.learning.LoopImplementation.DATASET_REDUCE:
-    return batches.reduce(step_state, client_step)
-  for batch in iter(batches):
-    step_state = client_step(step_state, batch)
-  return step_state
-
-
 def train_client(
     training: Any,
     initial_weights: tff.learning.models.ModelWeights,
@@ -233,8 +207,10 @@ def train_client(
   """One client's training: `client_init`, the loop, `client_final`.
 
   Call inside a `tf.function`. The client reads `dataset` exactly once:
-  held (`HELD_BATCHES`), replayed when WSM counts its classes before a TFF
-  loop form (`replayable`), else directly.
+  held (`HELD_BATCHES`: the steps run in a `tf.range` loop over the held
+  elements), replayed when WSM counts its classes before a TFF loop form
+  (`replayable`), else directly; `DATASET_REDUCE` steps in `dataset.reduce`,
+  `DATASET_ITERATOR` in a loop over `iter(dataset)`, as TFF's loop builder.
 
   Args:
     training: A `client_training.ClientTraining`.
@@ -259,9 +235,14 @@ def train_client(
   step_state = training.client_init(
       initial_weights, class_data, step_input, optimizer_hparams, feature_state
   )
-  step_state = run_client_loop(
-      training.client_step, step_state, batches, loop_implementation
-  )
+  if loop_implementation == HELD_BATCHES:
+    for index in tf.range(batches.num_elements):
+      step_state = training.client_step(step_state, batches.element(index))
+  elif loop_implementation == tff.learning.LoopImplementation.DATASET_REDUCE:
+    step_state = batches.reduce(step_state, training.client_step)
+  else:
+    for batch in iter(batches):
+      step_state = training.client_step(step_state, batch)
   return training.client_final(initial_weights.trainable, step_state)
 
 

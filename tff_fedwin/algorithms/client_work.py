@@ -154,10 +154,9 @@ def build_client_work(
 
     L_b(w) + (mu / 2) ||w - w_global||^2 + (wd / 2) ||w||^2,
 
-  mu = `proximal_strength` (FedProx, Li et al. 2020, Eq. 2); L_b (CE or
-  WSM, docs/design.md sec. 2), wd and `sharpness` as in
-  `client_training.build_client_training`. The update is `w_global - w` on
-  the trainable weights; the reported metrics are the model's own.
+  mu = `proximal_strength` (FedProx, Li et al. 2020, Eq. 2); L_b, wd and
+  `sharpness` as in `client_training.build_client_training`. The update is
+  `w_global - w` on the trainable weights (docs/design.md sec. 4.5).
 
   Type signatures, identical to those of
   `tff.learning.templates.build_model_delta_client_work(model_fn, optimizer,
@@ -171,10 +170,8 @@ def build_client_work(
             measurements=<train=M>@SERVER>)`
     get_hparams: `(H -> H)`; set_hparams: `(<H, H> -> H)`.
 
-  Client weight: n (`NUM_EXAMPLES`) or 1 (`UNIFORM`), but 0 with a zero
-  update for an empty dataset (under either weighting; TFF keeps 1 for
-  `UNIFORM`) and, as in TFF, for a non-finite update (its metrics are then
-  reset).
+  Client weight: n (`NUM_EXAMPLES`) or 1 (`UNIFORM`); 0 for an empty dataset
+  and, as TFF, for a non-finite update (zeroed, its metrics reset).
 
   Args:
     model_fn: No-arg callable returning a new
