@@ -18,11 +18,9 @@ import tensorflow_federated as tff
 
 from tff_fedwin import checks
 from tff_fedwin import choices
-from tff_fedwin.algorithms import feature_steps
-from tff_fedwin.algorithms import gradient_transforms
-from tff_fedwin.algorithms import optimizer_steps
 from tff_fedwin.algorithms import reference_gradient
 from tff_fedwin.algorithms import sharpness as sharpness_lib
+from tff_fedwin.algorithms import step_hooks
 from tff_fedwin.losses import labels as labels_lib
 from tff_fedwin.losses import wsm
 
@@ -247,7 +245,7 @@ def _build_client_step(
     feature_loss = labels = None
     if feature_step is not None:
       labels = labels_lib.batch_labels(batch, label_key)
-      feature_loss = feature_steps.feature_loss_fn(
+      feature_loss = step_hooks.feature_loss_fn(
           model, feature_step, step_state.feature_state, labels
       )
     output, gradients, features = _batch_gradient(
@@ -263,7 +261,7 @@ def _build_client_step(
           model, trainable, start, gradient_at
       )
       gradients = tf.nest.map_structure(tf.subtract, gradients, at_start)
-    gradients = gradient_transforms.weight_decay_gradient(
+    gradients = step_hooks.weight_decay_gradient(
         gradients, trainable, weight_decay
     )
     if gradient_transform is not None:
@@ -321,15 +319,15 @@ def _build_client_final(trainable):
 def build_client_training(
     model: tff.learning.models.VariableModel,
     *,
-    optimizer_step: optimizer_steps.OptimizerStep,
+    optimizer_step: step_hooks.OptimizerStep,
     client_loss: str = 'ce',
     num_classes: Optional[int] = None,
     label_key: str = labels_lib.DEFAULT_LABEL_KEY,
-    gradient_transform: Optional[gradient_transforms.GradientTransform] = None,
+    gradient_transform: Optional[step_hooks.GradientTransform] = None,
     weight_decay: float = 0.0,
     sharpness: Optional[sharpness_lib.Sharpness] = None,
     subtract_start_gradient: bool = False,
-    feature_step: Optional[feature_steps.FeatureStep] = None,
+    feature_step: Optional[step_hooks.FeatureStep] = None,
 ) -> ClientTraining:
   """Builds `client_init`, `client_step` and `client_final` on `model`.
 
@@ -355,17 +353,17 @@ def build_client_training(
   Args:
     model: A `tff.learning.models.VariableModel`; for `'wsm'` its
       predictions must be logits [batch, num_classes].
-    optimizer_step: An `optimizer_steps.OptimizerStep`.
+    optimizer_step: An `step_hooks.OptimizerStep`.
     client_loss: One of `CLIENT_LOSSES`.
     num_classes: The number of classes C >= 1; required for `'wsm'`.
     label_key: The labels' key in mapping batches (else `batch[1]`).
     gradient_transform: A `GradientTransform`, or None: the plain gradient.
-    weight_decay: wd >= 0 (`gradient_transforms.weight_decay_gradient`).
+    weight_decay: wd >= 0 (`step_hooks.weight_decay_gradient`).
     sharpness: A `sharpness.Sharpness` (SAM or ASAM), or None.
     subtract_start_gradient: Whether the batch gradient at the client's start
       weights is subtracted before weight decay and the transform (MIME's
       g(y; b) - g(x; b)).
-    feature_step: A `feature_steps.FeatureStep` (FedFA; `model` a
+    feature_step: A `step_hooks.FeatureStep` (FedFA; `model` a
       `FeatureModel`): its loss term joins the batch loss, its `after_step`
       follows each step, its state starts at `client_init`'s `feature_state`.
 

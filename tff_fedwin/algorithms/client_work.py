@@ -17,10 +17,9 @@ import tensorflow_federated as tff
 from tff_fedwin import checks
 from tff_fedwin.algorithms import client_loop
 from tff_fedwin.algorithms import client_training
-from tff_fedwin.algorithms import gradient_transforms
-from tff_fedwin.algorithms import optimizer_steps
 from tff_fedwin.algorithms import fednova as fednova_lib
 from tff_fedwin.algorithms import sharpness as sharpness_lib
+from tff_fedwin.algorithms import step_hooks
 from tff_fedwin.losses import labels as labels_lib
 
 ModelFn = Callable[[], tff.learning.models.VariableModel]
@@ -60,10 +59,10 @@ def _build_client_update(
   """
   transform = None
   if proximal_strength > 0:
-    transform = gradient_transforms.proximal_gradient(proximal_strength)
+    transform = step_hooks.proximal_gradient(proximal_strength)
   training = client_training.build_client_training(
       client_loop.build_client_model(model_fn),
-      optimizer_step=optimizer_steps.tff_optimizer_step(optimizer),
+      optimizer_step=step_hooks.tff_optimizer_step(optimizer),
       client_loss=client_loss,
       num_classes=num_classes,
       label_key=label_key,
