@@ -50,11 +50,9 @@ def build_client_model(
 
   TFF runs a client computation's variable initializers for every client of
   every round, and a Keras model's random ones draw a Philox number per
-  weight (9.3% of a SCAFFOLD worker's samples; results/performance_history.md
-  sec. 6.11). Only for a model whose trainable weights are assigned before
-  they are read (`client_training`'s `client_init` assigns the broadcast
-  model): a client's. Call it where the model's variables are created
-  (inside the client's TFF computation).
+  weight (docs/performance.md sec. 2.4). Only for a model whose trainable
+  weights are assigned before they are read (`client_training`'s
+  `client_init`); call it inside the client's TFF computation.
 
   Args:
     model_fn: A no-arg callable returning a
@@ -249,10 +247,8 @@ def train_client(
 def replayable(dataset: tf.data.Dataset) -> tf.data.Dataset:
   """`hold(dataset).as_dataset()`: every pass reads the first pass's elements.
 
-  Call inside a `tf.function`. WSM reads its client dataset twice in TFF's
-  loop forms (class proportions, then training); a second pass over a
-  shuffled dataset would reshuffle with a seed that depends on what the TFF
-  worker ran before (docs/design.md sec. 4.4).
+  Call inside a `tf.function`. For WSM's two reads in TFF's loop forms (class
+  proportions, then training; docs/design.md sec. 4.4).
   """
   return hold(dataset).as_dataset()
 
@@ -260,11 +256,9 @@ def replayable(dataset: tf.data.Dataset) -> tf.data.Dataset:
 def without_tf_data_rewrites(dataset: tf.data.Dataset) -> tf.data.Dataset:
   """`dataset` with tf.data's default graph rewrites and autotuning off.
 
-  The same elements in the same order. Creating an iterator otherwise rewrites
-  the dataset's whole graph (upstream included) and starts the autotuner, once
-  per client per round in the worker: about 3.5 ms per client dataset of 20
-  EMNIST examples, as much as reading them (results/performance_history.md sec.
-  6.16). A client's few hundred examples gain nothing from either.
+  The same elements in the same order, without rewriting the whole graph and
+  starting the autotuner once per client per round in the worker
+  (docs/performance.md sec. 2.4).
   """
   options = tf.data.Options()
   options.experimental_optimization.apply_default_optimizations = False
