@@ -25,7 +25,7 @@ apply adabest_server_correction_sign tff_fedwin/algorithms/adabest.py "        *
 apply client_state_last_round_not_kept tff_fedwin/algorithms/client_state/client.py "      last_round = tf.where(num_steps > 0, t, client_state.last_round)" "      last_round = client_state.last_round" tests/algorithms/adabest_test.py
 apply mime_momentum_undamped tff_fedwin/algorithms/mime.py "        lambda m, c: tf.cast(1.0 - self._beta, c.dtype) * c" "        lambda m, c: c" tests/algorithms/mime_test.py
 apply mime_step_undamped tff_fedwin/algorithms/mime.py "        lambda g, m: tf.cast(1.0 - beta, g.dtype) * g + m, gradients, momentum" "        lambda g, m: g + m, gradients, momentum" tests/experiments/wiring_test.py -k mime
-apply mime_no_start_gradient tff_fedwin/algorithms/client_step.py "      gradients = tf.nest.map_structure(tf.subtract, gradients, at_start)" "      gradients = gradients" tests/algorithms/mime_test.py
+apply mime_no_start_gradient tff_fedwin/algorithms/client_training.py "      gradients = tf.nest.map_structure(tf.subtract, gradients, at_start)" "      gradients = gradients" tests/algorithms/mime_test.py
 apply full_gradient_per_batch tff_fedwin/algorithms/reference_gradient.py "    count += size" "    count += 1.0" tests/algorithms/mime_test.py
 apply fedgma_hard_mask tff_fedwin/algorithms/fedgma.py $'      tf.ones_like(agreement),\n      agreement,\n  )' $'      tf.ones_like(agreement),\n      tf.zeros_like(agreement),\n  )' tests/algorithms/fedgma_test.py
 apply fedgma_threshold_flipped tff_fedwin/algorithms/fedgma.py "      agreement > tf.cast(threshold, agreement.dtype)," "      agreement < tf.cast(threshold, agreement.dtype)," tests/experiments/wiring_test.py -k fedgma

@@ -17,8 +17,7 @@ import tensorflow_federated as tff
 
 from tff_fedwin.algorithms import client_loop
 from tff_fedwin.algorithms import client_training
-from tff_fedwin.algorithms import gradient_transforms
-from tff_fedwin.algorithms import optimizer_steps
+from tff_fedwin.algorithms import step_hooks
 
 NUM_CLASSES = 3
 INPUT_DIM = 2
@@ -86,7 +85,7 @@ def _build(
 ):
   return client_training.build_client_training(
       _model(with_unused),
-      optimizer_step=optimizer_step or optimizer_steps.sgd_step(LEARNING_RATE),
+      optimizer_step=optimizer_step or step_hooks.sgd_step(LEARNING_RATE),
       client_loss=client_loss,
       num_classes=NUM_CLASSES if client_loss == 'wsm' else None,
       gradient_transform=gradient_transform,
@@ -169,7 +168,7 @@ class TestClientInit:
 
   def test_tff_optimizer_state_takes_the_hparams(self):
     training = _build(
-        optimizer_step=optimizer_steps.tff_optimizer_step(
+        optimizer_step=step_hooks.tff_optimizer_step(
             tff.learning.optimizers.build_sgdm(0.9)
         )
     )
@@ -210,9 +209,7 @@ class TestClientStep:
 
   def test_proximal_gradient_adds_mu_times_distance(self):
     mu = 0.5
-    training = _build(
-        gradient_transform=gradient_transforms.proximal_gradient(mu)
-    )
+    training = _build(gradient_transform=step_hooks.proximal_gradient(mu))
     # Start at w = (KERNEL1, BIAS1) with w_global = (KERNEL0, BIAS0).
     self._step(
         training,
@@ -236,9 +233,7 @@ class TestClientStep:
         np.full(KERNEL0.shape, 0.2, np.float32),
         np.array([0.1, -0.3, 0.0], np.float32),
     ]
-    training = _build(
-        gradient_transform=gradient_transforms.control_variate_correction
-    )
+    training = _build(gradient_transform=step_hooks.control_variate_correction)
     self._step(training, step_input=[tf.constant(c) for c in correction])
 
     gw, gb, _ = _np_gradients(KERNEL0.astype(np.float64), BIAS0, X[:3], Y[:3])
@@ -252,7 +247,7 @@ class TestClientStep:
 
   def test_tff_optimizer_step_with_momentum(self):
     training = _build(
-        optimizer_step=optimizer_steps.tff_optimizer_step(
+        optimizer_step=step_hooks.tff_optimizer_step(
             tff.learning.optimizers.build_sgdm(LEARNING_RATE, momentum=0.5)
         )
     )
@@ -278,7 +273,7 @@ class TestClientStep:
     wd = 0.1
     training = _build(
         client_loss,
-        optimizer_step=optimizer_steps.tff_optimizer_step(
+        optimizer_step=step_hooks.tff_optimizer_step(
             tff.learning.optimizers.build_sgdm(LEARNING_RATE, momentum=0.9)
         ),
         weight_decay=wd,
@@ -312,7 +307,7 @@ class TestClientStep:
         np.array([0.1, -0.3, 0.0], np.float32),
     ]
     training = _build(
-        gradient_transform=gradient_transforms.control_variate_correction,
+        gradient_transform=step_hooks.control_variate_correction,
         weight_decay=wd,
     )
     self._step(training, step_input=[tf.constant(c) for c in correction])
@@ -413,5 +408,25 @@ def test_train_client_matches_numpy_sgd(loop, client_loss):
 def test_build_rejects_bad_loss_arguments(kwargs, argument):
   with pytest.raises(ValueError, match=argument):
     client_training.build_client_training(
-        _model(), optimizer_step=optimizer_steps.sgd_step(0.1), **kwargs
+        _model(), optimizer_step=step_hooks.sgd_step(0.1), **kwargs
     )
+
+
+def test_batch_size_falls_back_to_the_predictions():
+  output = tff.learning.models.BatchOutput(
+      loss=tf.constant(0.0),
+      predictions=tf.zeros([4, 3]),
+      num_examples=None,
+  )
+  assert client_training.batch_size(output).numpy() == 4
+
+
+def test_batch_size_is_the_models_count_when_it_reports_one():
+  # The model's count wins over the predictions' 4 rows (an int32 5 -> int64).
+  output = tff.learning.models.BatchOutput(
+      loss=tf.constant(0.0),
+      predictions=tf.zeros([4, 3]),
+      num_examples=tf.constant(5, tf.int32),
+  )
+  size = client_training.batch_size(output)
+  assert size.dtype == tf.int64 and size.numpy() == 5

@@ -14,8 +14,8 @@ import tensorflow as tf
 
 from tests.algorithms import client_training_test as ct
 from tff_fedwin.algorithms import client_training
-from tff_fedwin.algorithms import optimizer_steps
 from tff_fedwin.algorithms import sharpness
+from tff_fedwin.algorithms import step_hooks
 
 KERNEL = np.array([[0.5, -2.0], [1.0, 0.0]], np.float32)
 BIAS = np.array([0.3, -0.4], np.float32)
@@ -105,7 +105,7 @@ def test_a_client_training_refuses_what_is_not_a_sharpness():
   with pytest.raises(TypeError, match='`sharpness` must be a'):
     client_training.build_client_training(
         ct._model(),
-        optimizer_step=optimizer_steps.sgd_step(ct.LEARNING_RATE),
+        optimizer_step=step_hooks.sgd_step(ct.LEARNING_RATE),
         sharpness=('sam', 0.1, 0.0),
     )
 
@@ -115,7 +115,7 @@ def test_client_step_descends_the_gradient_at_the_perturbed_weights(kind, eta):
   rho = 0.5
   training = client_training.build_client_training(
       ct._model(),
-      optimizer_step=optimizer_steps.sgd_step(ct.LEARNING_RATE),
+      optimizer_step=step_hooks.sgd_step(ct.LEARNING_RATE),
       sharpness=sharpness.build_sharpness(kind, rho, eta),
   )
   state = training.client_init(

@@ -10,6 +10,7 @@ from tff_fedwin.algorithms.client_state import build_client_state_process
 from tff_fedwin.algorithms.client_state import ClientStateAlgorithm
 from tff_fedwin.algorithms.client_training import CLIENT_LOSSES
 from tff_fedwin.algorithms.client_work import build_client_work
+from tff_fedwin.algorithms.client_work import build_wsm_client_work
 from tff_fedwin.algorithms.fed_win import build_fed_win
 from tff_fedwin.algorithms.fedacg import build_fedacg
 from tff_fedwin.algorithms.fedacg import FedACG
@@ -44,4 +45,3 @@ from tff_fedwin.algorithms.scheduled_client_work import swa_cyclic_client_learni
 from tff_fedwin.algorithms.swa_runner import SwaRunner
 from tff_fedwin.algorithms.sharpness import Sharpness
 from tff_fedwin.algorithms.sharpness import build_sharpness
-from tff_fedwin.algorithms.wsm_client_work import build_wsm_client_work

@@ -27,7 +27,7 @@ client states are `RoundClientState`s (docs/design.md sec. 4.9).
 import tensorflow as tf
 
 from tff_fedwin import checks
-from tff_fedwin.algorithms import gradient_transforms
+from tff_fedwin.algorithms import step_hooks
 from tff_fedwin.algorithms.client_state import algorithm
 from tff_fedwin.algorithms.client_state import process
 
@@ -60,9 +60,9 @@ class AdaBest(algorithm.ClientStateAlgorithm):
     return tf.nest.map_structure(tf.identity, trainable)
 
   @property
-  def gradient_transform(self) -> gradient_transforms.GradientTransform:
+  def gradient_transform(self) -> step_hooks.GradientTransform:
     """`g + (-h_i)`: the gradient of L_i(w) - <h_i, w>."""
-    return gradient_transforms.control_variate_correction
+    return step_hooks.control_variate_correction
 
   def step_input(self, initial_trainable, server_vector, client_vector):
     """-h_i."""

@@ -1,10 +1,12 @@
-"""The client's loop over its batches: which form, running it, reading twice.
+"""A client in the worker: its model, its loop over its batches.
 
 `client_loop` picks the loop form: `HELD_BATCHES` (the default; `hold` reads
 the client dataset once into tensors, the steps run over those) or one of
 TFF's `tff.learning.LoopImplementation`s. `train_client` runs a whole client
-(init, `run_client_loop`, final); `replayable` serves WSM's two reads in TFF's
-forms (docs/design.md sec. 4.4, 7.4).
+(init, the loop, final); `replayable` serves WSM's two reads in TFF's
+forms (docs/design.md sec. 4.4, 7.4). `build_client_model` builds the client's
+model without random initial values (docs/performance.md, 'The client loop and
+the worker').
 """
 
 from collections.abc import Callable
@@ -24,6 +26,45 @@ HELD_BATCHES = 'held_batches'
 LOOP_FORMS = (HELD_BATCHES, *tff.learning.LoopImplementation)
 
 LoopForm = Union[str, tff.learning.LoopImplementation]
+
+
+def _zeros_for_trainable(next_creator: Callable[..., Any], **kwargs: Any):
+  """A variable creator: zeros as a trainable variable's initial value."""
+  shape = kwargs.get('shape')
+  dtype = kwargs.get('dtype')
+  if (
+      kwargs.get('trainable') is True
+      and shape is not None
+      and tf.TensorShape(shape).is_fully_defined()
+      and dtype is not None
+  ):
+    shape, dtype = tf.TensorShape(shape), tf.as_dtype(dtype)
+    kwargs['initial_value'] = lambda: tf.zeros(shape, dtype)
+  return next_creator(**kwargs)
+
+
+def build_client_model(
+    model_fn: Callable[[], tff.learning.models.VariableModel],
+) -> tff.learning.models.VariableModel:
+  """`model_fn()` with its trainable variables starting at zeros.
+
+  TFF runs a client computation's variable initializers for every client of
+  every round, and a Keras model's random ones draw a Philox number per
+  weight (docs/performance.md sec. 2.4). Only for a model whose trainable
+  weights are assigned before they are read (`client_training`'s
+  `client_init`); call it inside the client's TFF computation.
+
+  Args:
+    model_fn: A no-arg callable returning a
+      `tff.learning.models.VariableModel`.
+
+  Returns:
+    The model `model_fn` builds; the trainable variables created with a
+    known shape and dtype (Keras layers pass both) start at zeros, every
+    other variable (metric counters included) at its own initial value.
+  """
+  with tf.variable_creator_scope(_zeros_for_trainable):
+    return model_fn()
 
 
 def client_loop(loop_implementation: Any) -> LoopForm:
@@ -152,32 +193,6 @@ def hold(dataset: tf.data.Dataset) -> HeldBatches:
   )
 
 
-def run_client_loop(
-    client_step: Callable[[Any, Any], Any],
-    step_state: Any,
-    batches: Union[tf.data.Dataset, HeldBatches],
-    loop_implementation: LoopForm = (
-        tff.learning.LoopImplementation.DATASET_REDUCE
-    ),
-) -> Any:
-  """Runs `client_step` over `batches`, in order.
-
-  Call inside a `tf.function`. `HELD_BATCHES` takes a `HeldBatches` and
-  steps over its elements in a `tf.range` loop; `DATASET_REDUCE` uses
-  `dataset.reduce`, `DATASET_ITERATOR` a loop over `iter(dataset)` (as
-  TFF's loop builder), both on a `tf.data.Dataset`.
-  """
-  if loop_implementation == HELD_BATCHES:
-    for index in tf.range(batches.num_elements):
-      step_state = client_step(step_state, batches.element(index))
-    return step_state
-  if loop_implementation == tff.learning.LoopImplementation.DATASET_REDUCE:
-    return batches.reduce(step_state, client_step)
-  for batch in iter(batches):
-    step_state = client_step(step_state, batch)
-  return step_state
-
-
 def train_client(
     training: Any,
     initial_weights: tff.learning.models.ModelWeights,
@@ -190,8 +205,10 @@ def train_client(
   """One client's training: `client_init`, the loop, `client_final`.
 
   Call inside a `tf.function`. The client reads `dataset` exactly once:
-  held (`HELD_BATCHES`), replayed when WSM counts its classes before a TFF
-  loop form (`replayable`), else directly.
+  held (`HELD_BATCHES`: the steps run in a `tf.range` loop over the held
+  elements), replayed when WSM counts its classes before a TFF loop form
+  (`replayable`), else directly; `DATASET_REDUCE` steps in `dataset.reduce`,
+  `DATASET_ITERATOR` in a loop over `iter(dataset)`, as TFF's loop builder.
 
   Args:
     training: A `client_training.ClientTraining`.
@@ -216,19 +233,22 @@ def train_client(
   step_state = training.client_init(
       initial_weights, class_data, step_input, optimizer_hparams, feature_state
   )
-  step_state = run_client_loop(
-      training.client_step, step_state, batches, loop_implementation
-  )
+  if loop_implementation == HELD_BATCHES:
+    for index in tf.range(batches.num_elements):
+      step_state = training.client_step(step_state, batches.element(index))
+  elif loop_implementation == tff.learning.LoopImplementation.DATASET_REDUCE:
+    step_state = batches.reduce(step_state, training.client_step)
+  else:
+    for batch in iter(batches):
+      step_state = training.client_step(step_state, batch)
   return training.client_final(initial_weights.trainable, step_state)
 
 
 def replayable(dataset: tf.data.Dataset) -> tf.data.Dataset:
   """`hold(dataset).as_dataset()`: every pass reads the first pass's elements.
 
-  Call inside a `tf.function`. WSM reads its client dataset twice in TFF's
-  loop forms (class proportions, then training); a second pass over a
-  shuffled dataset would reshuffle with a seed that depends on what the TFF
-  worker ran before (docs/design.md sec. 4.4).
+  Call inside a `tf.function`. For WSM's two reads in TFF's loop forms (class
+  proportions, then training; docs/design.md sec. 4.4).
   """
   return hold(dataset).as_dataset()
 
@@ -236,11 +256,9 @@ def replayable(dataset: tf.data.Dataset) -> tf.data.Dataset:
 def without_tf_data_rewrites(dataset: tf.data.Dataset) -> tf.data.Dataset:
   """`dataset` with tf.data's default graph rewrites and autotuning off.
 
-  The same elements in the same order. Creating an iterator otherwise rewrites
-  the dataset's whole graph (upstream included) and starts the autotuner, once
-  per client per round in the worker: about 3.5 ms per client dataset of 20
-  EMNIST examples, as much as reading them (results/performance_history.md sec.
-  6.16). A client's few hundred examples gain nothing from either.
+  The same elements in the same order, without rewriting the whole graph and
+  starting the autotuner once per client per round in the worker
+  (docs/performance.md sec. 2.4).
   """
   options = tf.data.Options()
   options.experimental_optimization.apply_default_optimizations = False

@@ -3,7 +3,8 @@
 `build_client_work` is a drop-in for TFF's
 `tff.learning.templates.build_model_delta_client_work` (same state, result and
 measurements, identical type signatures) that also trains with the WSM loss
-and the FedProx term.
+and the FedProx term; `build_wsm_client_work` is it with the WSM loss
+(docs/design.md sec. 2, 4.5).
 """
 
 import collections
@@ -15,12 +16,10 @@ import tensorflow_federated as tff
 
 from tff_fedwin import checks
 from tff_fedwin.algorithms import client_loop
-from tff_fedwin.algorithms import client_model
 from tff_fedwin.algorithms import client_training
-from tff_fedwin.algorithms import gradient_transforms
-from tff_fedwin.algorithms import optimizer_steps
 from tff_fedwin.algorithms import fednova as fednova_lib
 from tff_fedwin.algorithms import sharpness as sharpness_lib
+from tff_fedwin.algorithms import step_hooks
 from tff_fedwin.losses import labels as labels_lib
 
 ModelFn = Callable[[], tff.learning.models.VariableModel]
@@ -60,10 +59,10 @@ def _build_client_update(
   """
   transform = None
   if proximal_strength > 0:
-    transform = gradient_transforms.proximal_gradient(proximal_strength)
+    transform = step_hooks.proximal_gradient(proximal_strength)
   training = client_training.build_client_training(
-      client_model.build_client_model(model_fn),
-      optimizer_step=optimizer_steps.tff_optimizer_step(optimizer),
+      client_loop.build_client_model(model_fn),
+      optimizer_step=step_hooks.tff_optimizer_step(optimizer),
       client_loss=client_loss,
       num_classes=num_classes,
       label_key=label_key,
@@ -154,10 +153,9 @@ def build_client_work(
 
     L_b(w) + (mu / 2) ||w - w_global||^2 + (wd / 2) ||w||^2,
 
-  mu = `proximal_strength` (FedProx, Li et al. 2020, Eq. 2); L_b (CE or
-  WSM, docs/design.md sec. 2), wd and `sharpness` as in
-  `client_training.build_client_training`. The update is `w_global - w` on
-  the trainable weights; the reported metrics are the model's own.
+  mu = `proximal_strength` (FedProx, Li et al. 2020, Eq. 2); L_b, wd and
+  `sharpness` as in `client_training.build_client_training`. The update is
+  `w_global - w` on the trainable weights (docs/design.md sec. 4.5).
 
   Type signatures, identical to those of
   `tff.learning.templates.build_model_delta_client_work(model_fn, optimizer,
@@ -171,10 +169,8 @@ def build_client_work(
             measurements=<train=M>@SERVER>)`
     get_hparams: `(H -> H)`; set_hparams: `(<H, H> -> H)`.
 
-  Client weight: n (`NUM_EXAMPLES`) or 1 (`UNIFORM`), but 0 with a zero
-  update for an empty dataset (under either weighting; TFF keeps 1 for
-  `UNIFORM`) and, as in TFF, for a non-finite update (its metrics are then
-  reset).
+  Client weight: n (`NUM_EXAMPLES`) or 1 (`UNIFORM`); 0 for an empty dataset
+  and, as TFF, for a non-finite update (zeroed, its metrics reset).
 
   Args:
     model_fn: No-arg callable returning a new
@@ -274,4 +270,45 @@ def build_client_work(
       next_fn,
       get_hparams_fn=get_hparams_fn,
       set_hparams_fn=set_hparams_fn,
+  )
+
+
+def build_wsm_client_work(
+    model_fn: ModelFn,
+    optimizer: tff.learning.optimizers.Optimizer,
+    *,
+    num_classes: int,
+    client_weighting: tff.learning.ClientWeighting = NUM_EXAMPLES,
+    metrics_aggregator: Optional[Any] = None,
+    label_key: str = labels_lib.DEFAULT_LABEL_KEY,
+    proximal_strength: float = 0.0,
+) -> tff.learning.templates.ClientWorkProcess:
+  """`build_client_work` with `client_loss='wsm'` (docs/design.md sec. 2).
+
+  Per client and round: beta_c = n_c / n over the client's dataset (one pass),
+  then one `optimizer` step per batch b on
+
+    L_b(w) = 1/|b| sum_{(x, y) in b} -log(beta_y e^{z_y} / sum_c beta_c e^{z_c})
+             + (mu / 2) ||w - w_global||^2,
+
+  z = f_w(x) the logits, mu = `proximal_strength` (WSM paper Eq. 4 up to a
+  per-example constant, see `tff_fedwin.losses.wsm_cross_entropy`; FedProx
+  Eq. 2). Classes with beta_c = 0 are masked out of the softmax (no NaN); the
+  model's own loss only enters the reported metrics. Type signatures, client
+  weights, arguments and errors: as `build_client_work`'s. At run time, a
+  label outside [0, num_classes) fails the computation with the WSM error
+  ("WSM labels are out of range ... num_classes = C").
+
+  Returns:
+    A `tff.learning.templates.ClientWorkProcess`.
+  """
+  return build_client_work(
+      model_fn,
+      optimizer,
+      client_loss='wsm',
+      num_classes=num_classes,
+      proximal_strength=proximal_strength,
+      client_weighting=client_weighting,
+      metrics_aggregator=metrics_aggregator,
+      label_key=label_key,
   )

@@ -24,7 +24,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_fedwin import checks
-from tff_fedwin.algorithms import gradient_transforms
+from tff_fedwin.algorithms import step_hooks
 from tff_fedwin.algorithms.client_state import algorithm
 from tff_fedwin.algorithms.client_state import process
 
@@ -66,9 +66,9 @@ class FedACG(algorithm.ClientStateAlgorithm):
     )
 
   @property
-  def gradient_transform(self) -> gradient_transforms.GradientTransform:
+  def gradient_transform(self) -> step_hooks.GradientTransform:
     """`g + beta (w - s)` (FedProx's term towards s)."""
-    return gradient_transforms.proximal_gradient(self._proximal_strength)
+    return step_hooks.proximal_gradient(self._proximal_strength)
 
   def step_input(self, initial_trainable, server_vector, client_vector):
     """s, the weights the client started from."""

@@ -22,14 +22,14 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_fedwin import checks
-from tff_fedwin.algorithms import gradient_transforms
+from tff_fedwin.algorithms import step_hooks
 from tff_fedwin.algorithms.client_state import algorithm
 from tff_fedwin.algorithms.client_state import process
 
 
 def momentum_mix_gradient(
     alpha: float,
-) -> gradient_transforms.GradientTransform:
+) -> step_hooks.GradientTransform:
   """`alpha g + (1 - alpha) Delta`: FedCM's local step direction (Alg. 1).
 
   `step_input` is Delta, the server's global-gradient estimate.
@@ -73,7 +73,7 @@ class FedCM(algorithm.ClientStateAlgorithm):
     return False
 
   @property
-  def gradient_transform(self) -> gradient_transforms.GradientTransform:
+  def gradient_transform(self) -> step_hooks.GradientTransform:
     return momentum_mix_gradient(self._alpha)
 
   def step_input(self, initial_trainable, server_vector, client_vector):

@@ -23,14 +23,14 @@ stores, state transfer) is `tff_fedwin.algorithms.client_state`'s
 import tensorflow as tf
 
 from tff_fedwin import checks
-from tff_fedwin.algorithms import gradient_transforms
+from tff_fedwin.algorithms import step_hooks
 from tff_fedwin.algorithms.client_state import algorithm
 from tff_fedwin.algorithms.client_state import process
 
 
 def dynamic_regularizer_gradient(
     alpha: float,
-) -> gradient_transforms.GradientTransform:
+) -> step_hooks.GradientTransform:
   """`g - s_k + alpha (w - x)`: the gradient of FedDyn's local objective.
 
   The gradient of L_k(w) - <s_k, w> + (alpha/2)||w - x||^2 (Acar et al.
@@ -74,7 +74,7 @@ class FedDyn(algorithm.ClientStateAlgorithm):
     return 'feddyn'
 
   @property
-  def gradient_transform(self) -> gradient_transforms.GradientTransform:
+  def gradient_transform(self) -> step_hooks.GradientTransform:
     return dynamic_regularizer_gradient(self._alpha)
 
   def step_input(self, initial_trainable, server_vector, client_vector):

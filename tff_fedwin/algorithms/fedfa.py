@@ -5,7 +5,7 @@ Classifiers for Heterogeneous Data" (arXiv:2211.09299; a baseline of IMA's
 Table 1), as the IMA authors' code runs it (`TailinZhou/FedIMA`,
 `utils/optimizer.py`'s `fedfa_cl_optimizer`, `utils/AnchorLoss.py`;
 docs/design.md sec. 4.10). The model is a feature extractor phi and a
-classifier h, its last layer (a `feature_steps.HasFeatures` model). Besides
+classifier h, its last layer (a `step_hooks.HasFeatures` model). Besides
 FedAvg's model x the server keeps C class anchors A (C x d), at first the
 first C rows of the d x d identity. A client in round t (t - 1 rounds
 completed) runs, per batch b, from y = x:
@@ -33,7 +33,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_fedwin import checks
-from tff_fedwin.algorithms import feature_steps
+from tff_fedwin.algorithms import step_hooks
 from tff_fedwin.algorithms.client_state import algorithm
 from tff_fedwin.algorithms.client_state import process
 
@@ -131,7 +131,7 @@ def calibration_step(state: AnchorState, model) -> AnchorState:
 
 class FedFa(algorithm.ClientStateAlgorithm):
   """FedFA's math: the server's vector is (A, the round's examples); clients
-  keep no state; the client step is a `feature_steps.FeatureStep`."""
+  keep no state; the client step is a `step_hooks.FeatureStep`."""
 
   def __init__(
       self,
@@ -194,8 +194,8 @@ class FedFa(algorithm.ClientStateAlgorithm):
     return (tf.eye(classes, features, dtype=kernel.dtype), tf.constant(0.0))
 
   @property
-  def feature_step(self) -> feature_steps.FeatureStep:
-    return feature_steps.FeatureStep(
+  def feature_step(self) -> step_hooks.FeatureStep:
+    return step_hooks.FeatureStep(
         initial_state=self._initial_state,
         loss=lambda features, labels, state: state.anchor_loss_on
         * anchor_loss(features, labels, state.anchors, self._lambda),
@@ -270,7 +270,7 @@ def build_fedfa(
 
   `client_state.build_client_state_process(model_fn, FedFa(...),
   **process_args)`: a `tff.learning.templates.LearningProcess` (no client
-  states); `model_fn` must build a `feature_steps.HasFeatures` model (a
+  states); `model_fn` must build a `step_hooks.HasFeatures` model (a
   task's `feature_model_fn`).
 
   Raises:

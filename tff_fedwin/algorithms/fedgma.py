@@ -27,7 +27,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_fedwin import checks
-from tff_fedwin.algorithms import gradient_transforms
+from tff_fedwin.algorithms import step_hooks
 from tff_fedwin.algorithms.client_state import algorithm
 from tff_fedwin.algorithms.client_state import process
 
@@ -85,7 +85,7 @@ class FedGma(algorithm.ClientStateAlgorithm):
     return False
 
   @property
-  def gradient_transform(self) -> gradient_transforms.GradientTransform:
+  def gradient_transform(self) -> step_hooks.GradientTransform:
     return plain_gradient
 
   def step_input(self, initial_trainable, server_vector, client_vector):

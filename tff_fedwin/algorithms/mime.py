@@ -26,12 +26,12 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_fedwin import checks
-from tff_fedwin.algorithms import gradient_transforms
+from tff_fedwin.algorithms import step_hooks
 from tff_fedwin.algorithms.client_state import algorithm
 from tff_fedwin.algorithms.client_state import process
 
 
-def mime_step_gradient(beta: float) -> gradient_transforms.GradientTransform:
+def mime_step_gradient(beta: float) -> step_hooks.GradientTransform:
   """`(1 - beta) (g(y; b) - g(x; b)) + m+`: MIME's local step direction.
 
   The client-training core gives the transform g(y; b) - g(x; b) (with
@@ -91,7 +91,7 @@ class Mime(algorithm.ClientStateAlgorithm):
     )
 
   @property
-  def gradient_transform(self) -> gradient_transforms.GradientTransform:
+  def gradient_transform(self) -> step_hooks.GradientTransform:
     return mime_step_gradient(self._beta)
 
   def step_input(self, initial_trainable, server_vector, client_vector):

@@ -34,18 +34,16 @@ def gradient_at_weights(
 ) -> Any:
   """The batch gradient at `weights`, with the model restored after.
 
-  `(model, trainable, weights, gradient_at) -> g(weights)`: sets the
-  trainable variables to `weights`, calls `gradient_at()` (the batch's
-  `(output, gradients)` at the model's current weights) and restores the
-  trainable variables and the model's metrics (`model.local_variables`),
-  so the batch counts once, at the current weights. Call in the
-  `tf.function` of a client step.
+  Sets the trainable variables to `weights`, calls `gradient_at()` and
+  restores the trainable variables and the model's metrics
+  (`model.local_variables`), so the batch counts once, at the current
+  weights. Call in the `tf.function` of a client step.
 
   Args:
     model: The client's `tff.learning.models.VariableModel`.
     trainable: Its trainable variables (a structure).
     weights: The values to take the gradient at, `trainable`'s structure.
-    gradient_at: Computes the batch gradient at the current weights.
+    gradient_at: The batch's `(output, gradients)` at the current weights.
 
   Returns:
     The gradient at `weights`, of `trainable`'s structure.

@@ -20,7 +20,7 @@ from typing import Any
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tff_fedwin.algorithms import gradient_transforms
+from tff_fedwin.algorithms import step_hooks
 from tff_fedwin.algorithms.client_state import algorithm
 from tff_fedwin.algorithms.client_state import client
 from tff_fedwin.algorithms.client_state import process
@@ -84,9 +84,9 @@ class Scaffold(algorithm.ClientStateAlgorithm):
     return 'scaffold'
 
   @property
-  def gradient_transform(self) -> gradient_transforms.GradientTransform:
+  def gradient_transform(self) -> step_hooks.GradientTransform:
     """`g + (c - c_i)` (Alg. 1, line 10)."""
-    return gradient_transforms.control_variate_correction
+    return step_hooks.control_variate_correction
 
   def step_input(self, initial_trainable, server_vector, client_vector):
     """The correction c - c_i."""

@@ -256,9 +256,8 @@ def ima_cyclic_client_learning_rate_fn(
   lr_t = lr_max - ((t - t_s) mod c) / (c - 1) * (lr_max - low_rate)  for t >= t_s,
 
   with rounds t = 1, 2, ...: lr_max at t_s and every c rounds after it,
-  `low_rate` at the cycle's last round. (The authors' code, `decay_mode='CD'`,
-  falls over the first c/2 rounds only and then rises above lr_max;
-  docs/design.md, "IMA's client learning-rate schedule", says how.)
+  `low_rate` at the cycle's last round (where the authors' code differs:
+  docs/design.md, "IMA's client learning-rate schedule").
 
   Args:
     initial_learning_rate: lr0 > 0.
@@ -298,20 +297,17 @@ def swa_cyclic_client_learning_rate_fn(
 ) -> ClientLearningRateFn:
   """FedSWA's cyclic client rate (Caldarola et al. 2022, after SWA's).
 
-  The authors' `schedule_cycling_lr(round, c, lr1, lr2)`
-  (debcaldarola/fedsam, `models/utils/main_utils.py`, applied in
-  `models/main.py` `main()` from `swa_start` on) with their 0-based round
-  i = t - 1 of our rounds t = 1, 2, ...:
+  The authors' `schedule_cycling_lr(round, c, lr1, lr2)` (debcaldarola/fedsam)
+  on our rounds t = 1, 2, ... (docs/design.md, "Server-side SWA (WiMA's
+  comparison)"):
 
   lr_t = lr1                                    for t < t_s,
   lr_t = (1 - a_t) * lr1 + a_t * lr2            for t >= t_s,
   a_t = ((t - 1) mod c + 1) / c,
 
   lr1 = `initial_learning_rate`, lr2 = `low_rate`, t_s = S + 1 for their
-  `swa_start` S (`tff_fedwin.algorithms.SwaRunner`). a_t counts from the
-  absolute round, not from t_s, as theirs: lr2 is reached at the rounds t
-  with t mod c = 0. (They cycle only with c > 1; with c = 1 the rate stays
-  lr1: use a constant rate.)
+  `swa_start` S (`tff_fedwin.algorithms.SwaRunner`); a_t counts from the
+  absolute round, as theirs.
 
   Args:
     initial_learning_rate: lr1 > 0, the rate before t_s.

@@ -7,13 +7,9 @@ reads it with `RestoreV2`; the driver uses `SaveV2` eagerly to write and
 `tf.train.load_checkpoint` to read. The tensors are named `'0'`, `'1'`, ...
 in list order unless other (distinct) names are given. `SaveV2` writes
 temporary files and renames them, so a reader never sees a half-written
-bundle under its name.
-
-`SaveV2`/`RestoreV2` write in about half the time and read in a sixth of
-`tf.io.serialize_tensor` with `tf.io.write_file` (this project's format until
-2026-11-27, which copies the bytes thrice; results/performance_history.md sec.
-6.12). Every read checks each tensor's CRC32C, so a partly written or foreign
-file is refused, not read.
+bundle under its name. Every read checks each tensor's CRC32C, so a partly
+written or foreign file is refused, not read (docs/performance.md sec. 2.4,
+'Tensor bundles').
 """
 
 import os

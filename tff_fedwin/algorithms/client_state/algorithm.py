@@ -10,7 +10,7 @@ is one subclass with four methods, all TF math, traced inside the client's
 or the server's `tff.tensorflow.computation`:
 
 * `gradient_transform` and `step_input`: the corrected gradient of the
-  client's local step (a `gradient_transforms.GradientTransform` and what it
+  client's local step (a `step_hooks.GradientTransform` and what it
   reads, constant over the client's loop);
 * `new_client_vector`: the client's vector after its local training;
 * `server_update`: the new global trainable weights and server vector from
@@ -32,7 +32,7 @@ clients send their full-batch gradient at x and the server's vector becomes
 `round_vector` of their mean) and `subtracts_start_gradient` (every local
 step's gradient is g(y; b) - g(x; b), the same batch at the start weights).
 
-One serves FedFA: `feature_step` (a `feature_steps.FeatureStep`: a loss
+One serves FedFA: `feature_step` (a `step_hooks.FeatureStep`: a loss
 term on the model's features, a step of its own after each local step, and
 the vector the client sends from its state; the server vector then need
 not be shaped like x).
@@ -46,8 +46,7 @@ from typing import Any, NamedTuple
 
 import tensorflow as tf
 
-from tff_fedwin.algorithms import feature_steps
-from tff_fedwin.algorithms import gradient_transforms
+from tff_fedwin.algorithms import step_hooks
 
 
 class ClientRound(NamedTuple):
@@ -162,7 +161,7 @@ class ClientStateAlgorithm(abc.ABC):
     return False
 
   @property
-  def feature_step(self) -> feature_steps.FeatureStep | None:
+  def feature_step(self) -> step_hooks.FeatureStep | None:
     """A step that reads the model's features (FedFA's anchors; default
     None). With one, the model must be a `FeatureModel`, the clients get
     the round, and the vector a client sends is the step's `sent_vector`
@@ -171,7 +170,7 @@ class ClientStateAlgorithm(abc.ABC):
 
   @property
   @abc.abstractmethod
-  def gradient_transform(self) -> gradient_transforms.GradientTransform:
+  def gradient_transform(self) -> step_hooks.GradientTransform:
     """`(g, y, step_input) -> g'`, the gradient the local SGD steps with."""
 
   @abc.abstractmethod

@@ -7,7 +7,7 @@ import tensorflow as tf
 from tff_fedwin import checks
 from tff_fedwin.aggregators import window_math
 from tff_fedwin.algorithms.client_state import client
-from tff_fedwin.algorithms import feature_steps
+from tff_fedwin.algorithms import step_hooks
 from tff_fedwin.losses import labels as labels_lib
 
 
@@ -85,7 +85,7 @@ def check_full_gradient(algorithm: Any, client_sharpness: Any) -> None:
 def check_feature_step(algorithm: Any, model_fn: Any, client_sharpness: Any):
   """Raises ValueError for a `feature_step` where it is not supported: with
   client states, with a sharpness-aware step, or on a model without features
-  (not a `feature_steps.HasFeatures`, e.g. a task's `feature_model_fn`'s)."""
+  (not a `step_hooks.HasFeatures`, e.g. a task's `feature_model_fn`'s)."""
   if algorithm.feature_step is None:
     return
   if algorithm.keeps_client_state or client_sharpness is not None:
@@ -96,7 +96,7 @@ def check_feature_step(algorithm: Any, model_fn: Any, client_sharpness: Any):
     )
   with tf.Graph().as_default():
     model = model_fn()
-  if not isinstance(model, feature_steps.HasFeatures):
+  if not isinstance(model, step_hooks.HasFeatures):
     raise ValueError(
         f'{algorithm.name} needs `model_fn` to build a model with features '
         'and classifier apart (tff_fedwin.tasks.feature_model.FeatureModel, '

@@ -8,12 +8,11 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_fedwin.algorithms import client_loop
-from tff_fedwin.algorithms import client_model
 from tff_fedwin.algorithms import client_training
 from tff_fedwin.algorithms import reference_gradient
-from tff_fedwin.algorithms import optimizer_steps
 from tff_fedwin.algorithms import scheduled_client_work
 from tff_fedwin.algorithms import sharpness as sharpness_lib
+from tff_fedwin.algorithms import step_hooks
 from tff_fedwin.algorithms.client_state import algorithm as algorithm_lib
 from tff_fedwin.algorithms.client_state import types
 from tff_fedwin.losses import labels as labels_lib
@@ -84,8 +83,8 @@ def build_full_gradient(
   Call inside the graph that runs it (builds the model).
   """
   training = client_training.build_client_training(
-      client_model.build_client_model(model_fn),
-      optimizer_step=optimizer_steps.sgd_step(0.0),
+      client_loop.build_client_model(model_fn),
+      optimizer_step=step_hooks.sgd_step(0.0),
       client_loss=client_loss,
       num_classes=num_classes,
       label_key=LABEL_KEY,
@@ -142,7 +141,7 @@ def build_client_update(
     client_loss: One of `client_training.CLIENT_LOSSES`.
     num_classes: The number of classes C; required for `'wsm'`.
     weight_decay: wd >= 0, the client weight decay
-      (`gradient_transforms.weight_decay_gradient`); 0 adds nothing.
+      (`step_hooks.weight_decay_gradient`); 0 adds nothing.
     sharpness: A `sharpness.Sharpness`: g(y) is taken at y + e, SAM's or
       ASAM's ascent step (FedSAM/FedASAM clients); None: plain.
     loop_implementation: The loop over the batches: a form of
@@ -164,8 +163,8 @@ def build_client_update(
   """
   loop_implementation = client_loop.client_loop(loop_implementation)
   training = client_training.build_client_training(
-      client_model.build_client_model(model_fn),
-      optimizer_step=optimizer_steps.sgd_step(client_learning_rate),
+      client_loop.build_client_model(model_fn),
+      optimizer_step=step_hooks.sgd_step(client_learning_rate),
       client_loss=client_loss,
       num_classes=num_classes,
       label_key=LABEL_KEY,

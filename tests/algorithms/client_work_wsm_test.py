@@ -1,4 +1,4 @@
-"""Tests for tff_fedwin.algorithms.wsm_client_work against independent numpy.
+"""Tests for tff_fedwin.algorithms.client_work's WSM client work, against numpy.
 
 The model is a linear softmax classifier z = x @ W + b (a Keras Dense(C) with
 fixed initial weights, trained on logits). Expected values come from numpy SGD
@@ -27,8 +27,8 @@ import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_fedwin.algorithms import client_work
 from tff_fedwin.algorithms import scheduled_client_work
-from tff_fedwin.algorithms import wsm_client_work
 
 NUM_CLASSES = 4
 INPUT_DIM = 3
@@ -106,7 +106,7 @@ def _run(process, datasets, learning_rate=LEARNING_RATE):
 
 
 def _build(model_fn=None, **kwargs):
-  return wsm_client_work.build_wsm_client_work(
+  return client_work.build_wsm_client_work(
       model_fn or _make_model_fn(),
       tff.learning.optimizers.build_sgdm(LEARNING_RATE),
       num_classes=NUM_CLASSES,
@@ -178,7 +178,7 @@ class TestBuildWsmClientWorkComputation:
       self, optimizer, weighting
   ):
     model_fn = _make_model_fn()
-    ours = wsm_client_work.build_wsm_client_work(
+    ours = client_work.build_wsm_client_work(
         model_fn,
         optimizer,
         num_classes=NUM_CLASSES,
@@ -223,7 +223,7 @@ class TestBuildWsmClientWorkComputation:
   )
   def test_invalid_arguments_raise(self, kwargs, error, message):
     with pytest.raises(error, match=message):
-      wsm_client_work.build_wsm_client_work(
+      client_work.build_wsm_client_work(
           _make_model_fn(), tff.learning.optimizers.build_sgdm(0.1), **kwargs
       )
 
