@@ -181,13 +181,3 @@ def with_data(client_weight_sum: tf.Tensor, new: Any, old: Any) -> Any:
   return tf.nest.map_structure(
       lambda n, o: tf.where(client_weight_sum > 0, n, o), new, old
   )
-
-
-def check_algorithm(algorithm: Any) -> ClientStateAlgorithm:
-  """`algorithm` if it is a `ClientStateAlgorithm`, else a TypeError."""
-  if not isinstance(algorithm, ClientStateAlgorithm):
-    raise TypeError(
-        '`algorithm` must be a ClientStateAlgorithm (tff_fedwin.algorithms.'
-        f'scaffold.Scaffold, feddyn.FedDyn), got {type(algorithm).__name__}.'
-    )
-  return algorithm

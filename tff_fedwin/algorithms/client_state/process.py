@@ -228,8 +228,13 @@ def build_client_state_process(
   the worker (`state_files`; `ClientStateRunner` does the driver's side).
 
   With `window_size` set, w^t is pushed into `S.window` after the server step
-  and in `'broadcast'` mode x becomes m^t at active rounds (docs/design.md
-  sec. 1). Use `client.initial_client_state(model_fn)` for the zero vector.
+  (docs/design.md sec. 3.4). The clients start from
+  `client.initial_client_state(model_fn, algorithm)`.
+
+  An algorithm that keeps no client states (`keeps_client_state` False:
+  FedCM, FedACG) gives a `tff.learning.templates.LearningProcess` instead:
+  `next` is `(<S@SERVER, {D*}@CLIENTS> -> <state=S, metrics=M>@SERVER)`, and
+  `set_model_weights` replaces x (`LearningProcessRunner` runs it).
 
   Args:
     model_fn: A no-arg callable returning a new
@@ -238,9 +243,8 @@ def build_client_state_process(
     client_learning_rate: The client learning rate lr_l, positive.
     server_learning_rate: The server learning rate lr_g, positive.
     total_clients: N, the number of clients that may ever be sampled, >= 1.
-    client_loss: `'ce'` (the model's loss) or `'wsm'` (re-weighted softmax
-      with each client's class proportions, docs/design.md sec. 2; logits
-      predictions, integer labels under `'y'` or at index 1).
+    client_loss: `'ce'` (the model's loss) or `'wsm'` (docs/design.md sec.
+      2; logits predictions, integer labels under `'y'` or at index 1).
     num_classes: The number of classes; required for `'wsm'`.
     client_weight_decay: wd >= 0: g(y) gains wd * y before the algorithm's
       correction, as PyTorch's SGD `weight_decay`; 0 adds nothing.
@@ -252,57 +256,38 @@ def build_client_state_process(
     window_start_round: The window is active from round
       max(W, window_start_round) on.
     loop_implementation: The clients' loop over their batches, a form of
-      `client_loop.LOOP_FORMS` (the same arithmetic either way); `None`
-      (default) is `client_loop.HELD_BATCHES` (faster here,
-      results/performance_history.md sec. 6.3; `client_loop.client_loop`).
+      `client_loop.LOOP_FORMS`, or `None`: `client_loop.client_loop`'s.
     client_state_transfer: `'values'` (default: the states are TFF values)
-      or `'files'` (files the driver and the workers share: several times
-      faster and lighter in the driver, `state_files`; local workers or a
-      shared file system).
+      or `'files'` (files the driver and the workers share, `state_files`).
     client_learning_rate_fn: The clients' rate per round t (int32, 1-based;
       e.g. `scheduled_client_work.ima_client_learning_rate_fn`, IMA's), in
       the steps and the algorithm's `new_client_vector`; None (default):
       `client_learning_rate` every round.
 
-  An algorithm that keeps no client states (`keeps_client_state` False:
-  FedCM, FedACG) gives a `tff.learning.templates.LearningProcess` instead:
-  `next` is `(<S@SERVER, {D*}@CLIENTS> -> <state=S, metrics=M>@SERVER)`, and
-  `set_model_weights` replaces x (`LearningProcessRunner` runs it).
-
   Returns:
     A `ClientStateProcess`, or a `LearningProcess` without client states.
 
   Raises:
-    TypeError: If `algorithm` is not a `ClientStateAlgorithm`, or
-      `window_size` or `window_start_round` is not an int.
-    ValueError: If a rate or N is not positive, `client_weight_decay` < 0,
-      `client_loss`, `window_mode`, `loop_implementation` or
-      `client_state_transfer` is not allowed (only `'values'` without client
-      states), `'wsm'` lacks `num_classes` or
-      integer labels, `window_size < 1`, `window_start_round < 0`, or
-      `model_fn` does not build a `VariableModel` with floating-point
-      weights.
+    TypeError: If `algorithm` is not a `ClientStateAlgorithm` or
+      `client_learning_rate_fn` is not callable.
+    ValueError: Naming a bad argument (`checks`), e.g. a rate or N not
+      positive, or a `model_fn` that does not build a `VariableModel` with
+      floating-point weights.
   """
-  algorithm_lib.check_algorithm(algorithm)
-  total_clients = checks.check_rates_and_clients(
-      client_learning_rate=client_learning_rate,
-      server_learning_rate=server_learning_rate,
-      total_clients=total_clients,
+  checks.check_algorithm(algorithm, client_sharpness, client_state_transfer)
+  argument_checks.check_number(
+      'client_learning_rate', client_learning_rate, positive=True
+  )
+  argument_checks.check_number(
+      'server_learning_rate', server_learning_rate, positive=True
+  )
+  total_clients = argument_checks.check_int(
+      'total_clients', total_clients, minimum=1
   )
   client_training.check_client_loss(client_loss, num_classes)
   argument_checks.check_number(
       'client_weight_decay', client_weight_decay, minimum=0
   )
-  sharpness_lib.check_sharpness(client_sharpness)
-  loop_implementation = client_loop.client_loop(loop_implementation)
-  state_files.check_transfer(client_state_transfer)
-  if not algorithm.keeps_client_state and client_state_transfer != 'values':
-    raise ValueError(
-        f'{algorithm.name} keeps no client states: `client_state_transfer` '
-        f"must be 'values', got {client_state_transfer!r}."
-    )
-  checks.check_full_gradient(algorithm, client_sharpness)
-  checks.check_feature_step(algorithm, model_fn, client_sharpness)
   if client_learning_rate_fn is not None and not callable(
       client_learning_rate_fn
   ):
@@ -310,17 +295,22 @@ def build_client_state_process(
         '`client_learning_rate_fn` must be callable or None, got '
         f'{type(client_learning_rate_fn).__name__}.'
     )
+  # The window is read every round (E = 1); its mode and start round are
+  # checked without one too.
+  window_math.check_window_args(
+      window_size=1 if window_size is None else window_size,
+      mode=window_mode,
+      start_round=window_start_round,
+      read_every=1,
+      prefix='window_',
+  )
+  loop_implementation = client_loop.client_loop(loop_implementation)
+  input_spec = checks.checked_input_spec(model_fn, algorithm, client_loss)
   sends_round = (
       algorithm.tracks_rounds
       or algorithm.feature_step is not None
       or client_learning_rate_fn is not None
   )
-  checks.check_window_args(window_size, window_mode, window_start_round)
-  checks.check_model(model_fn)
-  with tf.Graph().as_default():
-    input_spec = model_fn().input_spec
-  if client_loss == 'wsm':
-    checks.check_wsm_labels(input_spec)
   data_type = tff.SequenceType(tff.types.tensorflow_to_type(input_spec))
   with_window = window_size is not None
 
