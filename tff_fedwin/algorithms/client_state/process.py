@@ -2,7 +2,6 @@
 
 from collections.abc import Callable
 
-import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
@@ -16,7 +15,6 @@ from tff_fedwin.algorithms import sharpness as sharpness_lib
 from tff_fedwin.algorithms.client_state import algorithm as algorithm_lib
 from tff_fedwin.algorithms.client_state import checks
 from tff_fedwin.algorithms.client_state import next_fns
-from tff_fedwin.algorithms.client_state import client
 from tff_fedwin.algorithms.client_state import server
 from tff_fedwin.algorithms.client_state import state_files
 from tff_fedwin.algorithms.client_state import types
@@ -125,52 +123,6 @@ def _initial_state_computation(
     )
 
   return initial_server_state_fn
-
-
-def _server_update_builder(server_state_type, algorithm, **server_args):
-  """`sums_type -> (<S, sums> -> <S, M>)`; `server_args` of the server step."""
-
-  def build(sums_type):
-    @tff.tensorflow.computation(server_state_type, sums_type)
-    def server_update_fn(state, sums):
-      return server.next_server_state(algorithm, state, sums, **server_args)
-
-    return server_update_fn
-
-  return build
-
-
-def _full_gradient_parts(model_fn, algorithm, server_state_type, **args):
-  """NextParts' `full_gradient` and `round_state` (MIME), else Nones;
-  `args` are `client.build_full_gradient`'s."""
-  if not algorithm.uses_full_gradient:
-    return {}
-
-  def full_gradient(initial_weights, dataset):
-    return client.build_full_gradient(model_fn, **args)(
-        initial_weights, dataset
-    )
-
-  def round_state(sums_type):
-    @tff.tensorflow.computation(server_state_type, sums_type)
-    def round_state_fn(state, sums):
-      return server.with_round_vector(algorithm, state, sums)
-
-    return round_state_fn
-
-  return dict(full_gradient=full_gradient, round_state=round_state)
-
-
-def _client_state_type(algorithm, server_state_type):
-  """C: a `ClientState` of the server vector's type, with `tracks_rounds` a
-  `RoundClientState` (its round a float32 scalar)."""
-  if algorithm.tracks_rounds:
-    return tff.types.to_type(
-        types.RoundClientState(
-            server_state_type.control_variate, tff.TensorType(np.float32)
-        )
-    )
-  return tff.types.to_type(types.ClientState(server_state_type.control_variate))
 
 
 def _learning_process(
@@ -306,11 +258,6 @@ def build_client_state_process(
   )
   loop_implementation = client_loop.client_loop(loop_implementation)
   input_spec = checks.checked_input_spec(model_fn, algorithm, client_loss)
-  sends_round = (
-      algorithm.tracks_rounds
-      or algorithm.feature_step is not None
-      or client_learning_rate_fn is not None
-  )
   data_type = tff.SequenceType(tff.types.tensorflow_to_type(input_spec))
   with_window = window_size is not None
 
@@ -332,17 +279,11 @@ def build_client_state_process(
   def get_model_weights_fn(state):
     return server.evaluation_model_weights(state, with_window=with_window)
 
-  next_builder = next_fns.values
-  if client_state_transfer == 'files':
-    next_builder = next_fns.state_files_next
-  if not algorithm.keeps_client_state:
-    next_builder = next_fns.without_client_states
-  next_fn = next_builder(
+  next_fn = next_fns.build_next(
       next_fns.NextParts(
-          client_step=next_fns.client_step_fn(
-              model_fn,
-              algorithm,
-              sends_round,
+          model_fn=model_fn,
+          algorithm=algorithm,
+          client_args=dict(
               client_learning_rate=client_learning_rate,
               client_learning_rate_fn=client_learning_rate_fn,
               client_loss=client_loss,
@@ -351,29 +292,21 @@ def build_client_state_process(
               sharpness=client_sharpness,
               loop_implementation=loop_implementation,
           ),
-          broadcast_types=next_fns.broadcast_types(
-              sends_round, server_state_type
-          ),
-          server_message=next_fns.server_message(sends_round),
-          client_state_type=_client_state_type(algorithm, server_state_type),
-          server_state_type=server_state_type,
-          data_type=data_type,
-          server_update=_server_update_builder(
-              server_state_type,
-              algorithm,
+          server_args=dict(
               server_learning_rate=server_learning_rate,
               total_clients=total_clients,
               with_window=with_window,
               client_learning_rate_fn=client_learning_rate_fn,
           ),
-          **_full_gradient_parts(
-              model_fn,
-              algorithm,
-              server_state_type,
-              client_loss=client_loss,
-              num_classes=num_classes,
+          sends_round=(
+              algorithm.tracks_rounds
+              or algorithm.feature_step is not None
+              or client_learning_rate_fn is not None
           ),
-      )
+          server_state_type=server_state_type,
+          data_type=data_type,
+      ),
+      client_state_transfer,
   )
   if not algorithm.keeps_client_state:
     return _learning_process(
