@@ -119,16 +119,17 @@ def build_client_update(
 
   Call inside the graph that runs the step (a `tff.tensorflow.computation`),
   or eagerly in tests. The returned `client_update(initial_weights,
-  server_vector, client_state, dataset)` runs, on the client-training core,
-  from y = s (the algorithm's `client_start` of `initial_weights`, x by
-  default) one step `y <- y - lr T(g(y))` per batch,
-  T the algorithm's `gradient_transform` with its `step_input` (g(y) + wd y
-  with `weight_decay` wd), then the algorithm's `new_client_vector` with K
-  the number of batches. It returns `(ClientState(new vector),
-  ClientResult)`, dy = y - s; for an empty dataset the vector is unchanged,
-  dy = 0 and the client weight is 0. For an algorithm without client states
-  `client_state` is None and so is the returned state; the result carries
-  the vector the client sends.
+  server_vector, client_state, dataset, round_num=None)` (`round_num`, the
+  rounds completed, with `tracks_rounds`, a feature step or a schedule)
+  runs, on the client-training core, from y = s (the algorithm's
+  `client_start` of `initial_weights`, x by default) one step
+  `y <- y - lr T(g(y))` per batch, T the algorithm's `gradient_transform`
+  with its `step_input` (g(y) + wd y with `weight_decay` wd), then the
+  algorithm's `new_client_vector` with K the number of batches. It returns
+  `(ClientState(new vector), ClientResult)`, dy = y - s; for an empty
+  dataset the vector is unchanged, dy = 0 and the client weight is 0. For an
+  algorithm without client states `client_state` is None and so is the
+  returned state; the result carries the vector the client sends.
 
   g is the gradient of the model's loss (`'ce'`) or of the mean WSM
   cross-entropy with the client's class proportions (`'wsm'`, docs/design.md
