@@ -35,6 +35,9 @@ from tff_fedwin.algorithms.client_state import process
 class AdaBest(algorithm.ClientStateAlgorithm):
   """AdaBest's math: the client's vector is h_i, the server's theta-bar."""
 
+  name = 'adabest'
+  tracks_rounds = True
+
   def __init__(self, mu: float, beta: float):
     """Initializes with the paper's mu and beta.
 
@@ -46,14 +49,6 @@ class AdaBest(algorithm.ClientStateAlgorithm):
     if not beta < 1:
       raise ValueError(f'`adabest_beta` must be in [0, 1); got {beta!r}.')
     self._mu, self._beta = float(mu), float(beta)
-
-  @property
-  def name(self) -> str:
-    return 'adabest'
-
-  @property
-  def tracks_rounds(self) -> bool:
-    return True
 
   def initial_server_vector(self, trainable):
     """theta-bar^0 = theta^0."""

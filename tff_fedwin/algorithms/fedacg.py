@@ -32,6 +32,9 @@ from tff_fedwin.algorithms.client_state import process
 class FedACG(algorithm.ClientStateAlgorithm):
   """FedACG's math: the server's vector is the momentum m."""
 
+  name = 'fedacg'
+  keeps_client_state = False
+
   def __init__(self, lookahead: float, proximal_strength: float):
     """Initializes with the paper's lambda and beta.
 
@@ -48,14 +51,6 @@ class FedACG(algorithm.ClientStateAlgorithm):
     checks.check_number('fedacg_beta', proximal_strength, minimum=0)
     self._lookahead = float(lookahead)
     self._proximal_strength = float(proximal_strength)
-
-  @property
-  def name(self) -> str:
-    return 'fedacg'
-
-  @property
-  def keeps_client_state(self) -> bool:
-    return False
 
   def client_start(self, trainable, server_vector):
     """The lookahead s = x + lambda m."""

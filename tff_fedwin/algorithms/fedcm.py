@@ -50,6 +50,9 @@ def momentum_mix_gradient(
 class FedCM(algorithm.ClientStateAlgorithm):
   """FedCM's math: the server's vector is Delta; clients keep no state."""
 
+  name = 'fedcm'
+  keeps_client_state = False
+
   def __init__(self, alpha: float):
     """Initializes with the momentum weight.
 
@@ -59,27 +62,13 @@ class FedCM(algorithm.ClientStateAlgorithm):
     Raises:
       ValueError: naming `fedcm_alpha`, unless in (0, 1].
     """
-    checks.check_number('fedcm_alpha', alpha, positive=True)
-    if alpha > 1:
-      raise ValueError(f'`fedcm_alpha` must be in (0, 1]; got {alpha!r}.')
-    self._alpha = float(alpha)
-
-  @property
-  def name(self) -> str:
-    return 'fedcm'
-
-  @property
-  def keeps_client_state(self) -> bool:
-    return False
+    self._alpha = checks.check_number(
+        'fedcm_alpha', alpha, positive=True, maximum=1
+    )
 
   @property
   def gradient_transform(self) -> step_hooks.GradientTransform:
     return momentum_mix_gradient(self._alpha)
-
-  def step_input(self, initial_trainable, server_vector, client_vector):
-    """Delta."""
-    del initial_trainable, client_vector  # Unused.
-    return server_vector
 
   def new_client_vector(self, r: algorithm.ClientRound):
     """What the client sends: (x - y) / (lr K), zeros for K = 0."""

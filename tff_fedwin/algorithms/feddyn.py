@@ -57,6 +57,8 @@ class FedDyn(algorithm.ClientStateAlgorithm):
   The client's vector is s_k, the server's h (module docstring).
   """
 
+  name = 'feddyn'
+
   def __init__(self, alpha: float):
     """Initializes with the regularization strength.
 
@@ -68,10 +70,6 @@ class FedDyn(algorithm.ClientStateAlgorithm):
     """
     checks.check_number('feddyn_alpha', alpha, positive=True)
     self._alpha = float(alpha)
-
-  @property
-  def name(self) -> str:
-    return 'feddyn'
 
   @property
   def gradient_transform(self) -> step_hooks.GradientTransform:

@@ -133,6 +133,9 @@ class FedFa(algorithm.ClientStateAlgorithm):
   """FedFA's math: the server's vector is (A, the round's examples); clients
   keep no state; the client step is a `step_hooks.FeatureStep`."""
 
+  name = 'fedfa'
+  keeps_client_state = False
+
   def __init__(
       self,
       anchor_lambda: float,
@@ -150,35 +153,13 @@ class FedFa(algorithm.ClientStateAlgorithm):
       ValueError: naming `fedfa_lambda`, `fedfa_momentum` or
         `fedfa_calibration_start_round` if out of range.
     """
-    checks.check_number('fedfa_lambda', anchor_lambda, minimum=0)
-    checks.check_number('fedfa_momentum', anchor_momentum, minimum=0)
-    if anchor_momentum > 1:
-      raise ValueError(
-          f'`fedfa_momentum` must be in [0, 1]; got {anchor_momentum!r}.'
-      )
-    checks.check_int(
+    self._lambda = checks.check_number('fedfa_lambda', anchor_lambda, minimum=0)
+    self._momentum = checks.check_number(
+        'fedfa_momentum', anchor_momentum, minimum=0, maximum=1
+    )
+    self._calibration_start = checks.check_int(
         'fedfa_calibration_start_round', calibration_start_round, minimum=1
     )
-    self._lambda = float(anchor_lambda)
-    self._momentum = float(anchor_momentum)
-    self._calibration_start = int(calibration_start_round)
-
-  @property
-  def name(self) -> str:
-    return 'fedfa'
-
-  @property
-  def keeps_client_state(self) -> bool:
-    return False
-
-  @property
-  def gradient_transform(self) -> None:
-    """None: the plain gradient (the anchor loss is the feature step's)."""
-    return None
-
-  def step_input(self, initial_trainable, server_vector, client_vector):
-    del initial_trainable, server_vector, client_vector  # Unused.
-    return ()
 
   def initial_server_vector(self, trainable):
     """(A^0, 0.0): A^0 the first C rows of the d x d identity, with d, C from

@@ -27,15 +27,8 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_fedwin import checks
-from tff_fedwin.algorithms import step_hooks
 from tff_fedwin.algorithms.client_state import algorithm
 from tff_fedwin.algorithms.client_state import process
-
-
-def plain_gradient(gradients, trainable, step_input):
-  """g: the clients' own gradient, FedAvg's step (`step_input` unused)."""
-  del trainable, step_input  # Unused.
-  return gradients
 
 
 @tf.function
@@ -60,6 +53,9 @@ def agreement_mask(sign_sum, count, threshold: float):
 class FedGma(algorithm.ClientStateAlgorithm):
   """FedGMA's math: clients send sign(y - x); the server masks the mean."""
 
+  name = 'fedgma'
+  keeps_client_state = False
+
   def __init__(self, threshold: float):
     """Initializes with the mask's threshold.
 
@@ -69,29 +65,9 @@ class FedGma(algorithm.ClientStateAlgorithm):
     Raises:
       ValueError: naming `fedgma_threshold`, unless in [0, 1].
     """
-    checks.check_number('fedgma_threshold', threshold, minimum=0)
-    if threshold > 1:
-      raise ValueError(
-          f'`fedgma_threshold` must be in [0, 1]; got {threshold!r}.'
-      )
-    self._threshold = float(threshold)
-
-  @property
-  def name(self) -> str:
-    return 'fedgma'
-
-  @property
-  def keeps_client_state(self) -> bool:
-    return False
-
-  @property
-  def gradient_transform(self) -> step_hooks.GradientTransform:
-    return plain_gradient
-
-  def step_input(self, initial_trainable, server_vector, client_vector):
-    """The last mask (unused by the step)."""
-    del initial_trainable, client_vector  # Unused.
-    return server_vector
+    self._threshold = checks.check_number(
+        'fedgma_threshold', threshold, minimum=0, maximum=1
+    )
 
   def new_client_vector(self, r: algorithm.ClientRound):
     """What the client sends: sign(y - x) (`model_delta` is x - y; zeros

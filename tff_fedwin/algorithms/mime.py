@@ -51,6 +51,11 @@ def mime_step_gradient(beta: float) -> step_hooks.GradientTransform:
 class Mime(algorithm.ClientStateAlgorithm):
   """MIME's math: the server's vector is the momentum m; no client state."""
 
+  name = 'mime'
+  keeps_client_state = False
+  uses_full_gradient = True
+  subtracts_start_gradient = True
+
   def __init__(self, beta: float):
     """Initializes with the base optimizer's momentum.
 
@@ -65,22 +70,6 @@ class Mime(algorithm.ClientStateAlgorithm):
       raise ValueError(f'`mime_beta` must be in [0, 1); got {beta!r}.')
     self._beta = float(beta)
 
-  @property
-  def name(self) -> str:
-    return 'mime'
-
-  @property
-  def keeps_client_state(self) -> bool:
-    return False
-
-  @property
-  def uses_full_gradient(self) -> bool:
-    return True
-
-  @property
-  def subtracts_start_gradient(self) -> bool:
-    return True
-
   def round_vector(self, server_vector, full_gradient):
     """m+ = (1 - beta) c + beta m, c the round's mean full gradient."""
     return tf.nest.map_structure(
@@ -93,11 +82,6 @@ class Mime(algorithm.ClientStateAlgorithm):
   @property
   def gradient_transform(self) -> step_hooks.GradientTransform:
     return mime_step_gradient(self._beta)
-
-  def step_input(self, initial_trainable, server_vector, client_vector):
-    """m+."""
-    del initial_trainable, client_vector  # Unused.
-    return server_vector
 
   def new_client_vector(self, r: algorithm.ClientRound):
     """Nothing to send: zeros (the full gradient went in the first step)."""

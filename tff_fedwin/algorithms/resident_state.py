@@ -10,12 +10,7 @@ still returns it as numpy. A state the driver changed, or one
 restored from a checkpoint, is written to the files first; the state last
 returned is recognized by identity and not written again.
 
-Why (docs/performance.md, 'The client loop and the worker', 'SCAFFOLD'): a round
-trip of `build_fed_win`'s 4.6 MB state costs 70-90 ms and SCAFFOLD's 9.2 MB 111
-ms, mostly TFF's Python serialization in the driver. Measured 2026-11-27 (AVX2
-machine, one local worker, rounds of the variants interleaved): SCAFFOLD rounds
-of 10 clients x 1 step 0.623 s against 0.722 s (40 cycles), WiMA W = 100 E = 10
-with its 55 MB state in the process 1.14x its bound against 2.11x (30 cycles).
+Why, and the measurements: docs/performance.md sec. 2.4.
 
 The files are the tensor bundles (`tensor_bundles`: TensorFlow's checkpoint
 format, each leaf's raw bytes and checksum) `<directory>/server_state.<a|b>`;

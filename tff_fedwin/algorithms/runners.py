@@ -25,10 +25,37 @@ from tff_fedwin.algorithms.client_state import state_files
 ModelWeights = tff.learning.models.ModelWeights
 
 
-class _WindowReadout(round_runner.RoundRunner):
-  """What both runners read alike from a server state: w^t (x), whether it
-  holds a window, the extra windows' models (`self._extra`, an
-  `extra_windows` part)."""
+class _ProcessRunner(round_runner.RoundRunner):
+  """What both runners share: the process, its `next` (`_next_fn`), and
+  what they read alike from a server state: w^t (x), whether it holds a
+  window, the extra windows' models (`extra_windows`)."""
+
+  def __init__(
+      self, process, extra_window_sizes, server_state_dir, dataset_computation
+  ):
+    self._process = process
+    self._extra = extra_windows.StateExtraWindows(extra_window_sizes)
+    self._next = _next_fn(process, server_state_dir, dataset_computation)
+    self._takes_client_ids = dataset_computation is not None
+
+  @property
+  def process(self) -> tff.templates.IterativeProcess:
+    return self._process
+
+  @property
+  def takes_client_ids(self) -> bool:
+    """Whether `run_round` takes client ids (`dataset_computation` given)."""
+    return self._takes_client_ids
+
+  def initialize(self) -> Any:
+    """The process's initial server state.
+
+    Raises:
+      ValueError: If the state's window cannot hold `extra_window_sizes`.
+    """
+    state = self._process.initialize()
+    self._extra.check_state(state)
+    return state
 
   def global_model_weights(self, state: Any) -> ModelWeights:
     """The plain global model w^t (x), `state.global_model_weights`."""
@@ -49,7 +76,7 @@ class _WindowReadout(round_runner.RoundRunner):
     return models
 
 
-class LearningProcessRunner(_WindowReadout):
+class LearningProcessRunner(_ProcessRunner):
   """Runs a `tff.learning.templates.LearningProcess` one round at a time.
 
   The process keeps no client states. The model to evaluate is
@@ -94,29 +121,9 @@ class LearningProcessRunner(_WindowReadout):
           f'{type(process).__name__}; use ClientStateRunner for SCAFFOLD or '
           'FedDyn.'
       )
-    self._process = process
-    self._extra = extra_windows.StateExtraWindows(extra_window_sizes)
-    self._next = _next_fn(process, server_state_dir, dataset_computation)
-    self._takes_client_ids = dataset_computation is not None
-
-  @property
-  def process(self) -> tff.learning.templates.LearningProcess:
-    return self._process
-
-  @property
-  def takes_client_ids(self) -> bool:
-    """Whether `run_round` takes client ids (`dataset_computation` given)."""
-    return self._takes_client_ids
-
-  def initialize(self) -> Any:
-    """The process's initial server state.
-
-    Raises:
-      ValueError: If the state's window cannot hold `extra_window_sizes`.
-    """
-    state = self._process.initialize()
-    self._extra.check_state(state)
-    return state
+    super().__init__(
+        process, extra_window_sizes, server_state_dir, dataset_computation
+    )
 
   def initial_client_state(self) -> None:
     """None: a `LearningProcess` keeps no client states."""
@@ -155,7 +162,7 @@ class LearningProcessRunner(_WindowReadout):
     return self._process.set_model_weights(state, weights)
 
 
-class ClientStateRunner(_WindowReadout):
+class ClientStateRunner(_ProcessRunner):
   """Runs a `client_state.build_client_state_process` (SCAFFOLD, FedDyn).
 
   Its `next` is `(server_state, datasets, client_states) -> (server_state,
@@ -209,31 +216,11 @@ class ClientStateRunner(_WindowReadout):
           '(client_state.initial_client_state(model_fn)), got '
           f'{initial_client_state!r}.'
       )
-    self._process = process
     self._initial_client_state = initial_client_state
-    self._extra = extra_windows.StateExtraWindows(extra_window_sizes)
     self._state_files_dir = _state_files_dir(process, state_files_dir)
-    self._next = _next_fn(process, server_state_dir, dataset_computation)
-    self._takes_client_ids = dataset_computation is not None
-
-  @property
-  def process(self) -> tff.templates.IterativeProcess:
-    return self._process
-
-  @property
-  def takes_client_ids(self) -> bool:
-    """Whether `run_round` takes client ids (`dataset_computation` given)."""
-    return self._takes_client_ids
-
-  def initialize(self) -> Any:
-    """The process's initial server state.
-
-    Raises:
-      ValueError: If the state's window cannot hold `extra_window_sizes`.
-    """
-    state = self._process.initialize()
-    self._extra.check_state(state)
-    return state
+    super().__init__(
+        process, extra_window_sizes, server_state_dir, dataset_computation
+    )
 
   def initial_client_state(self) -> client_state.ClientState:
     """Every client's state before its first round (a zero vector)."""

@@ -79,9 +79,7 @@ class Scaffold(algorithm.ClientStateAlgorithm):
   """SCAFFOLD's math (option II), a `ClientStateAlgorithm` without
   hyperparameters of its own (lr and lr_g are the process's)."""
 
-  @property
-  def name(self) -> str:
-    return 'scaffold'
+  name = 'scaffold'
 
   @property
   def gradient_transform(self) -> step_hooks.GradientTransform:
@@ -114,21 +112,6 @@ class Scaffold(algorithm.ClientStateAlgorithm):
         r.vector_delta_sum,
     )
     return new_trainable, new_vector
-
-
-def build_scaffold_client_update(
-    model_fn: Callable[[], tff.learning.models.VariableModel],
-    client_learning_rate: float,
-    **client_args,
-) -> Callable[..., tuple[types.ClientState, types.ClientResult]]:
-  """SCAFFOLD's client step, `client.build_client_update` with `Scaffold()`.
-
-  `client_update(x, c, ClientState(c_i), dataset)` returns
-  `(ClientState(c_i+), ClientResult)` (Alg. 1, lines 9-13, option II).
-  """
-  return client.build_client_update(
-      model_fn, Scaffold(), client_learning_rate, **client_args
-  )
 
 
 def build_scaffold(model_fn, **process_args) -> process.ClientStateProcess:

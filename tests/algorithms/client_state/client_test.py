@@ -10,9 +10,18 @@ import tensorflow_federated as tff
 from tests import scaffold_reference as sref
 from tff_fedwin.algorithms import client_loop
 from tff_fedwin.algorithms import scaffold
+from tff_fedwin.algorithms.client_state import client
 
 LOOPS = client_loop.LOOP_FORMS
 LOSS_LOOPS = [(loss, loop) for loss in ('ce', 'wsm') for loop in LOOPS]
+
+
+def _scaffold_client_update(model_fn, client_learning_rate, **client_args):
+  """SCAFFOLD's client step: `client_update(x, c, ClientState(c_i), dataset)
+  -> (ClientState(c_i+), ClientResult)` (Alg. 1, lines 9-13, option II)."""
+  return client.build_client_update(
+      model_fn, scaffold.Scaffold(), client_learning_rate, **client_args
+  )
 
 
 class TestBuildScaffoldClientUpdateExecution:
@@ -31,7 +40,7 @@ class TestBuildScaffoldClientUpdateExecution:
     client_control = (
         sref.np_zeros() if zero_controls else sref.nonzero_controls(2)
     )
-    client_update = scaffold.build_scaffold_client_update(
+    client_update = _scaffold_client_update(
         sref.model_fn,
         sref.CLIENT_LEARNING_RATE,
         client_loss=client_loss,
@@ -69,7 +78,7 @@ class TestBuildScaffoldClientUpdateExecution:
   @pytest.mark.parametrize('loop', LOOPS)
   def test_client_update_on_empty_dataset_changes_nothing(self, loop):
     client_control = sref.nonzero_controls(2)
-    client_update = scaffold.build_scaffold_client_update(
+    client_update = _scaffold_client_update(
         sref.model_fn, sref.CLIENT_LEARNING_RATE, loop_implementation=loop
     )
 
@@ -102,7 +111,7 @@ class TestBuildScaffoldClientUpdateExecution:
     assert any((c > 0).all() for c in counts)
 
   def test_client_update_with_wsm_reports_plain_cross_entropy(self):
-    client_update = scaffold.build_scaffold_client_update(
+    client_update = _scaffold_client_update(
         sref.model_fn,
         sref.CLIENT_LEARNING_RATE,
         client_loss='wsm',
@@ -138,7 +147,7 @@ class TestBuildScaffoldClientUpdateExecution:
   def test_client_update_with_wsm_reads_labels_of_tuple_batches(self):
     tuple_spec = (sref.INPUT_SPEC['x'], sref.INPUT_SPEC['y'])
     x, y, batch_size = sref.CLIENT_DATA[0]
-    client_update = scaffold.build_scaffold_client_update(
+    client_update = _scaffold_client_update(
         lambda: sref.model_fn(input_spec=tuple_spec),
         sref.CLIENT_LEARNING_RATE,
         client_loss='wsm',
@@ -197,9 +206,7 @@ class TestBuildScaffoldClientUpdateArguments:
   @pytest.mark.parametrize('client_loss', ['mse', 'WSM'])
   def test_client_update_rejects_unknown_client_loss(self, client_loss):
     with pytest.raises(ValueError, match='client_loss.*ce, wsm'):
-      scaffold.build_scaffold_client_update(
-          sref.model_fn, 0.1, client_loss=client_loss
-      )
+      _scaffold_client_update(sref.model_fn, 0.1, client_loss=client_loss)
 
 
 class TestInitialClientState:

@@ -1,44 +1,14 @@
 """`ClientStateAlgorithm`: the math an algorithm with per-client state plugs in.
 
-SCAFFOLD, FedDyn and their kin keep a model-sized vector per client (c_i,
-the client's last gradient) and one on the server (c, h). Everything around
-that math is shared and written once in this package (docs/design.md sec.
-4.9): the process and its types (`build_client_state_process`), the client
-loop, the round's sums, the window in every mode, the state files, the
-stores, checkpoints and exact resume (`tff_fedwin.training`). An algorithm
-is one subclass with four methods, all TF math, traced inside the client's
-or the server's `tff.tensorflow.computation`:
-
-* `gradient_transform` and `step_input`: the corrected gradient of the
-  client's local step (a `step_hooks.GradientTransform` and what it
-  reads, constant over the client's loop);
-* `new_client_vector`: the client's vector after its local training;
-* `server_update`: the new global trainable weights and server vector from
-  the round's mean model delta and the sum of the clients' vector changes.
-
-Two defaults open the family to algorithms whose server sends the clients
-more than the model but which keep no client state (FedCM, FedACG):
-`keeps_client_state` False (the process is then a
-`tff.learning.templates.LearningProcess`, and `new_client_vector` gives the
-vector a client sends, summed over the round's clients) and `client_start`
-(the weights a client starts from, e.g. FedACG's lookahead).
-
-Two more serve AdaBest: `tracks_rounds` (each client's state also keeps the
-round it last trained in, a `types.RoundClientState`) and
-`initial_server_vector` (the server's vector before round 1, from x^0).
-
-Two serve MIME: `uses_full_gradient` (before the clients train, the round's
-clients send their full-batch gradient at x and the server's vector becomes
-`round_vector` of their mean) and `subtracts_start_gradient` (every local
-step's gradient is g(y; b) - g(x; b), the same batch at the start weights).
-
-One serves FedFA: `feature_step` (a `step_hooks.FeatureStep`: a loss
-term on the model's features, a step of its own after each local step, and
-the vector the client sends from its state; the server vector then need
-not be shaped like x).
-
-`tff_fedwin.algorithms.scaffold`, `feddyn` and `adabest` are the worked
-examples with client states, `fedcm`, `fedacg` and `mime` without.
+SCAFFOLD, FedDyn and their kin keep a model-sized vector per client (c_i)
+and one on the server (c, h); everything around that math is shared and
+written once in this package. A subclass sets its hooks (class attributes)
+and writes its TF math, traced inside the client's or the server's
+`tff.tensorflow.computation`: `gradient_transform` and `step_input` (the
+local step's corrected gradient), `new_client_vector` and `server_update`.
+The optional hooks, and which algorithm needs each (FedCM and FedACG keep
+no client state, AdaBest tracks rounds, MIME uses full gradients, FedFA a
+feature step), are in docs/design.md secs. 4.9 and 4.10.
 """
 
 import abc
@@ -104,29 +74,31 @@ class ClientStateAlgorithm(abc.ABC):
   own vector (c_i for SCAFFOLD), `server_vector` the server's (c). Every
   vector has the structure of x. A subclass is immutable: its
   hyperparameters are set in `__init__` and checked there.
+
+  Attributes:
+    name: The `--algorithm` value, e.g. `'scaffold'` (a subclass sets it).
+    keeps_client_state: Whether each client keeps its vector between rounds
+      (default True). False: `client_vector` is None in `step_input` and
+      `new_client_vector`, whose result is the vector the client sends
+      (`vector_delta_sum` sums those), and the process is a
+      `tff.learning.templates.LearningProcess`.
+    tracks_rounds: Whether a client's state also keeps the round it last
+      trained in (a `types.RoundClientState`; default False);
+      `new_client_vector` then gets t - t_i', otherwise 1.
+    uses_full_gradient: Whether the round starts with the clients'
+      full-batch gradients at x (default False; only without client
+      states); the round's server vector is then `round_vector` of their
+      mean.
+    subtracts_start_gradient: Whether each local step's gradient is
+      g(y; b) - g(s; b), b the batch and s the client's start weights
+      (MIME's correction; default False).
   """
 
-  @property
-  @abc.abstractmethod
-  def name(self) -> str:
-    """The `--algorithm` value, e.g. `'scaffold'`."""
-
-  @property
-  def keeps_client_state(self) -> bool:
-    """Whether each client keeps its vector between rounds (default True).
-
-    False: `client_vector` is None in `step_input` and `new_client_vector`,
-    whose result is the vector the client sends (`vector_delta_sum` is then
-    the sum of those).
-    """
-    return True
-
-  @property
-  def tracks_rounds(self) -> bool:
-    """Whether a client's state also keeps the round it last took part in
-    (a `types.RoundClientState`; default False). `new_client_vector` then
-    gets the rounds since, t - t_i'; otherwise 1."""
-    return False
+  name: str
+  keeps_client_state = True
+  tracks_rounds = False
+  uses_full_gradient = False
+  subtracts_start_gradient = False
 
   def initial_server_vector(self, trainable: Any) -> Any:
     """The server's vector before round 1 (TF), from x^0; default zeros."""
@@ -141,24 +113,11 @@ class ClientStateAlgorithm(abc.ABC):
     del server_vector  # Unused.
     return trainable
 
-  @property
-  def uses_full_gradient(self) -> bool:
-    """Whether the round starts with the clients' full-batch gradients at x
-    (default False; only without client states). The server's vector for
-    the round is then `round_vector` of their mean."""
-    return False
-
   def round_vector(self, server_vector: Any, full_gradient: Any) -> Any:
     """The server's vector for the round (TF), from the mean full-batch
     gradient at x of the round's clients with data; the clients step with
     it and `server_update` gets it. Only called with `uses_full_gradient`."""
     raise NotImplementedError(f'{self.name} does not use full gradients.')
-
-  @property
-  def subtracts_start_gradient(self) -> bool:
-    """Whether each local step's gradient is g(y; b) - g(s; b), b the batch
-    and s the client's start weights (MIME's correction; default False)."""
-    return False
 
   @property
   def feature_step(self) -> step_hooks.FeatureStep | None:
@@ -169,16 +128,19 @@ class ClientStateAlgorithm(abc.ABC):
     return None
 
   @property
-  @abc.abstractmethod
-  def gradient_transform(self) -> step_hooks.GradientTransform:
-    """`(g, y, step_input) -> g'`, the gradient the local SGD steps with."""
+  def gradient_transform(self) -> step_hooks.GradientTransform | None:
+    """`(g, y, step_input) -> g'`, the gradient the local SGD steps with;
+    default None, the plain gradient g."""
+    return None
 
-  @abc.abstractmethod
   def step_input(
       self, initial_trainable: Any, server_vector: Any, client_vector: Any
   ) -> Any:
     """What `gradient_transform` reads, from x, the server's and the client's
-    vectors (TF, called once per client before its loop)."""
+    vectors (TF, called once per client before its loop, only with a
+    `gradient_transform`); default the server's vector."""
+    del initial_trainable, client_vector  # Unused.
+    return server_vector
 
   @abc.abstractmethod
   def new_client_vector(self, r: ClientRound) -> Any:
@@ -218,13 +180,3 @@ def with_data(client_weight_sum: tf.Tensor, new: Any, old: Any) -> Any:
   return tf.nest.map_structure(
       lambda n, o: tf.where(client_weight_sum > 0, n, o), new, old
   )
-
-
-def check_algorithm(algorithm: Any) -> ClientStateAlgorithm:
-  """`algorithm` if it is a `ClientStateAlgorithm`, else a TypeError."""
-  if not isinstance(algorithm, ClientStateAlgorithm):
-    raise TypeError(
-        '`algorithm` must be a ClientStateAlgorithm (tff_fedwin.algorithms.'
-        f'scaffold.Scaffold, feddyn.FedDyn), got {type(algorithm).__name__}.'
-    )
-  return algorithm

@@ -1,74 +1,39 @@
-"""Argument checks of `build_client_state_process`, each naming the argument."""
+"""The checks of `build_client_state_process` that read the algorithm or the
+model, each naming the argument."""
 
 from typing import Any
 
 import tensorflow as tf
 
-from tff_fedwin import checks
-from tff_fedwin.aggregators import window_math
-from tff_fedwin.algorithms.client_state import client
+from tff_fedwin.algorithms import sharpness as sharpness_lib
 from tff_fedwin.algorithms import step_hooks
+from tff_fedwin.algorithms.client_state import algorithm as algorithm_lib
+from tff_fedwin.algorithms.client_state import client
+from tff_fedwin.algorithms.client_state import state_files
 from tff_fedwin.losses import labels as labels_lib
 
 
-def check_rates_and_clients(
-    *, client_learning_rate: Any, server_learning_rate: Any, total_clients: Any
-) -> int:
-  """Checks the positive learning rates and N; returns `int(total_clients)`."""
-  checks.check_number(
-      'client_learning_rate', client_learning_rate, positive=True
-  )
-  checks.check_number(
-      'server_learning_rate', server_learning_rate, positive=True
-  )
-  return checks.check_int('total_clients', total_clients, minimum=1)
-
-
-def check_window_args(
-    window_size: Any, window_mode: Any, window_start_round: Any
+def check_algorithm(
+    algorithm: Any, client_sharpness: Any, client_state_transfer: Any
 ) -> None:
-  """Raises ValueError naming a bad window argument (`window_math`'s checks).
-
-  The window is read every round (E = 1); without a window
-  (`window_size=None`) the mode and start round are still checked.
-  """
-  window_math.check_window_args(
-      window_size=1 if window_size is None else window_size,
-      mode=window_mode,
-      start_round=window_start_round,
-      read_every=1,
-      prefix='window_',
-  )
-
-
-def check_model(model_fn: Any) -> None:
-  """Raises ValueError unless `model_fn` builds a float-weight model."""
-  if not callable(model_fn):
-    raise ValueError('`model_fn` must be a no-arg callable.')
-  for spec in tf.nest.flatten(client.model_weights_specs(model_fn)):
-    if not spec.dtype.is_floating:
-      raise ValueError(
-          '`model_fn` must build a model with floating-point weights; found '
-          f'a weight of dtype {spec.dtype.name}.'
-      )
-
-
-def check_wsm_labels(input_spec: Any) -> None:
-  """Raises ValueError unless WSM finds integer labels in `input_spec`."""
-  try:
-    labels_lib.integer_label_spec(input_spec, client.LABEL_KEY)
-  except (KeyError, TypeError) as error:
+  """Raises for an `algorithm` that is not a `ClientStateAlgorithm` (a
+  TypeError), or a ValueError for a hook where it is not supported: a
+  transfer other than `'values'` without client states, MIME's full-gradient
+  round with client states, its start-weights gradient or a feature step
+  with a sharpness-aware step (whose gradient they would replace), or a
+  feature step with client states."""
+  if not isinstance(algorithm, algorithm_lib.ClientStateAlgorithm):
+    raise TypeError(
+        '`algorithm` must be a ClientStateAlgorithm (tff_fedwin.algorithms.'
+        f'scaffold.Scaffold, feddyn.FedDyn), got {type(algorithm).__name__}.'
+    )
+  sharpness_lib.check_sharpness(client_sharpness)
+  state_files.check_transfer(client_state_transfer)
+  if not algorithm.keeps_client_state and client_state_transfer != 'values':
     raise ValueError(
-        f"client_loss='wsm' needs integer class labels under "
-        f"{client.LABEL_KEY!r} or at index 1 of (x, y) batches; the model's "
-        f'input_spec is {input_spec}: {error.args[0]}'
-    ) from error
-
-
-def check_full_gradient(algorithm: Any, client_sharpness: Any) -> None:
-  """Raises ValueError for MIME's hooks where they are not supported: a
-  full-gradient round with client states, or the start-weights gradient
-  with a sharpness-aware step (whose second gradient it would replace)."""
+        f'{algorithm.name} keeps no client states: `client_state_transfer` '
+        f"must be 'values', got {client_state_transfer!r}."
+    )
   if algorithm.uses_full_gradient and algorithm.keeps_client_state:
     raise ValueError(
         f'{algorithm.name}: `uses_full_gradient` is supported only without '
@@ -80,25 +45,50 @@ def check_full_gradient(algorithm: Any, client_sharpness: Any) -> None:
         'every step: `client_sharpness` must be None, got '
         f'{client_sharpness!r}.'
     )
-
-
-def check_feature_step(algorithm: Any, model_fn: Any, client_sharpness: Any):
-  """Raises ValueError for a `feature_step` where it is not supported: with
-  client states, with a sharpness-aware step, or on a model without features
-  (not a `step_hooks.HasFeatures`, e.g. a task's `feature_model_fn`'s)."""
-  if algorithm.feature_step is None:
-    return
-  if algorithm.keeps_client_state or client_sharpness is not None:
+  if algorithm.feature_step is not None and (
+      algorithm.keeps_client_state or client_sharpness is not None
+  ):
     raise ValueError(
         f'{algorithm.name} reads the features in its own client step: it '
         'keeps no client states and takes no `client_sharpness`, got '
         f'{client_sharpness!r}.'
     )
+
+
+def checked_input_spec(model_fn: Any, algorithm: Any, client_loss: str) -> Any:
+  """The model's `input_spec`, once `model_fn` is checked.
+
+  Raises:
+    ValueError: Unless `model_fn` builds a `VariableModel` with
+      floating-point weights; with a `feature_step`, one with features
+      (a `step_hooks.HasFeatures`, e.g. a task's `feature_model_fn`'s);
+      with WSM, one whose input spec has integer labels.
+  """
+  if not callable(model_fn):
+    raise ValueError('`model_fn` must be a no-arg callable.')
+  for spec in tf.nest.flatten(client.model_weights_specs(model_fn)):
+    if not spec.dtype.is_floating:
+      raise ValueError(
+          '`model_fn` must build a model with floating-point weights; found '
+          f'a weight of dtype {spec.dtype.name}.'
+      )
   with tf.Graph().as_default():
     model = model_fn()
-  if not isinstance(model, step_hooks.HasFeatures):
+  if algorithm.feature_step is not None and not isinstance(
+      model, step_hooks.HasFeatures
+  ):
     raise ValueError(
         f'{algorithm.name} needs `model_fn` to build a model with features '
         'and classifier apart (tff_fedwin.tasks.feature_model.FeatureModel, '
         f"a task's `feature_model_fn`); got {type(model).__name__}."
     )
+  if client_loss == 'wsm':
+    try:
+      labels_lib.integer_label_spec(model.input_spec, client.LABEL_KEY)
+    except (KeyError, TypeError) as error:
+      raise ValueError(
+          f"client_loss='wsm' needs integer class labels under "
+          f'{client.LABEL_KEY!r} or at index 1 of (x, y) batches; the '
+          f"model's input_spec is {model.input_spec}: {error.args[0]}"
+      ) from error
+  return model.input_spec

@@ -118,16 +118,17 @@ def build_client_update(
 
   Call inside the graph that runs the step (a `tff.tensorflow.computation`),
   or eagerly in tests. The returned `client_update(initial_weights,
-  server_vector, client_state, dataset)` runs, on the client-training core,
-  from y = s (the algorithm's `client_start` of `initial_weights`, x by
-  default) one step `y <- y - lr T(g(y))` per batch,
-  T the algorithm's `gradient_transform` with its `step_input` (g(y) + wd y
-  with `weight_decay` wd), then the algorithm's `new_client_vector` with K
-  the number of batches. It returns `(ClientState(new vector),
-  ClientResult)`, dy = y - s; for an empty dataset the vector is unchanged,
-  dy = 0 and the client weight is 0. For an algorithm without client states
-  `client_state` is None and so is the returned state; the result carries
-  the vector the client sends.
+  server_vector, client_state, dataset, round_num=None)` (`round_num`, the
+  rounds completed, with `tracks_rounds`, a feature step or a schedule)
+  runs, on the client-training core, from y = s (the algorithm's
+  `client_start` of `initial_weights`, x by default) one step
+  `y <- y - lr T(g(y))` per batch, T the algorithm's `gradient_transform`
+  with its `step_input` (g(y) + wd y with `weight_decay` wd), then the
+  algorithm's `new_client_vector` with K the number of batches. It returns
+  `(ClientState(new vector), ClientResult)`, dy = y - s; for an empty
+  dataset the vector is unchanged, dy = 0 and the client weight is 0. For an
+  algorithm without client states `client_state` is None and so is the
+  returned state; the result carries the vector the client sends.
 
   g is the gradient of the model's loss (`'ce'`) or of the mean WSM
   cross-entropy with the client's class proportions (`'wsm'`, docs/design.md
@@ -186,34 +187,47 @@ def build_client_update(
     )
     return rate, {'learning_rate': rate}
 
-  def train(
-      initial_weights,
-      server_vector,
-      client_vector,
-      dataset,
-      rounds_since=1.0,
-      round_num=None,
-  ):
-    """`(new client vector, ClientResult, K)`; `client_vector` None: none
+  def train(initial_weights, server_vector, client_vector, dataset, round_num):
+    """`(client_output, its new vector, lr_t)`; `client_vector` None: none
     kept."""
     learning_rate, hparams = round_rate(round_num)
     start = tff.learning.models.ModelWeights(
         algorithm.client_start(initial_weights.trainable, server_vector),
         initial_weights.non_trainable,
     )
-    feature_state = ()
+    feature_state, step_input = (), ()
     if feature_step is not None:
       feature_state = feature_step.initial_state(
           server_vector, round_num, training.model
+      )
+    if algorithm.gradient_transform is not None:
+      step_input = algorithm.step_input(
+          start.trainable, server_vector, client_vector
       )
     output = client_loop.train_client(
         training,
         start,
         dataset,
-        algorithm.step_input(start.trainable, server_vector, client_vector),
+        step_input,
         optimizer_hparams=hparams,
         loop_implementation=loop_implementation,
         feature_state=feature_state,
+    )
+    return output, learning_rate
+
+  @tf.function
+  def client_update(
+      initial_weights, server_vector, client_state, dataset, round_num=None
+  ):
+    client_vector, rounds_since = None, 1.0
+    if algorithm.keeps_client_state:
+      client_vector = client_state.control_variate
+    if algorithm.tracks_rounds:
+      # The round t being run (`round_num` completed).
+      t = tf.cast(round_num + 1, tf.float32)
+      rounds_since = t - client_state.last_round
+    output, learning_rate = train(
+        initial_weights, server_vector, client_vector, dataset, round_num
     )
     if feature_step is not None:
       new_client_vector = feature_step.sent_vector(
@@ -230,75 +244,25 @@ def build_client_update(
               rounds_since_last=tf.cast(rounds_since, tf.float32),
           )
       )
-    sent_vector = new_client_vector
-    if client_vector is not None:
+    sent_vector, new_state = new_client_vector, None
+    if algorithm.keeps_client_state:
       sent_vector = tf.nest.map_structure(
           tf.subtract, new_client_vector, client_vector
       )
-    return (
-        new_client_vector,
-        output.num_steps,
-        types.ClientResult(
-            model_delta=tf.nest.map_structure(tf.negative, output.model_delta),
-            control_variate_delta=sent_vector,
-            non_trainable_weights=tf.nest.map_structure(
-                tf.identity, training.model_weights.non_trainable
-            ),
-            client_weight=tf.cast(output.num_steps > 0, tf.float32),
-            num_examples=output.num_examples,
-            loss_sum=output.loss_sum,
+      new_state = types.ClientState(new_client_vector)
+    if algorithm.tracks_rounds:
+      # A client without data keeps its vector and its last round.
+      last_round = tf.where(output.num_steps > 0, t, client_state.last_round)
+      new_state = types.RoundClientState(new_client_vector, last_round)
+    return new_state, types.ClientResult(
+        model_delta=tf.nest.map_structure(tf.negative, output.model_delta),
+        control_variate_delta=sent_vector,
+        non_trainable_weights=tf.nest.map_structure(
+            tf.identity, training.model_weights.non_trainable
         ),
+        client_weight=tf.cast(output.num_steps > 0, tf.float32),
+        num_examples=output.num_examples,
+        loss_sum=output.loss_sum,
     )
-
-  if not algorithm.keeps_client_state:
-
-    @tf.function
-    def client_update_without_state(
-        initial_weights, server_vector, client_state, dataset, round_num=None
-    ):
-      del client_state  # None: the algorithm keeps none.
-      return (
-          None,
-          train(
-              initial_weights, server_vector, None, dataset, round_num=round_num
-          )[2],
-      )
-
-    return client_update_without_state
-
-  if algorithm.tracks_rounds:
-
-    @tf.function
-    def client_update_with_rounds(
-        initial_weights, server_vector, client_state, dataset, round_num
-    ):
-      # The round t being run (`round_num` completed); a client without data
-      # keeps its vector and its last round.
-      t = tf.cast(round_num + 1, tf.float32)
-      new_client_vector, num_steps, result = train(
-          initial_weights,
-          server_vector,
-          client_state.control_variate,
-          dataset,
-          t - client_state.last_round,
-          round_num,
-      )
-      last_round = tf.where(num_steps > 0, t, client_state.last_round)
-      return types.RoundClientState(new_client_vector, last_round), result
-
-    return client_update_with_rounds
-
-  @tf.function
-  def client_update(
-      initial_weights, server_vector, client_state, dataset, round_num=None
-  ):
-    new_client_vector, _, result = train(
-        initial_weights,
-        server_vector,
-        client_state.control_variate,
-        dataset,
-        round_num=round_num,
-    )
-    return types.ClientState(new_client_vector), result
 
   return client_update

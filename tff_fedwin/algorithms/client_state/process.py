@@ -2,7 +2,6 @@
 
 from collections.abc import Callable
 
-import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
@@ -16,7 +15,6 @@ from tff_fedwin.algorithms import sharpness as sharpness_lib
 from tff_fedwin.algorithms.client_state import algorithm as algorithm_lib
 from tff_fedwin.algorithms.client_state import checks
 from tff_fedwin.algorithms.client_state import next_fns
-from tff_fedwin.algorithms.client_state import client
 from tff_fedwin.algorithms.client_state import server
 from tff_fedwin.algorithms.client_state import state_files
 from tff_fedwin.algorithms.client_state import types
@@ -127,52 +125,6 @@ def _initial_state_computation(
   return initial_server_state_fn
 
 
-def _server_update_builder(server_state_type, algorithm, **server_args):
-  """`sums_type -> (<S, sums> -> <S, M>)`; `server_args` of the server step."""
-
-  def build(sums_type):
-    @tff.tensorflow.computation(server_state_type, sums_type)
-    def server_update_fn(state, sums):
-      return server.next_server_state(algorithm, state, sums, **server_args)
-
-    return server_update_fn
-
-  return build
-
-
-def _full_gradient_parts(model_fn, algorithm, server_state_type, **args):
-  """NextParts' `full_gradient` and `round_state` (MIME), else Nones;
-  `args` are `client.build_full_gradient`'s."""
-  if not algorithm.uses_full_gradient:
-    return {}
-
-  def full_gradient(initial_weights, dataset):
-    return client.build_full_gradient(model_fn, **args)(
-        initial_weights, dataset
-    )
-
-  def round_state(sums_type):
-    @tff.tensorflow.computation(server_state_type, sums_type)
-    def round_state_fn(state, sums):
-      return server.with_round_vector(algorithm, state, sums)
-
-    return round_state_fn
-
-  return dict(full_gradient=full_gradient, round_state=round_state)
-
-
-def _client_state_type(algorithm, server_state_type):
-  """C: a `ClientState` of the server vector's type, with `tracks_rounds` a
-  `RoundClientState` (its round a float32 scalar)."""
-  if algorithm.tracks_rounds:
-    return tff.types.to_type(
-        types.RoundClientState(
-            server_state_type.control_variate, tff.TensorType(np.float32)
-        )
-    )
-  return tff.types.to_type(types.ClientState(server_state_type.control_variate))
-
-
 def _learning_process(
     initialize_fn, next_fn, get_model_weights_fn, server_state_type
 ) -> tff.learning.templates.LearningProcess:
@@ -228,8 +180,13 @@ def build_client_state_process(
   the worker (`state_files`; `ClientStateRunner` does the driver's side).
 
   With `window_size` set, w^t is pushed into `S.window` after the server step
-  and in `'broadcast'` mode x becomes m^t at active rounds (docs/design.md
-  sec. 1). Use `client.initial_client_state(model_fn)` for the zero vector.
+  (docs/design.md sec. 3.4). The clients start from
+  `client.initial_client_state(model_fn, algorithm)`.
+
+  An algorithm that keeps no client states (`keeps_client_state` False:
+  FedCM, FedACG) gives a `tff.learning.templates.LearningProcess` instead:
+  `next` is `(<S@SERVER, {D*}@CLIENTS> -> <state=S, metrics=M>@SERVER)`, and
+  `set_model_weights` replaces x (`LearningProcessRunner` runs it).
 
   Args:
     model_fn: A no-arg callable returning a new
@@ -238,9 +195,8 @@ def build_client_state_process(
     client_learning_rate: The client learning rate lr_l, positive.
     server_learning_rate: The server learning rate lr_g, positive.
     total_clients: N, the number of clients that may ever be sampled, >= 1.
-    client_loss: `'ce'` (the model's loss) or `'wsm'` (re-weighted softmax
-      with each client's class proportions, docs/design.md sec. 2; logits
-      predictions, integer labels under `'y'` or at index 1).
+    client_loss: `'ce'` (the model's loss) or `'wsm'` (docs/design.md sec.
+      2; logits predictions, integer labels under `'y'` or at index 1).
     num_classes: The number of classes; required for `'wsm'`.
     client_weight_decay: wd >= 0: g(y) gains wd * y before the algorithm's
       correction, as PyTorch's SGD `weight_decay`; 0 adds nothing.
@@ -252,57 +208,38 @@ def build_client_state_process(
     window_start_round: The window is active from round
       max(W, window_start_round) on.
     loop_implementation: The clients' loop over their batches, a form of
-      `client_loop.LOOP_FORMS` (the same arithmetic either way); `None`
-      (default) is `client_loop.HELD_BATCHES` (faster here,
-      results/performance_history.md sec. 6.3; `client_loop.client_loop`).
+      `client_loop.LOOP_FORMS`, or `None`: `client_loop.client_loop`'s.
     client_state_transfer: `'values'` (default: the states are TFF values)
-      or `'files'` (files the driver and the workers share: several times
-      faster and lighter in the driver, `state_files`; local workers or a
-      shared file system).
+      or `'files'` (files the driver and the workers share, `state_files`).
     client_learning_rate_fn: The clients' rate per round t (int32, 1-based;
       e.g. `scheduled_client_work.ima_client_learning_rate_fn`, IMA's), in
       the steps and the algorithm's `new_client_vector`; None (default):
       `client_learning_rate` every round.
 
-  An algorithm that keeps no client states (`keeps_client_state` False:
-  FedCM, FedACG) gives a `tff.learning.templates.LearningProcess` instead:
-  `next` is `(<S@SERVER, {D*}@CLIENTS> -> <state=S, metrics=M>@SERVER)`, and
-  `set_model_weights` replaces x (`LearningProcessRunner` runs it).
-
   Returns:
     A `ClientStateProcess`, or a `LearningProcess` without client states.
 
   Raises:
-    TypeError: If `algorithm` is not a `ClientStateAlgorithm`, or
-      `window_size` or `window_start_round` is not an int.
-    ValueError: If a rate or N is not positive, `client_weight_decay` < 0,
-      `client_loss`, `window_mode`, `loop_implementation` or
-      `client_state_transfer` is not allowed (only `'values'` without client
-      states), `'wsm'` lacks `num_classes` or
-      integer labels, `window_size < 1`, `window_start_round < 0`, or
-      `model_fn` does not build a `VariableModel` with floating-point
-      weights.
+    TypeError: If `algorithm` is not a `ClientStateAlgorithm` or
+      `client_learning_rate_fn` is not callable.
+    ValueError: Naming a bad argument (`checks`), e.g. a rate or N not
+      positive, or a `model_fn` that does not build a `VariableModel` with
+      floating-point weights.
   """
-  algorithm_lib.check_algorithm(algorithm)
-  total_clients = checks.check_rates_and_clients(
-      client_learning_rate=client_learning_rate,
-      server_learning_rate=server_learning_rate,
-      total_clients=total_clients,
+  checks.check_algorithm(algorithm, client_sharpness, client_state_transfer)
+  argument_checks.check_number(
+      'client_learning_rate', client_learning_rate, positive=True
+  )
+  argument_checks.check_number(
+      'server_learning_rate', server_learning_rate, positive=True
+  )
+  total_clients = argument_checks.check_int(
+      'total_clients', total_clients, minimum=1
   )
   client_training.check_client_loss(client_loss, num_classes)
   argument_checks.check_number(
       'client_weight_decay', client_weight_decay, minimum=0
   )
-  sharpness_lib.check_sharpness(client_sharpness)
-  loop_implementation = client_loop.client_loop(loop_implementation)
-  state_files.check_transfer(client_state_transfer)
-  if not algorithm.keeps_client_state and client_state_transfer != 'values':
-    raise ValueError(
-        f'{algorithm.name} keeps no client states: `client_state_transfer` '
-        f"must be 'values', got {client_state_transfer!r}."
-    )
-  checks.check_full_gradient(algorithm, client_sharpness)
-  checks.check_feature_step(algorithm, model_fn, client_sharpness)
   if client_learning_rate_fn is not None and not callable(
       client_learning_rate_fn
   ):
@@ -310,17 +247,17 @@ def build_client_state_process(
         '`client_learning_rate_fn` must be callable or None, got '
         f'{type(client_learning_rate_fn).__name__}.'
     )
-  sends_round = (
-      algorithm.tracks_rounds
-      or algorithm.feature_step is not None
-      or client_learning_rate_fn is not None
+  # The window is read every round (E = 1); its mode and start round are
+  # checked without one too.
+  window_math.check_window_args(
+      window_size=1 if window_size is None else window_size,
+      mode=window_mode,
+      start_round=window_start_round,
+      read_every=1,
+      prefix='window_',
   )
-  checks.check_window_args(window_size, window_mode, window_start_round)
-  checks.check_model(model_fn)
-  with tf.Graph().as_default():
-    input_spec = model_fn().input_spec
-  if client_loss == 'wsm':
-    checks.check_wsm_labels(input_spec)
+  loop_implementation = client_loop.client_loop(loop_implementation)
+  input_spec = checks.checked_input_spec(model_fn, algorithm, client_loss)
   data_type = tff.SequenceType(tff.types.tensorflow_to_type(input_spec))
   with_window = window_size is not None
 
@@ -342,17 +279,11 @@ def build_client_state_process(
   def get_model_weights_fn(state):
     return server.evaluation_model_weights(state, with_window=with_window)
 
-  next_builder = next_fns.values
-  if client_state_transfer == 'files':
-    next_builder = next_fns.state_files_next
-  if not algorithm.keeps_client_state:
-    next_builder = next_fns.without_client_states
-  next_fn = next_builder(
+  next_fn = next_fns.build_next(
       next_fns.NextParts(
-          client_step=next_fns.client_step_fn(
-              model_fn,
-              algorithm,
-              sends_round,
+          model_fn=model_fn,
+          algorithm=algorithm,
+          client_args=dict(
               client_learning_rate=client_learning_rate,
               client_learning_rate_fn=client_learning_rate_fn,
               client_loss=client_loss,
@@ -361,29 +292,21 @@ def build_client_state_process(
               sharpness=client_sharpness,
               loop_implementation=loop_implementation,
           ),
-          broadcast_types=next_fns.broadcast_types(
-              sends_round, server_state_type
-          ),
-          server_message=next_fns.server_message(sends_round),
-          client_state_type=_client_state_type(algorithm, server_state_type),
-          server_state_type=server_state_type,
-          data_type=data_type,
-          server_update=_server_update_builder(
-              server_state_type,
-              algorithm,
+          server_args=dict(
               server_learning_rate=server_learning_rate,
               total_clients=total_clients,
               with_window=with_window,
               client_learning_rate_fn=client_learning_rate_fn,
           ),
-          **_full_gradient_parts(
-              model_fn,
-              algorithm,
-              server_state_type,
-              client_loss=client_loss,
-              num_classes=num_classes,
+          sends_round=(
+              algorithm.tracks_rounds
+              or algorithm.feature_step is not None
+              or client_learning_rate_fn is not None
           ),
-      )
+          server_state_type=server_state_type,
+          data_type=data_type,
+      ),
+      client_state_transfer,
   )
   if not algorithm.keeps_client_state:
     return _learning_process(

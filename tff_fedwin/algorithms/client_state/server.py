@@ -126,17 +126,6 @@ def with_round_vector(
   return state._replace(control_variate=vector)
 
 
-def round_metrics(sums: types.RoundSums) -> collections.OrderedDict:
-  """The round's `train_loss`, `num_examples` and `num_clients_with_data`."""
-  return collections.OrderedDict(
-      train_loss=tf.math.divide_no_nan(
-          sums.loss_sum, tf.cast(sums.num_examples, tf.float32)
-      ),
-      num_examples=sums.num_examples,
-      num_clients_with_data=sums.num_clients_with_data,
-  )
-
-
 def next_server_state(
     algorithm: algorithm_lib.ClientStateAlgorithm,
     state: types.ServerState,
@@ -152,10 +141,11 @@ def next_server_state(
   Runs `server_step`, then with a window pushes w^t into it (in
   `'broadcast'` mode at active rounds x becomes m^t; the server vector is
   never windowed). A new `ServerState` field is carried over by `_replace`.
-  With the clients' schedule `client_learning_rate_fn`, the metrics also
-  hold the round's rate lr_t as `client_work/client_learning_rate` (the
-  model-delta clients' name), t = the state's completed rounds + 1, the t
-  the clients' step evaluated.
+  The metrics hold `train_loss`, `num_examples`, `num_clients_with_data`
+  and with a window `window`. With the clients' schedule
+  `client_learning_rate_fn`, they also hold the round's rate lr_t as
+  `client_work/client_learning_rate` (the model-delta clients' name), t =
+  the state's completed rounds + 1, the t the clients' step evaluated.
   """
   new_model_weights, new_control_variate = server_step(
       algorithm,
@@ -165,7 +155,13 @@ def next_server_state(
       server_learning_rate=server_learning_rate,
       total_clients=total_clients,
   )
-  metrics = round_metrics(sums)
+  metrics = collections.OrderedDict(
+      train_loss=tf.math.divide_no_nan(
+          sums.loss_sum, tf.cast(sums.num_examples, tf.float32)
+      ),
+      num_examples=sums.num_examples,
+      num_clients_with_data=sums.num_clients_with_data,
+  )
   if client_learning_rate_fn is not None:
     metrics['client_work'] = collections.OrderedDict(
         client_learning_rate=scheduled_client_work.rate_of_next_round(

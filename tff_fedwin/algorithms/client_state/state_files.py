@@ -1,32 +1,21 @@
 """Per-client states between the driver and the workers as files.
 
-With `build_client_state_process(..., client_state_transfer='files')` (so
-`build_scaffold`, `build_feddyn`) a sampled client's vector c_i does not
-travel as a TFF value: the driver writes it to files, the client's
-computation in the TFF worker reads them, runs the client step and writes
-c_i+ next to them, and the driver reads that back.
+With `build_client_state_process(..., client_state_transfer='files')` a
+sampled client's vector c_i does not travel as a TFF value (TFF 0.87 copies a
+CLIENTS-placed value several times in the driver): the driver writes it to
+files, the client's computation in the TFF worker reads them, runs the
+client step and writes c_i+ next to them, and the driver reads that back.
 Only a path (a string per client) crosses TFF's value serialization.
 
-Why (docs/performance.md, 'SCAFFOLD'): TFF 0.87 copies a CLIENTS-placed value
-several times in the driver on its way to the worker and back (protobuf
-encoding). Measured 2026-11-26 on this machine (a federated map that adds 1
-to 1.2M-parameter float32 states, 6 calls, median, beside one training run):
-10 clients 0.52-0.61 s a call as values against 0.14-0.16 s as files; 50
-clients 5.5-5.7 s against 0.5-1.0 s, driver peak 2.2 against 1.1 GB.
-
-The inputs are one file per client and weight tensor: `<prefix>.in.<i>` (c_i)
-holds the tensor's raw little-endian bytes, written by the driver straight
-from numpy (one copy) and read in the worker with `tf.io.decode_raw` (which
-reads every floating dtype; the process requires floating-point
-weights). c_i+ is the tensor bundle `<prefix>.out` (`tensor_bundles`:
-TensorFlow's checkpoint format, written in the worker with `SaveV2`, read by
-the driver with `tf.train.load_checkpoint`, every leaf's checksum checked).
-Both keep the bits of the value path. Measured 2026-11-26 (10 clients of the
-1.2M-parameter EMNIST CNN, 46 MB a round, 9 repetitions, medians): the driver
-writes the inputs in 76 ms as raw bytes against 108 ms as `TensorProto`s
-through TensorFlow ops, and a graph reads them in 34 ms against 42 ms with
-`tf.io.parse_tensor`. The driver and every worker must see the same
-directory: local workers (one machine) or a shared file system.
+The inputs are one file per client and weight tensor, `<prefix>.in.<i>` (c_i),
+the tensor's raw little-endian bytes, written by the driver straight from
+numpy and read in the worker with `tf.io.decode_raw` (every floating dtype;
+the process requires floating-point weights). c_i+ is the tensor bundle
+`<prefix>.out` (`tensor_bundles`: written in the worker with `SaveV2`, every
+leaf's checksum checked when the driver reads it). Both keep the bits of
+the value path. The driver and every worker must see the same directory:
+local workers (one machine) or a shared file system. Why, and the
+measurements: docs/performance.md sec. 2.6.
 """
 
 from collections.abc import Sequence
@@ -110,14 +99,10 @@ def write_inputs(prefixes: Sequence[str], states: Sequence[Any]) -> None:
   """In the driver: each client's c_i to `<prefix>.in.<i>`, and no c_i+.
 
   Writes each leaf's raw little-endian bytes (`read_client_state` reads
-  them) over the file's old bytes in place, and removes the index of the
-  clients' c_i+ bundles (`<prefix>.out.index`, a few hundred bytes), so a
-  round's outputs can only be that round's: `read_outputs` refuses a bundle
-  without one. The input files are not removed or recreated. Measured
-  2026-11-27 on ext4 (10 clients, 46 MB, 1 step each, 14 alternating rounds,
-  medians): removing the outputs and rewriting the inputs through
-  `open(..., 'wb')` took 131 ms and made a round 0.88 s; writing in place
-  took 29 ms and made it 0.76 s (results/performance_history.md sec. 6.9).
+  them) over the file's old bytes in place (faster than recreating them,
+  docs/performance.md sec. 2.6), and removes the index of the clients' c_i+
+  bundles (`<prefix>.out.index`), so a round's outputs can only be that
+  round's: `read_outputs` refuses a bundle without one.
   """
   for prefix, state in zip(prefixes, states, strict=True):
     leaves = tf.nest.flatten(state)
