@@ -1,11 +1,9 @@
 """One TFF execution context over several TFF workers, run in parallel.
 
 `create_multi_worker_context(addresses)` splits every computation's clients
-across running workers through TFF's mergeable-computation context, with each
-worker driven from its own thread; `multi_worker_execution_context` starts
-local workers, installs such a context and undoes everything on exit. What
-runs, in which order, and how failures surface: docs/runtime.md, 'Several
-workers'.
+across running workers; `multi_worker_execution_context` starts local workers,
+installs such a context and undoes everything on exit. What runs, in which
+order, and how failures surface: docs/runtime.md, 'Several workers'.
 
 Usage:
 
@@ -207,10 +205,14 @@ class MultiWorkerContext(tff.framework.SyncContext):
     return f'MultiWorkerContext({list(self.addresses)}, {state})'
 
 
-def _check_reachable(
+def check_reachable(
     channels: Sequence[tuple[str, grpc.Channel]], timeout_seconds: float
 ) -> None:
-  """Waits for all channels at once; raises naming the unreachable ones."""
+  """Waits for all (address, channel) at once.
+
+  Raises:
+    WorkerUnavailableError: Naming the workers that did not answer in time.
+  """
   futures = [(a, grpc.channel_ready_future(c)) for a, c in channels]
   unreachable = []
   try:
@@ -270,7 +272,7 @@ def _connect(
       for address in addresses
   ]
   try:
-    _check_reachable(
+    check_reachable(
         [(c.address, c.channel) for c in connections], ready_timeout_seconds
     )
   except BaseException:
@@ -289,13 +291,10 @@ def create_multi_worker_context(
 ) -> MultiWorkerContext:
   """Returns a TFF context that splits each round's clients across workers.
 
-  Clients-placed arguments are split into `len(addresses)` contiguous slices
-  (in client order, sizes differing by at most one; fewer slices than workers
-  when there are fewer clients), one per worker, and the workers run in
-  parallel. Only computations whose aggregations do not depend on one another
-  can run (docs/runtime.md, 'Several workers'). Install the context with
-  `tff.framework.get_context_stack().install(context)` and `close()` it when
-  done, or use `multi_worker_execution_context`.
+  One contiguous slice of the clients per worker, run in parallel
+  (docs/runtime.md, 'Several workers'). Install it with
+  `tff.framework.get_context_stack().install(context)` and `close()` it, or
+  use `multi_worker_execution_context`.
 
   Args:
     addresses: `host:port` of each running TFF worker.
@@ -340,11 +339,6 @@ def multi_worker_execution_context(
     loopback_only: bool = True,
 ) -> Iterator[MultiWorkerContext]:
   """Installs a multi-worker context; on exit undoes everything it did.
-
-  Usage:
-
-    with multi_worker_execution_context(num_workers=2) as context:
-      process.next(state, client_data)  # clients split over 2 local workers
 
   On exit, also on an exception or KeyboardInterrupt, the context is removed
   from TFF's context stack and closed (its event-loop threads stopped), and the

@@ -8,11 +8,6 @@ installs one over it, with `local_execution_context`'s lifecycle guarantees;
 `remote_federated_context` does the same over running workers
 (docs/program_api.md, docs/runtime.md, 'Why we manage the worker ourselves',
 'Several workers').
-
-Usage:
-
-  with local_federated_context():
-    asyncio.run(tff.learning.programs.train_model(...))
 """
 
 import asyncio
@@ -86,20 +81,6 @@ def parse_addresses(addresses: Union[str, Sequence[str]]) -> tuple[str, ...]:
   return items
 
 
-def _wait_ready(address: str, channel: grpc.Channel, timeout: float) -> None:
-  """Raises `WorkerUnavailableError` unless `channel` is ready in time."""
-  future = grpc.channel_ready_future(channel)
-  try:
-    future.result(timeout=timeout)
-  except grpc.FutureTimeoutError:
-    future.cancel()
-    raise worker_stub.WorkerUnavailableError(
-        address,
-        f'TFF worker {address} is unreachable: no gRPC service answered '
-        f'within {timeout} s. Is a TFF worker_binary serving there?',
-    ) from None
-
-
 @contextlib.contextmanager
 def _one_worker_async_context(
     address: str,
@@ -117,7 +98,7 @@ def _one_worker_async_context(
   stub = worker_stub.WorkerStub(address, channel, reconnect_timeout_seconds)
   try:
     if ready_timeout_seconds is not None:
-      _wait_ready(address, channel, ready_timeout_seconds)
+      multi_worker.check_reachable([(address, channel)], ready_timeout_seconds)
     inner = tff.framework.AsyncExecutionContext(
         **contexts.remote_context_args(
             stub, default_num_clients=default_num_clients

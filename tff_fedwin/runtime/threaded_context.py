@@ -91,13 +91,9 @@ class ConcurrencyRecorder:
 class OrderedPhase:
   """Runs the invocations of one computation one at a time, in call order.
 
-  Used for the after-merge part of computations with CLIENTS-placed results
-  (docs/runtime.md, 'Several workers', "Client order"). TFF's pool starts the
-  subround tasks in subround order and `asyncio.Lock` is FIFO-fair, so holding
-  the lock during each invocation makes the subrounds run and complete in
-  subround order. The pool collects each result before the next can complete:
-  the next one needs a round trip through its worker thread and worker, the pool
-  only two event-loop steps.
+  The after-merge part of computations with CLIENTS-placed results: an
+  `asyncio.Lock` (FIFO-fair) held during each invocation keeps the subrounds
+  in subround order (docs/runtime.md, 'Several workers', "Client order").
   """
 
   def __init__(self):

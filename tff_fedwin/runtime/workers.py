@@ -49,9 +49,7 @@ def worker_binary_path() -> str:
 def _pick_loopback_port() -> int:
   """A port free on ::1 and 127.0.0.1, chosen by the kernel.
 
-  Not `portpicker`: it probes the wildcard address, and a port held only on
-  ::1 by another loopback worker looks free there; gRPC sets SO_REUSEPORT, so
-  a second worker would then share the port with the first.
+  Not `portpicker` (docs/runtime.md, 'Loopback confinement').
   """
   for _ in range(100):
     with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as v6:
@@ -190,23 +188,6 @@ WorkerCrashedError = errors.WorkerCrashedError
 STARTUP_ATTEMPTS = 2
 
 
-def _worker_env(loopback_only: bool) -> dict[str, str]:
-  """This process's environment, with memory settings and the loopback shim.
-
-  Args:
-    loopback_only: Whether to preload the loopback confinement shim.
-
-  Returns:
-    The environment for `worker_binary`: `os.environ` with
-    `worker_memory.worker_memory_env`'s settings and, if `loopback_only`, the
-    loopback shim first in `LD_PRELOAD`.
-  """
-  env = worker_memory.worker_memory_env(os.environ)
-  if loopback_only:
-    env['LD_PRELOAD'] = loopback.ld_preload(env.get('LD_PRELOAD'))
-  return env
-
-
 def _spawn(
     *,
     port: int,
@@ -279,24 +260,19 @@ def start_local_worker(
 
   Args:
     port: The port to serve on; a free one is picked when `None`.
-    log_dir: Directory for the worker's log file, created (mode 0700) if
-      needed; it must be a directory, not a symlink, owned by this user and
-      not writable by group or others. Defaults to
-      `$TMPDIR/tff_fedwin_workers-<euid>` (also made unreadable to others).
-      The log file is opened without following symlinks, mode 0600.
+    log_dir: Directory for the worker's log file (mode 0600), created 0700
+      if needed; default `$TMPDIR/tff_fedwin_workers-<euid>`. What is
+      refused: docs/runtime.md, 'Loopback confinement'.
     max_concurrent_computation_calls: Passed to the worker; non-positive means
       no limit (TFF's default). `None`: the number of CPUs this process may
       run on, so that concurrent client computations do not oversubscribe
       the cores (docs/performance.md, 'The client loop and the worker').
     ready_timeout_seconds: How long to wait for the worker's gRPC service.
-    loopback_only: Serve on the loopback interface and this user only
-      (default): the worker runs with the `tff_fedwin.runtime.loopback` shim
-      preloaded, which also closes every connection from a socket of another
-      uid before the worker reads it; once it serves, its listening sockets
-      and its memory map are checked, and a worker listening elsewhere or
-      without the shim is killed. `address` is then the exact address it
-      listens on (`[::1]:port`). `False` keeps TFF's behaviour: all
-      interfaces, any user, without authentication (a warning is logged).
+    loopback_only: Serve on loopback and to this user only, through the
+      `tff_fedwin.runtime.loopback` shim, checked once it serves
+      (docs/runtime.md, 'Loopback confinement'); `address` is then exactly
+      where it listens (`[::1]:port`). `False` keeps TFF's behaviour: all
+      interfaces, any user, no authentication (a warning is logged).
 
   Returns:
     A running `LocalWorker`. The caller must `stop()` it (or use
@@ -311,7 +287,9 @@ def start_local_worker(
     RuntimeError: If the worker exits or does not serve within the timeout;
       the message names the port and quotes the worker's log.
   """
-  env = _worker_env(loopback_only)
+  env = worker_memory.worker_memory_env(os.environ)
+  if loopback_only:
+    env['LD_PRELOAD'] = loopback.ld_preload(env.get('LD_PRELOAD'))
   if port is None:
     port = (
         _pick_loopback_port()
