@@ -1,21 +1,11 @@
 """Manifests of checkpoint versions: what makes a version intact.
 
-A checkpoint of round t is complete once `program_state_<t>/MANIFEST` exists:
-written last (after the program state, the client states and the window's
-models of round t), atomically, it lists every file the version needs with
-its size and CRC-32, and a digest of the metrics.csv rows 1..t. A version is
-*intact* when its manifest parses and every listed file has that size and
-checksum (docs/design.md sec. 5.3). CRC-32 (zlib), not SHA-256: it detects
-truncation, zero-filling and flipped bytes, and ran at 2.4 GB/s here against
-SHA-256's 1.1 GB/s, which matters for large client-state files.
-
-Two groups of files: `files` are checked as they are; `client_states` (a
-disk client-state store: its manifest and the index of the segment round t
-wrote) are checked with the chain of segments version t needs, before the
-store is opened for it (`disk_store_chain.problem`). A run that
-writes per_client_metrics.csv also lists its size and CRC-32: that file only
-grows, so a resume checks its first bytes and cuts it back to them
-(`per_client_csv`).
+`program_state_<t>/fedwin_manifest.json`, written last and atomically, lists
+every file version t needs with its size and CRC-32 (`files`, and a disk
+store's `client_states`, checked with their chain of segments by
+`disk_store_chain.problem`), a digest of the metrics.csv rows 1..t and, if
+any, per_client_metrics.csv's size and CRC-32 (`per_client_csv`). A version
+is intact when all of them check (docs/design.md sec. 5.3.1).
 """
 
 import json

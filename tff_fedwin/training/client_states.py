@@ -1,16 +1,9 @@
 """Persistent per-client states (e.g. SCAFFOLD control variates) keyed by id.
 
-Stateful algorithms such as SCAFFOLD (Karimireddy et al. 2020) keep a state
-per client that lives across rounds: the process's `next` takes the sampled
-clients' states and returns their new ones, and the training loop keeps all of
-them here between rounds (docs/design.md sec. 3).
-
-Memory: every client that has participated holds one full state in RAM, so the
-store takes N x (state size) bytes for N participating clients; for SCAFFOLD
-the state is one copy of the model's trainable weights (e.g. 1,000 clients of a
-1.2M-parameter float32 model: 4.8 GB). `save` writes the same amount to disk
-without making extra copies. Larger populations use `DiskClientStateStore`
-(`training/disk_client_states.py`; the loop picks one, `client_state_stores`).
+The loop keeps every sampled client's state here between rounds, in RAM: N x
+(state size) for N participating clients. Larger populations use
+`DiskClientStateStore`; the loop picks one (`client_state_stores`). Design and
+memory figures: docs/design.md secs. 3.3, 5.5.
 """
 
 import json
@@ -36,17 +29,10 @@ def _leaf_key(client_index: int, leaf_index: int) -> str:
 class ClientStateStore:
   """Client states keyed by client id, in RAM, created lazily from a template.
 
-  A client's state is created as a copy of `template` the first time the
-  client is asked for (`get`), and replaced by `update`; clients that are not
-  updated keep their state. States are nested structures (`tf.nest`) of numpy
-  arrays with the template's structure, shapes and dtypes, e.g. the
-  `ClientState` returned by
-  `tff_fedwin.algorithms.client_state.initial_client_state(model_fn)`.
-
-  Memory: N x (state size) in RAM for the N clients seen so far; for SCAFFOLD,
-  N x the size of the model's trainable weights. `save` writes all of them.
-  For populations whose states do not fit in RAM, use
-  `tff_fedwin.training.DiskClientStateStore` (docs/design.md sec. 5.5).
+  A client's state is a copy of `template` (nested numpy arrays, e.g.
+  `client_state.initial_client_state(model_fn)`) until `update` replaces it.
+  Memory: N x (state size) for the N clients seen so far (docs/design.md
+  sec. 3.3).
 
   Usage:
 
@@ -135,11 +121,8 @@ class ClientStateStore:
   def save(self, path: str) -> None:
     """Writes the store to `path` (an .npz file, name used as given) atomically.
 
-    Writes to a temporary file in the same directory, fsyncs it and renames it
-    over `path` (`os.replace`): after a crash `path` holds either the previous
-    or the new store, never a partial file. If writing fails, the temporary
-    file is removed and `path` is untouched. The file is created with mode
-    0600 (owner only), as `tempfile.mkstemp` makes it.
+    Through `atomic_write`: `path` holds the previous or the new store, never
+    a partial file; mode 0600.
 
     Args:
       path: The destination file.

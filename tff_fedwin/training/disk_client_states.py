@@ -1,21 +1,10 @@
 """Client states in files: RAM bounded by two rounds, checkpoints by the changes.
 
-`DiskClientStateStore` keeps one preallocated array file per state leaf,
-`[num_clients, *leaf.shape]`, created sparse (`ftruncate`): a client's row
-takes disk blocks only once it is written. Rows move with `pread`/`pwrite`,
-not `np.memmap`, which grew the process's RSS by every byte it touched
-(measured: docs/design.md sec. 5.5).
-
-A state is written once: a client's first state in place in its base row,
-later ones into `pending/` (one slot per client), which the checkpoint of
-round t renames to `segment_<t>/` with an index of its rows and their
-CRC-32s. The writes of a round run on a thread beside the next round
-(`row_writes`). Reads take the newest of pending, the segments, the base. A
-checkpoint writes nothing it did not write in the rounds before it; segments
-are merged into the base files only when they hold more states than the
-population and every kept version is at or after them, so each kept version
-is the base with its chain of segments over it (docs/design.md sec. 5.5;
-`disk_store_chain`).
+`DiskClientStateStore`: sparse per-leaf array files moved with `pread`/`pwrite`
+(not `np.memmap`), each state written once (first in its base row, later into
+`pending/`, renamed `segment_<t>/` at a checkpoint), segments merged into the
+base files now and then. Layout, kill points and measurements: docs/design.md
+sec. 5.5; the chain of segments: `disk_store_chain`.
 """
 
 import os
@@ -47,19 +36,12 @@ MAX_SEGMENTS = 64
 class DiskClientStateStore:
   """Client states in sparse per-leaf array files, checkpointed incrementally.
 
-  The population is fixed (`client_ids`, e.g. `ClientData.client_ids`): row i
-  of every leaf file is client i's state. A client never updated reads as a
-  copy of `template`. `get` and `update` touch only the rows of the given
-  clients, so their cost and the RAM they use do not depend on the
-  population; every row read is checked against its CRC-32. `update` returns
-  once its writes have started (`row_writes`): their error is raised by the
-  next `update` or `prepare_checkpoint`, and by every call after. The files are
-  created mode 0600 in a 0700 directory, which is locked (`flock`) while the
-  store is open.
-
-  A checkpoint of round t is `prepare_checkpoint(t)`, then the program state
-  of round t, then `finish_checkpoint(t)`; `restore(..., round_num=t)` gives
-  the states of that checkpoint (docs/design.md sec. 5.5).
+  Row i of every leaf file is client i of the fixed population `client_ids`;
+  a client never updated reads as a copy of `template`. `get` and `update`
+  touch only the given clients' rows; `update` returns once its writes have
+  started (`row_writes`). A checkpoint of round t is `prepare_checkpoint(t)`,
+  the program state, then `finish_checkpoint(t)`; `restore(...,
+  round_num=t)` gives its states (docs/design.md sec. 5.5).
   """
 
   def __init__(

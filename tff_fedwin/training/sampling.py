@@ -1,16 +1,11 @@
 """Which clients train in a round, and in what order, from (seed, round).
 
 `sample_clients` draws a round's clients; `client_shuffle_seed` seeds each
-sampled client's shuffle, so a client picked in two rounds sees its examples
-in two orders (as TFF's unseeded shuffle and PyTorch's DataLoader give),
-yet a rerun or a resumed run trains on the same orders bit for bit
-(docs/design.md sec. 5.2). The seed reaches the client's preprocessing as
-its `shuffle_seed` argument: in the driver (`client_datasets`), or in the
-worker through a client key `<shuffle seed>/<client id>`
-(`client_keys`, `keyed_dataset_computation`). A round's number of local
-epochs, when it changes by round (`epoch_decay_fn`, IMA's epoch decay),
-travels the same way, as an `epochs` argument and a key
-`<shuffle seed>/<epochs>/<client id>`.
+sampled client's shuffle, a new order each round yet the same on a rerun or
+resume (docs/design.md sec. 5.2). The seed (and a round's local epochs,
+`epoch_decay_fn`) reaches `preprocess_fn` in the driver (`client_datasets`)
+or in the worker through a client key (`client_keys`,
+`keyed_dataset_computation`).
 """
 
 from collections.abc import Callable, Sequence
@@ -31,10 +26,8 @@ def sample_clients(
 ) -> list[str]:
   """The clients of round `round_num`: without replacement, from `(seed, t)`.
 
-  `np.random.default_rng([seed, round_num]).choice(len(client_ids),
-  clients_per_round, replace=False)` indexes `client_ids`. Every round's RNG is
-  made from the seed and the round number alone, so a resumed run samples the
-  same clients as an uninterrupted one without saving any RNG state.
+  The RNG depends on `(seed, t)` alone: a resumed run samples the same
+  clients with no saved RNG state (docs/design.md sec. 5.2).
 
   Args:
     client_ids: All client ids, in a fixed order (`ClientData.client_ids`).

@@ -1,16 +1,10 @@
 """A `tff.program.FederatedDataSource` whose round k is a function of (seed, k).
 
-TFF's `tff.program.ClientIdDataSource` draws each round's client ids with an
-unseeded `random.sample`: a program (`tff.learning.programs.train_model`)
-killed and restarted trains other clients in other orders than an
-uninterrupted one. `SeededClientIdDataSource` draws the k-th selection with
-`sampling.sample_clients(client_ids, n, seed, k)`, the selection of the
-round loop (`run_training`): without replacement, from
-`np.random.default_rng([seed, k])`. Its iterator's state, saved by
-`train_model` in every `ProgramState`, is the client ids, the seed and the
-number of selections made, so a restarted program continues the
-uninterrupted program's sequence and ends with its state to the bit
-(docs/program_api.md).
+A drop-in for TFF's unseeded `tff.program.ClientIdDataSource`: selection k is
+`sampling.sample_clients(client_ids, n, seed, k)`, the round loop's rule, and
+the iterator's state (ids, seed, selections made) is saved in every
+`ProgramState`, so a restarted program continues to the bit
+(docs/program_api.md, 'Which clients train').
 """
 
 import json
