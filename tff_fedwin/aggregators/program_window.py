@@ -1,18 +1,9 @@
 """The window kept by the training program instead of the process state.
 
-A window in the process state crosses the Python boundary twice per round with
-the state: W = 100 models of the 1.2M-parameter EMNIST CNN read every round are
-470 MB of state and 8.6 GB of worker memory (docs/performance.md, 'The window:
-segment sums instead of a ring buffer'). `ProgramWindow` keeps the same window
-next to the round loop (the program, in `tff.program`'s terms): a float64
-running sum of w^{t-W+1} .. w^t in the program state, saved with each
-checkpoint, and each round's model in a file (`RoundModelFiles`). A round adds
-w^t and subtracts w^{t-W}, read back from its file: O(model size) in RAM, on
-disk and in time (docs/design.md sec. 1.10).
-
-Several windows can ride on one trajectory (`extra_window_sizes`, sec. 1.11):
-each has its own running sum and they share the round files, kept for the
-largest W.
+`ProgramWindow` keeps the last W models next to the round loop: a float64
+running sum in the program state (saved with each checkpoint) and each round's
+model in a file (`RoundModelFiles`), O(model size) per round whatever W is.
+Why, and the extra window sizes: docs/design.md secs. 1.10, 1.11.
 """
 
 import collections
@@ -53,16 +44,10 @@ class WindowSizesMismatchError(errors.RunDirectoryError, ValueError):
 class ProgramWindow:
   """The window of the last W models, in a running sum and one file a round.
 
-  The same semantics as the window in the process state (docs/design.md
-  sec. 1): the window model m^t = (1/W) sum_{k<W} w^{t-k} (WiMA Eq. 4) is
-  active at rounds t >= max(W, start_round) with t % E == 0; in `'broadcast'`
-  mode (IMA) the clients start the next round from it. The running sum is
-  float64, so its rounding over thousands of rounds stays far below float32's
-  (each add or subtract errs by at most 2^-53 of the sum).
-
-  Extra window sizes W' are windows of the same models w^t, evaluated only
-  (WiMA Eq. 4 with W', active at t >= max(W', start_round), t % E == 0): they
-  never change what the clients receive. Their methods take `window_size=W'`.
+  m^t = (1/W) sum_{k<W} w^{t-k} (WiMA Eq. 4), with the semantics of the
+  window in the process state (docs/design.md secs. 1.1-1.3, 1.10). Extra
+  window sizes W' are evaluated only (sec. 1.11); methods take
+  `window_size=W'` for them.
   """
 
   def __init__(
@@ -311,12 +296,8 @@ class ProgramWindow:
   def finish_checkpoint(
       self, round_num: int, kept_rounds: Collection[int]
   ) -> None:
-    """Deletes the models no kept checkpoint needs.
-
-    Those of rounds <= r - W for the oldest kept nonzero checkpoint r (the
-    largest W): a resume falls back to any kept version (docs/design.md sec.
-    5.3); version 0 needs none.
-    """
+    """Deletes the models of rounds <= r - max W, r the oldest kept nonzero
+    checkpoint (docs/design.md secs. 1.10, 5.3)."""
     oldest = min([k for k in kept_rounds if 0 < k < round_num] + [round_num])
     self._files.delete_through(oldest - self.largest_window_size)
 

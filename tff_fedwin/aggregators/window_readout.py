@@ -56,10 +56,8 @@ def _like(reference, values):
 def readable_window_sizes(window: WindowBuffer) -> list[int]:
   """The window sizes W' whose mean `window` holds at its read rounds.
 
-  The slots sum segments of E rounds laid out so that at a read round
-  (t % E == 0) the oldest starts at round t - W + 1 (docs/design.md sec. 1).
-  The last W' models are then whole slots, the newest ceil(W'/E), exactly
-  when W' <= W and W - W' is a multiple of E: every W' <= W with E = 1.
+  Every W' <= W with W - W' a multiple of E: the newest ceil(W'/E) slots
+  (docs/design.md sec. 1.11, 'In the process state').
   """
   size = int(window.window_size)
   return list(range(size, 0, -int(window.read_every)))[::-1]
@@ -174,10 +172,8 @@ def window_model_weights(
   Args:
     state: A `tff.learning.templates.LearningAlgorithmState` (or any state
       with `global_model_weights` and one window nested in it).
-    window_size: None for the window's own size W; or another size W' whose
-      mean the same window holds (`readable_window_sizes`: W' <= W, W - W' a
-      multiple of E), evaluated on the same trajectory (docs/design.md
-      sec. 1.11).
+    window_size: None for the window's own size W; or another size W' in
+      `readable_window_sizes` (docs/design.md sec. 1.11).
 
   Returns:
     `tff.learning.models.ModelWeights`: the window model m^t if the window is
