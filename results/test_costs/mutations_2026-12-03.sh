@@ -1,40 +1,24 @@
 #!/usr/bin/env bash
-# Applies one known defect at a time to a copy of main and runs the tests that should catch it.
-set -u
-cd /work/main
-py=/work/main/.venv/bin/python
-apply() {  # name, file, python replacement expression (old, new)
-  local name=$1 file=$2 old=$3 new=$4; shift 4
-  local dir=/tmp/mutation/$name
-  rm -rf "$dir"; mkdir -p "$dir"
-  git archive HEAD | tar -x -C "$dir"
-  $py - "$dir/$file" "$old" "$new" <<'PY'
-import sys
-path, old, new = sys.argv[1:]
-text = open(path).read()
-assert text.count(old) == 1, (path, old, text.count(old))
-open(path, 'w').write(text.replace(old, new))
-PY
-  (cd "$dir" && git -C /work/main diff --no-index --stat /dev/null /dev/null; diff <(cd /work/main && git show HEAD:"$file") "$dir/$file")
-  echo "=== $name: $(date +%T) running $*"
-  (cd "$dir" && PYTHONPATH="$dir" $py -c "import tff_fedwin; print(tff_fedwin.__file__)" && PYTHONPATH="$dir" timeout 1800 $py -m pytest -q -x -p no:cacheprovider "$@" 2>&1 | tail -15)
-  echo "=== $name done $(date +%T) rc=${PIPESTATUS[0]}"
-}
+# Applies one known defect at a time to a copy of main and runs the tests that should catch it
+# (results/test_costs/mutation_lib.sh: a defect whose text does not occur once is NOT APPLIED).
+source "$(dirname "$0")/mutation_lib.sh"
 apply server_opt tff_fedwin/algorithms/fed_win.py "build_sgdm(learning_rate=1.0)" "build_sgdm(learning_rate=0.5)" tests/algorithms/fed_win_test.py tests/algorithms/multi_round_test.py
 apply window_off_by_one tff_fedwin/aggregators/window_math.py "      t >= tf.maximum(window.window_size, window.start_round)," "      t > tf.maximum(window.window_size, window.start_round)," tests/aggregators/window_math_test.py tests/aggregators/window_factory_test.py
 apply no_lock tff_fedwin/training/run_lock.py "      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)" "      pass" tests/training/run_lock_test.py
 apply crc_ignored tff_fedwin/training/checkpoint_manifest.py "    if file_checksum(path)[1] != crc:" "    if False and file_checksum(path)[1] != crc:" tests/training/checkpoint_manifest_test.py tests/training/checkpoints_test.py
 apply manifest_round_ignored tff_fedwin/training/checkpoint_manifest.py "    if manifest.get('round_num') != round_num:" "    if False:" tests/training/checkpoint_manifest_test.py tests/training/checkpoints_test.py
-apply no_csv_rollback tff_fedwin/training/checkpoints.py "        manifest_lib.roll_back_csv(self._metrics_csv, found.round_num)" "        pass" tests/training/checkpoints_test.py tests/training/loop_resume_test.py tests/training/checkpoint_manifest_test.py
+# (2026-12-07: no_csv_rollback retired: metrics.csv is no longer rolled back but restored from
+# the version's copy of its rows, 23caad6; mutations_2026-12-04_checkpoints.sh's
+# rows_never_restored is that path's defect.)
 apply every_load_error_is_damage tff_fedwin/training/checkpoints.py "      if not load_damage.is_damage(e):" "      if False:" tests/training/checkpoints_test.py
 apply malformed_manifest_accepted tff_fedwin/training/checkpoint_manifest.py "    malformed = _malformed(manifest)" "    malformed = None" tests/training/checkpoint_manifest_test.py tests/training/checkpoints_test.py
 apply shared_dir_write_unchecked tff_fedwin/runtime/shared_dir.py "      _check_write(address, run, directory, flags)" "      pass" tests/runtime/shared_dir_test.py
 apply unseeded_program_source tff_fedwin/training/seeded_data_source.py "        self._client_ids, k, self._seed, self._selections_made" "        self._client_ids, k, self._seed + __import__('random').randrange(9), self._selections_made" tests/training/seeded_data_source_test.py tests/runtime/program_train_model_test.py
-apply resume_round_unchecked tff_fedwin/training/checkpoint_manifest.py "      if problem or check_csv(metrics_csv, manifest):" "      if False:" tests/training/checkpoint_manifest_test.py tests/experiments/run_record_test.py
+apply resume_round_unchecked tff_fedwin/training/metrics_rows.py "  if problem and not has_copy(manifest, round_num):" "  if False:" tests/training/metrics_rows_test.py
 apply no_fsync_before_manifest tff_fedwin/training/checkpoint_manifest.py "  directories = {top}" "  directories = set(); paths = []" tests/training/checkpoint_manifest_test.py
 # Stop 59's defects.
 apply stateful_dropout tff_fedwin/tasks/stateless_dropout.py "    return tf.nn.experimental.stateless_dropout(" "    return tf.nn.dropout(inputs, rate=self.rate, seed=self.seed) if True else tf.nn.experimental.stateless_dropout(" tests/tasks/stateless_dropout_test.py
-apply dropout_rule_unchecked tff_fedwin/experiments/run_record.py "  if recorded == version.DROPOUT_MASKS or not uses_dropout(config):" "  if True:" tests/experiments/run_record_test.py
+apply dropout_rule_unchecked tff_fedwin/experiments/run_record.py "        uses_dropout," "        lambda config: False," tests/experiments/run_record_test.py
 apply user_errors_not_one_line scripts/run_experiment.py "  return isinstance(error, errors.UserError)" "  return isinstance(error, errors.InputError)" tests/scripts/run_experiment_cli_test.py
 apply stat_key_without_ctime tff_fedwin/data/leaf_cache.py "          + [stat.st_ctime_ns, stat.st_ino, stat.st_dev]" "          + []" tests/data/leaf_cache_test.py
 apply parallel_merge_out_of_order tff_fedwin/data/leaf_convert.py "      futures = [pool.submit(_convert_file, *task) for task in tasks]" "      futures = [pool.submit(_convert_file, *task) for task in tasks[::-1]][::-1]; futures = futures[1:] + futures[:1]" tests/data/leaf_cache_test.py
@@ -54,7 +38,7 @@ apply leaf_test_users_reordered tff_fedwin/data/leaf_convert.py "        self.te
 apply weighted_accuracy_unweighted tff_fedwin/training/client_metrics.py "          float(np.sum(sums[:, CORRECT])) / counted if counted else 0.0" "          float(np.mean(accuracy)) if counted else 0.0" tests/training/per_client_loop_test.py
 # (Stop 62: rollback_unverified retargeted at check_store; undo_precedence_reversed gone with the
 # undo logs; store_entries_relative_again retargeted at the store's common directory.)
-apply rollback_unverified tff_fedwin/training/checkpoints.py "        problem = manifest_lib.check_store(" "        problem = None and manifest_lib.check_store(" tests/training/damaged_checkpoint_test.py -k no_intact
+apply rollback_unverified tff_fedwin/training/checkpoints.py "      problem = manifest_lib.check_store(" "      problem = None and manifest_lib.check_store(" tests/training/damaged_checkpoint_test.py -k no_intact
 apply store_entries_relative_again tff_fedwin/training/checkpoint_manifest.py "        if group == CLIENT_STATES and paths" "        if False" tests/training/loop_resume_test.py -k resumed_disk_store
 # Stop 62's defects (run alone: bash <(sed -n '1,/^apply server_opt/{/^apply server_opt/!p}; /^# Stop 62/,$p' this file)).
 apply first_state_rule_dropped tff_fedwin/training/disk_client_states.py "      if slot is None and not self._has_state(row):" "      if slot is None:" tests/training/disk_client_states_test.py

@@ -8,7 +8,7 @@ apply exit_removes_all_client_data tff_fedwin/experiments/run.py "  directory = 
 apply shim_accepts_any_tcp_uid tff_fedwin/runtime/loopback_bind.c "  return owner == (unsigned long)uid;" "  return 1;" tests/runtime/worker_user_test.py -k "refused_before or only_connections"
 apply shim_not_verified_in_maps tff_fedwin/runtime/loopback.py "  if os.path.realpath(library) not in mapped:" "  if False:" tests/runtime/worker_user_test.py -k without_the_shim
 apply driver_connects_to_localhost tff_fedwin/runtime/workers.py "  worker.host = loopback.connect_host(address)" "  worker.host = 'localhost'" tests/runtime/worker_user_test.py -k driver_address
-apply log_dir_owner_unchecked tff_fedwin/runtime/workers.py $'    if st.st_uid != os.geteuid():\n      problem = (' $'    if False:\n      problem = (' tests/runtime/worker_user_test.py -k owned_by_another
-apply log_dir_group_writable_accepted tff_fedwin/runtime/workers.py "    elif mode & 0o022:" "    elif False:" tests/runtime/worker_user_test.py -k writable_log_dir
-apply log_dir_symlink_followed tff_fedwin/runtime/workers.py "os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC" "os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC" tests/runtime/worker_user_test.py -k symlink_planted
-apply log_file_symlink_followed tff_fedwin/runtime/workers.py "os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC" "os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC" tests/runtime/worker_user_test.py -k log_file_symlink
+apply log_dir_owner_unchecked tff_fedwin/runtime/worker_logs.py $'    if st.st_uid != os.geteuid():\n      problem = (' $'    if False:\n      problem = (' tests/runtime/worker_user_test.py -k owned_by_another
+apply log_dir_group_writable_accepted tff_fedwin/runtime/worker_logs.py "    elif mode & 0o022:" "    elif False:" tests/runtime/worker_user_test.py -k writable_log_dir
+apply log_dir_symlink_followed tff_fedwin/runtime/worker_logs.py "os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC" "os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC" tests/runtime/worker_user_test.py -k symlink_planted
+apply log_file_symlink_followed tff_fedwin/runtime/worker_logs.py "os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC" "os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC" tests/runtime/worker_user_test.py -k log_file_symlink
