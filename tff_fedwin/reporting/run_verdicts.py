@@ -36,7 +36,7 @@ _IMA_ROWS = (
     (_IMA_SCHEDULE, _IMA_BASE),
     _IMA_ADAM,
 )
-# IMA Table 1's shape: IMA minus no IMA per algorithm (`experiments.papers.
+# IMA Table 1's shape: IMA minus no IMA per algorithm (`experiments.paper_tables.
 # IMA_TABLE_ALGORITHMS`; tests/experiments/papers_test.py keeps them equal).
 IMA_TABLE_PAIRS = tuple(
     (f'{alg} alpha=0.1 IMA', f'{alg} alpha=0.1 no window')
